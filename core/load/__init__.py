@@ -1,0 +1,35 @@
+"""Load any supported profile into the one :class:`~perfcmp_core.model.Profile` model."""
+
+from __future__ import annotations
+
+from ..model import Profile
+from ..options import LoadOptions
+from .detect import Source, detect
+from .steps import select_step
+from .validate import check_file
+
+
+def load_source(src: Source, opts: LoadOptions) -> Profile:
+    """Read an already detected source (validation included)."""
+    for p in [src.trace, src.db, *src.files.values()]:
+        if p is not None:
+            check_file(p, opts.force)
+    if src.kind == "gpu":
+        from .gpu import load_gpu as loader
+    elif src.kind == "npu_text":
+        from .npu_text import load_npu_text as loader
+    else:
+        from .npu_db import load_npu_db as loader
+    profile = loader(src, opts)
+    if opts.step is not None:
+        profile = select_step(profile, opts.step)
+    return profile
+
+
+def load_profile(path: str, opts: LoadOptions | None = None) -> Profile:
+    """Detect, validate and read ``path``; raise InputError with a one-line message on bad input."""
+    opts = opts or LoadOptions()
+    return load_source(detect(path, opts.rank), opts)
+
+
+__all__ = ["Source", "detect", "load_profile", "load_source"]

@@ -1,0 +1,117 @@
+"""Model-building steps shared by every loader: per-thread nesting and steps."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..model import STEPS, frame
+
+_STEP_RE = re.compile(r"ProfilerStep#(\d+)")
+
+
+def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent row and depth of each interval, nesting only within the same ``tid_key``.
+
+    An interval's parent is the innermost earlier interval of the same thread that fully contains
+    it (start ≥ parent start and end ≤ parent end). Unlike the reference (one tree over all
+    threads, start-only test, inclusive end), an op that outlives its would-be parent or lives on
+    another thread is never nested under it, so self times cannot go negative.
+
+    Inputs are parallel arrays in any order; outputs refer to positions in those arrays. The walk
+    is one stack pass per thread over rows sorted by (thread, start, longest first): O(n), and
+    cheap next to parsing (≈ 40 ms per 100k ops).
+    """
+    n = len(start)
+    parent = np.full(n, -1, dtype="int64")
+    depth = np.zeros(n, dtype="int64")
+    if n == 0:
+        return parent, depth
+    order = np.lexsort((-end, start, tid_key))
+    tids = tid_key[order].tolist()
+    starts = start[order].tolist()
+    ends = end[order].tolist()
+    rows = order.tolist()
+    stack: list[int] = []  # positions into the sorted lists
+    prev_tid = None
+    for i in range(n):
+        if tids[i] != prev_tid:
+            stack.clear()
+            prev_tid = tids[i]
+        e, s = ends[i], starts[i]
+        while stack and not (starts[stack[-1]] <= s and e <= ends[stack[-1]]):
+            stack.pop()
+        if stack:
+            parent[rows[i]] = rows[stack[-1]]
+            depth[rows[i]] = len(stack)
+        stack.append(i)
+    return parent, depth
+
+
+def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.DataFrame:
+    """The STEPS table from ``ProfilerStep#N`` host ops (first occurrence of each id wins)."""
+    ids = names.str.extract(_STEP_RE, expand=False)
+    mask = ids.notna().to_numpy()
+    df = pd.DataFrame(
+        {"step": ids[mask].astype("int64").to_numpy(), "start_ns": start[mask].to_numpy(),
+         "end_ns": end[mask].to_numpy()}
+    )
+    df = df.drop_duplicates("step").sort_values("start_ns", kind="stable")
+    return frame(STEPS, {c: df[c] for c in STEPS})
+
+
+def is_step_name(names: pd.Series) -> np.ndarray:
+    return names.str.contains(_STEP_RE, regex=True).to_numpy()
+
+
+def assign_step(start_ns: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Step id of each time point (-1 outside every step window); windows assumed disjoint."""
+    if steps.empty or len(start_ns) == 0:
+        return np.full(len(start_ns), -1, dtype="int64")
+    st = steps.sort_values("start_ns")
+    lo = st["start_ns"].to_numpy()
+    hi = st["end_ns"].to_numpy()
+    ids = st["step"].to_numpy()
+    idx = np.searchsorted(lo, start_ns, side="right") - 1
+    ok = idx >= 0
+    inside = np.zeros(len(start_ns), dtype=bool)
+    inside[ok] = start_ns[ok] <= hi[idx[ok]]
+    out = np.full(len(start_ns), -1, dtype="int64")
+    out[inside] = ids[idx[inside]]
+    return out
+
+
+def float_us_to_ns(arr: np.ndarray) -> np.ndarray:
+    """float64 µs → int64 ns without the 2**53 overflow of ``arr * 1000`` at epoch magnitudes
+    (whole µs and the fraction are converted separately). NaN/inf → -1."""
+    out = np.full(len(arr), -1, dtype="int64")
+    ok = np.isfinite(arr)
+    a = arr[ok]
+    whole = np.floor(a)
+    out[ok] = whole.astype("int64") * 1000 + np.round((a - whole) * 1000.0).astype("int64")
+    return out
+
+
+def us_to_ns(values: pd.Series) -> np.ndarray:
+    """µs values (numbers, or strings such as ``"1736413971558972.912\\t"``) → int64 ns, exactly.
+
+    Strings are split at the decimal point so ns precision survives at epoch magnitudes, where a
+    float64 µs value would round to 0.25 µs steps. Unparsable cells become -1.
+    """
+    if values.dtype.kind in "iu":
+        return values.to_numpy(dtype="int64") * 1000
+    if values.dtype.kind == "f":
+        return float_us_to_ns(values.to_numpy(dtype="float64"))
+    s = values.astype(str).str.strip()
+    parts = s.str.extract(r"^(-?\d+)(?:\.(\d*))?$")
+    whole = pd.to_numeric(parts[0], errors="coerce")
+    frac = parts[1].fillna("").str.slice(0, 3).str.ljust(3, "0")
+    frac_v = pd.to_numeric(frac, errors="coerce").fillna(0)
+    ok = whole.notna().to_numpy()
+    out = np.full(len(s), -1, dtype="int64")
+    w = whole.to_numpy()[ok].astype("int64")
+    f = frac_v.to_numpy()[ok].astype("int64")
+    out[ok] = w * 1000 + np.where(w < 0, -f, f)
+    return out

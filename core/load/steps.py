@@ -1,0 +1,86 @@
+"""Keep one step of a profile (``--base-step`` / ``--comparison-step``).
+
+Unlike the reference (which ignores the step for NPU Text OverallMetrics and rejects it for GPU),
+the step window filters every table of every kind the same way: rows whose start lies in the
+window ``[start, end]`` (inclusive) survive; allocations survive when their lifetime overlaps the
+window. Row links (``op_row``, ``parent``) are renumbered so the model stays consistent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..model import Profile
+
+#: table → the column holding its start time
+_START = {
+    "kernels": "start_ns",
+    "ops": "start_ns",
+    "pyfuncs": "start_ns",
+    "comm_ops": "start_ns",
+    "comm_tasks": "start_ns",
+    "overlap": "start_ns",
+    "memory": "ts_ns",
+    "queue": "start_ns",
+    "fwdbwd": "start_ts_ns",
+}
+
+
+def _remap(links: pd.Series, keep: np.ndarray) -> np.ndarray:
+    """Map old row numbers to new ones after keeping rows ``keep`` (bool mask); lost → -1."""
+    new_pos = np.cumsum(keep) - 1
+    new_pos[~keep] = -1
+    old = links.to_numpy()
+    out = np.full(len(old), -1, dtype="int64")
+    valid = (old >= 0) & (old < len(keep))
+    out[valid] = new_pos[old[valid]]
+    return out
+
+
+def step_ids(profile: Profile) -> list[int]:
+    return [int(s) for s in profile.steps["step"].tolist()]
+
+
+def select_step(profile: Profile, step: int) -> Profile:
+    """Return ``profile`` restricted to step ``step`` (raises InputError when it does not exist)."""
+    steps = profile.steps
+    hit = steps[steps["step"] == step]
+    if hit.empty:
+        known = ", ".join(str(s) for s in step_ids(profile)) or "none (no ProfilerStep markers)"
+        raise InputError(profile.meta.source, f"has no step {step}; available steps: {known}")
+    lo, hi = int(hit["start_ns"].iloc[0]), int(hit["end_ns"].iloc[0])
+    keep: dict[str, np.ndarray] = {}
+    for name, col in _START.items():
+        t = getattr(profile, name)[col].to_numpy()
+        keep[name] = (t >= lo) & (t <= hi)
+    om = profile.op_memory
+    rel = om["release_ns"].to_numpy()
+    keep_om = (om["alloc_ns"].to_numpy() <= hi) & ((rel < 0) | (rel >= lo))
+
+    kernels = profile.kernels[keep["kernels"]].reset_index(drop=True)
+    kernels["op_row"] = _remap(profile.kernels["op_row"][keep["kernels"]], keep["ops"])
+    ops = profile.ops[keep["ops"]].reset_index(drop=True)
+    ops["parent"] = _remap(profile.ops["parent"][keep["ops"]], keep["ops"])
+    pyfuncs = profile.pyfuncs[keep["pyfuncs"]].reset_index(drop=True)
+    pyfuncs["parent"] = _remap(profile.pyfuncs["parent"][keep["pyfuncs"]], keep["pyfuncs"])
+    comm_tasks = profile.comm_tasks[keep["comm_tasks"]].reset_index(drop=True)
+    comm_tasks["op_row"] = _remap(profile.comm_tasks["op_row"][keep["comm_tasks"]], keep["comm_ops"])
+
+    profile.meta.selected_step = step
+    return Profile(
+        meta=profile.meta,
+        kernels=kernels,
+        ops=ops,
+        pyfuncs=pyfuncs,
+        fwdbwd=profile.fwdbwd[keep["fwdbwd"]].reset_index(drop=True),
+        comm_ops=profile.comm_ops[keep["comm_ops"]].reset_index(drop=True),
+        comm_tasks=comm_tasks,
+        overlap=profile.overlap[keep["overlap"]].reset_index(drop=True),
+        memory=profile.memory[keep["memory"]].reset_index(drop=True),
+        op_memory=om[keep_om].reset_index(drop=True),
+        queue=profile.queue[keep["queue"]].reset_index(drop=True),
+        op_statistic=profile.op_statistic,
+        steps=hit.reset_index(drop=True),
+    )

@@ -1,0 +1,266 @@
+"""Command line: ``perfcmp-tui [BASE COMP | export | summary | info | advise] …``.
+
+Headless commands import only :mod:`perfcmp_core`; Textual is imported only when the interactive
+app starts, so ``export`` on a busy NPU host starts fast. Exit codes: 0 success, 2 bad input or
+usage (one line on stderr, no traceback), 1 internal error (traceback with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import traceback
+from typing import Callable, Sequence
+
+from perfcmp_core.errors import InputError, UsageError
+from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
+
+PROG = "perfcmp-tui"
+SUBCOMMANDS = ("export", "summary", "info", "advise")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as UsageError (exit 2, one line) instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _flag(group: argparse._ArgumentGroup, name: str, help_text: str, **kw: object) -> None:
+    """Add ``--a-b`` with the reference's ``--a_b`` spelling as an alias."""
+    dashed = "--" + name.replace("_", "-")
+    under = "--" + name
+    names = [dashed] if dashed == under else [dashed, under]
+    group.add_argument(*names, dest=name, help=help_text, **kw)  # type: ignore[arg-type]
+
+
+def _add_load_options(p: argparse.ArgumentParser, pair: bool) -> None:
+    g = p.add_argument_group("loading")
+    _flag(g, "rank", "pick this rank when a folder holds several ranks/traces", type=int)
+    if pair:
+        _flag(g, "base_step", "keep only step N (ProfilerStep#N / STEP_TIME id) of BASE", type=int)
+        _flag(g, "comparison_step", "keep only step N of COMP", type=int)
+    else:
+        _flag(g, "step", "keep only step N (ProfilerStep#N / STEP_TIME id)", type=int)
+    _flag(g, "gpu_flow_cat", "flow category linking GPU ops to kernels (fallback when a trace "
+                             "has no correlation ids)", default="")
+    _flag(g, "force", "skip the size caps (csv 5 GB, json 10 GB, db 8 GB) and the owner check",
+          action="store_true")
+    _flag(g, "debug", "show tracebacks for internal errors", action="store_true")
+
+
+def _add_compare_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("comparisons (none enabled = all)")
+    for name in COMPARISONS:
+        _flag(g, f"enable_{name}_compare", f"run the {name} comparison", action="store_true")
+    _flag(g, "disable_details", "only statistic tables (no per-op detail tables)",
+          action="store_true")
+    _flag(g, "disable_module", "never use the nn.Module comparison (operators instead)",
+          action="store_true")
+    _flag(g, "max_kernel_num", "drill into ops launching more than N kernels (N > 3)", type=int)
+    _flag(g, "op_name_map", "rename ops before matching, e.g. \"{'SGD.step': 'FusedSGD.step'}\"",
+          default="")
+    _flag(g, "use_input_shape", "match ops by name and input shapes", action="store_true")
+    _flag(g, "use_kernel_type", "kernel comparison by op type/core type (op_statistic.csv)",
+          action="store_true")
+    _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
+          default=None)
+
+
+def _add_pair(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", nargs="?", metavar="BASE", help="base profile (usually the GPU run)")
+    p.add_argument("comp", nargs="?", metavar="COMP", help="comparison profile (usually the NPU run)")
+    p.add_argument("-bp", "--benchmark_profiling_path", dest="bp", metavar="BASE",
+                   help="base profile (msprof-analyze spelling)")
+    p.add_argument("-d", "--profiling_path", dest="dp", metavar="COMP",
+                   help="comparison profile (msprof-analyze spelling)")
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    if command == "info":
+        p = _Parser(prog=f"{PROG} info", description="Describe one profile: kind, steps, counts, "
+                                                      "files used and missing.")
+        p.add_argument("path", metavar="PATH")
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        _add_load_options(p, pair=False)
+        return p
+    if command == "advise":
+        p = _Parser(prog=f"{PROG} advise", description="Bottleneck advisor for one profile.")
+        p.add_argument("path", metavar="PATH")
+        p.add_argument("--json", dest="json_out", metavar="FILE", help="also write JSON here")
+        p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE")
+        _add_load_options(p, pair=False)
+        return p
+    desc = {
+        "export": "Compare BASE and COMP headless and write the workbook "
+                  "(drop-in for msprof-analyze compare).",
+        "summary": "Print only the time distribution summary and the top regressions.",
+        "tui": "Compare BASE and COMP interactively.",
+    }[command]
+    p = _Parser(prog=PROG if command == "tui" else f"{PROG} {command}", description=desc)
+    _add_pair(p)
+    if command == "export":
+        p.add_argument("-o", "--output", "--output_path", dest="output", default=".",
+                       metavar="DIR", help="output folder (default: current folder)")
+        p.add_argument("--json", dest="json_out", metavar="FILE",
+                       help="also write every table as JSON to FILE")
+    if command == "tui":
+        p.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+        p.add_argument("-o", "--output", dest="output", default=".", metavar="DIR",
+                       help="default folder for exported workbooks")
+    p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
+                   help="advisor rules/keywords override")
+    _add_load_options(p, pair=True)
+    _add_compare_options(p)
+    return p
+
+
+def _pair_paths(ns: argparse.Namespace) -> tuple[str, str]:
+    base = ns.bp or ns.base
+    comp = ns.dp or ns.comp
+    if ns.bp and ns.base and ns.comp is None:  # `-bp X Y`: the positional is COMP
+        comp = comp or ns.base
+    if not base or not comp:
+        raise UsageError("need two profiles: BASE COMP (or -bp BASE -d COMP)")
+    return base, comp
+
+
+def parse_op_name_map(text: str) -> tuple[tuple[str, str], ...]:
+    """Parse ``--op-name-map`` safely (a dict literal; never evaluated as code)."""
+    if not text:
+        return ()
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise UsageError("--op-name-map must be a dict literal, e.g. \"{'a': 'b'}\"") from None
+    if not isinstance(value, dict):
+        raise UsageError("--op-name-map must be a dict, e.g. \"{'a': 'b'}\"")
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise UsageError("--op-name-map keys and values must be strings")
+        if len(k) > 200 or len(v) > 200:
+            raise UsageError("--op-name-map keys and values must be at most 200 characters")
+    return tuple(value.items())
+
+
+def load_options(ns: argparse.Namespace, step: int | None) -> LoadOptions:
+    if ns.gpu_flow_cat and len(ns.gpu_flow_cat) > 20:
+        raise UsageError("--gpu-flow-cat must be at most 20 characters")
+    for name in ("rank", "step", "base_step", "comparison_step"):
+        val = getattr(ns, name, None)
+        if val is not None and val < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be ≥ 0")
+    return LoadOptions(rank=ns.rank, step=step, force=ns.force, gpu_flow_cat=ns.gpu_flow_cat)
+
+
+def compare_options(ns: argparse.Namespace) -> CompareOptions:
+    if ns.max_kernel_num is not None and ns.max_kernel_num <= 3:
+        raise UsageError("--max-kernel-num must be greater than 3")
+    chosen = frozenset(c for c in COMPARISONS if getattr(ns, f"enable_{c}_compare"))
+    if ns.use_kernel_type and chosen and "kernel" not in chosen:
+        raise UsageError("--use-kernel-type needs the kernel comparison "
+                         "(add --enable-kernel-compare)")
+    return CompareOptions(
+        enabled=chosen or frozenset(COMPARISONS),
+        disable_details=ns.disable_details,
+        disable_module=ns.disable_module,
+        max_kernel_num=ns.max_kernel_num,
+        op_name_map=parse_op_name_map(ns.op_name_map),
+        use_input_shape=ns.use_input_shape,
+        use_kernel_type=ns.use_kernel_type,
+        config_path=ns.config,
+    )
+
+
+def cmd_info(ns: argparse.Namespace) -> int:
+    import orjson
+
+    from perfcmp_core.info import format_info, profile_info
+    from perfcmp_core.load import load_profile
+
+    profile = load_profile(ns.path, load_options(ns, ns.step))
+    info = profile_info(profile)
+    if ns.json:
+        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(format_info(info))
+    return 0
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from perfcmp_core.pipeline import run_export
+
+    base, comp = _pair_paths(ns)
+    return run_export(
+        base, comp,
+        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
+        compare_options(ns), out_dir=ns.output, json_path=ns.json_out,
+        advisor_config=ns.advisor_config, write_workbook=True,
+    )
+
+
+def cmd_summary(ns: argparse.Namespace) -> int:
+    from perfcmp_core.pipeline import run_export
+
+    base, comp = _pair_paths(ns)
+    return run_export(
+        base, comp,
+        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
+        compare_options(ns), out_dir=None, json_path=None,
+        advisor_config=ns.advisor_config, write_workbook=False,
+    )
+
+
+def cmd_advise(ns: argparse.Namespace) -> int:
+    from perfcmp_core.pipeline import run_advise
+
+    return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
+
+
+def cmd_tui(ns: argparse.Namespace) -> int:
+    base, comp = _pair_paths(ns)
+    from perfcmp_tui.app import run_app
+
+    return run_app(
+        base, comp,
+        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
+        compare_options(ns), out_dir=ns.output, mouse=not ns.no_mouse,
+        advisor_config=ns.advisor_config,
+    )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "info": cmd_info,
+    "export": cmd_export,
+    "summary": cmd_summary,
+    "advise": cmd_advise,
+    "tui": cmd_tui,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args[0] if args and args[0] in SUBCOMMANDS else "tui"
+    rest = args[1:] if command != "tui" else args
+    debug = "--debug" in rest
+    try:
+        ns = build_parser(command).parse_args(rest)
+        return COMMANDS[command](ns)
+    except InputError as exc:
+        print(f"{PROG}: error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the one place internal errors are reported
+        if debug:
+            traceback.print_exc()
+        else:
+            print(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+                  "(run again with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,725 @@
+"""Per-side OverallMetrics: where one profile's device time went.
+
+This is the arithmetic behind the ``OverallMetrics`` sheet and the terminal "Model Profiling Time
+Distribution" table (spec ``inputs-and-overall.md`` §6). One :func:`overall_metrics` call turns a
+:class:`~perfcmp_core.model.Profile` of any kind into a :class:`SideMetrics`; presentation lives in
+:mod:`.overall`.
+
+What differs per kind is only where the figures come from:
+
+* **GPU** — compute / uncovered communication are interval unions of the kernels themselves,
+  E2E spans every kernel and memcpy with a stream, SDMA is memcpy on the compute stream.
+* **NPU Text** — compute, uncovered and E2E come from the ``Overlap Analysis`` process the
+  exporter already computed; kernels with ``kernel_details`` rows are classified.
+* **NPU Db** — there is no overlap analysis, so compute is the union of compute tasks and
+  uncovered communication is the part of communication ops outside it.
+
+All times are int64 ns end to end, so sums and unions carry no floating residue.
+
+Deliberate differences from the reference (see docs/differences.md):
+
+* GPU compute and uncovered time are true interval lengths, not counts of 1-µs ticks touched by
+  a kernel (the reference counts a 0.5 µs kernel as 0 and depends on how timestamps were parsed).
+  On integer-µs traces both give the same number.
+* A kernel is attributed to the earliest-starting FA/Conv/Matmul host op whose [start, end]
+  contains its launch time. The reference finds that op with a forward-only pointer shared by all
+  kernels; processed in launch order (GPU, Text) that gives exactly this op, but in the Db's
+  connectionId order a late launch can move the pointer past ops that earlier launches needed.
+* Overlaps of wait tasks / communication ops with uncovered spans are exact interval
+  intersections; the reference's sweep double-counts or drops time when the tasks of one list
+  overlap each other.
+* Text profiles without PMU data hide the per-class breakdown whether or not kernel_details.csv
+  exists (the reference shows zero Cube/Vector times at trace level).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..model import Kind, Profile
+from .intervals import Spans
+from .masks import BACKWARD_WORDS, Masks, TextIndex
+
+GIB = 1024**3
+
+#: Kernel classes of the Computing breakdown, in the order of the spec's accumulator table.
+CLASS_BUCKETS: tuple[str, ...] = (
+    "fa_fwd_cube", "fa_fwd_vector", "fa_bwd_cube", "fa_bwd_vector",
+    "conv_fwd_cube", "conv_fwd_vector", "conv_bwd_cube", "conv_bwd_vector",
+    "matmul_cube", "matmul_vector", "page_attention", "vector_trans", "vector_notrans", "cube",
+    "sdma_tensor_move",
+)
+_CODE = {name: i for i, name in enumerate(CLASS_BUCKETS)}
+_MC2 = len(CLASS_BUCKETS)  # classification code of MC2 kernels (kept per kernel name)
+
+#: Host-op classes of the launch lookup.
+_NONE, _FA, _CONV, _MM = 0, 1, 2, 3
+
+#: GPU copies counted as SDMA when on the compute stream (memset events are never read, so the
+#: reference's "memset (device)" entry could not match and is left out).
+_GPU_SDMA_WORDS = ("htod", "dtod", "dtoh")
+_NPU_COMPUTE_TASKS = frozenset({"AI_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "AI_VECTOR_CORE", "FFTS_PLUS"})
+_SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
+_EVENT_WAIT = "EVENT_WAIT_SQE"
+_C_CORE_SQE = "C_CORE_SQE"
+_DB_CUBE_TASKS = frozenset({"KERNEL_AICORE", "KERNEL_MIX_AIC"})
+#: Db task types that do not extend E2E (compute kernels are already in the compute union).
+_DB_E2E_SKIP = frozenset({
+    "KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
+    "PROFILING_ENABLE", "PROFILING_DISABLE",
+})
+_NOT_OVERLAPPED = "Communication(Not Overlapped)"
+_LCCL = "kernel_aivec"
+_RDMA_SEND, _NOTIFY_WAIT = "RDMASend", "Notify_Wait"
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Total duration and number of kernels in one class."""
+
+    ns: int = 0
+    count: int = 0
+
+    def __add__(self, other: Bucket) -> Bucket:
+        return Bucket(self.ns + other.ns, self.count + other.count)
+
+
+@dataclass(frozen=True)
+class Mc2Time:
+    """One MC2 (fused matmul + collective) kernel name: total, PMU computing part, and the
+    communication part measured between paired ``C_CORE_SQE`` task ends."""
+
+    total_ns: int = 0
+    computing_ns: int = 0
+    communication_ns: int = 0
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class GroupTime:
+    """A communication group's share of the uncovered communication time."""
+
+    wait_ns: int
+    transmit_ns: int
+
+    @property
+    def uncovered_ns(self) -> int:
+        return self.wait_ns + self.transmit_ns
+
+
+@dataclass
+class SideMetrics:
+    """Everything OverallMetrics shows for one side, in ns / counts."""
+
+    kind: Kind
+    compute_ns: int = 0
+    uncovered_ns: int = 0
+    e2e_ns: int = 0
+    fa_fwd_cube: Bucket = Bucket()
+    fa_fwd_vector: Bucket = Bucket()
+    fa_bwd_cube: Bucket = Bucket()
+    fa_bwd_vector: Bucket = Bucket()
+    conv_fwd_cube: Bucket = Bucket()
+    conv_fwd_vector: Bucket = Bucket()
+    conv_bwd_cube: Bucket = Bucket()
+    conv_bwd_vector: Bucket = Bucket()
+    matmul_cube: Bucket = Bucket()
+    matmul_vector: Bucket = Bucket()
+    page_attention: Bucket = Bucket()
+    vector_trans: Bucket = Bucket()
+    vector_notrans: Bucket = Bucket()
+    cube: Bucket = Bucket()
+    sdma_tensor_move: Bucket = Bucket()
+    sdma_stream: Bucket = Bucket()  # SDMA / PCIe-DMA tasks (GPU: memcpy) on compute streams
+    lccl: Bucket = Bucket()
+    mc2: dict[str, Mc2Time] = field(default_factory=dict)  # kernel name → times, first-seen order
+    memory_gb: float = 0.0
+    rdma_bandwidth_gbps: float = 0.0
+    sdma_bandwidth_gbps: float = 0.0
+    groups: dict[str, GroupTime] = field(default_factory=dict)  # group key → times, display order
+    pairs: dict[tuple[str, str], int] = field(default_factory=dict)  # overlap of uncovered comm
+    pg_names: dict[str, str] = field(default_factory=dict)  # group key → process-group name
+    hide_op_details: bool = False  # NPU Text without PMU data: no per-class breakdown
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_npu(self) -> bool:
+        return self.kind != "gpu"
+
+    @property
+    def wait_ns(self) -> int:
+        return sum(g.wait_ns for g in self.groups.values())
+
+    @property
+    def fa_fwd(self) -> Bucket:
+        return self.fa_fwd_cube + self.fa_fwd_vector
+
+    @property
+    def fa_bwd(self) -> Bucket:
+        return self.fa_bwd_cube + self.fa_bwd_vector
+
+    @property
+    def conv_fwd(self) -> Bucket:
+        return self.conv_fwd_cube + self.conv_fwd_vector
+
+    @property
+    def conv_bwd(self) -> Bucket:
+        return self.conv_bwd_cube + self.conv_bwd_vector
+
+    @property
+    def matmul(self) -> Bucket:
+        return self.matmul_cube + self.matmul_vector
+
+    @property
+    def vector(self) -> Bucket:
+        return self.vector_trans + self.vector_notrans
+
+    @property
+    def mc2_ns(self) -> int:
+        return sum(m.total_ns for m in self.mc2.values())
+
+    @property
+    def computing_count(self) -> int:
+        """The Computing Time row's Number: every classified kernel except MC2 (and LCCL)."""
+        return sum(getattr(self, b).count for b in CLASS_BUCKETS)
+
+    @property
+    def other_ns(self) -> int:
+        """Compute time not explained by any class (clamped at 0: classes are sums over kernels
+        while compute is a union, so parallel streams can make the classes exceed it)."""
+        classified = sum(getattr(self, b).ns for b in CLASS_BUCKETS) + self.mc2_ns
+        return max(0, self.compute_ns - classified)
+
+    @property
+    def free_time_ns(self) -> int:
+        """E2E minus compute, LCCL and uncovered communication (may be negative)."""
+        return self.e2e_ns - self.compute_ns - self.lccl.ns - self.uncovered_ns
+
+    @property
+    def free_ns(self) -> int:
+        """Free time that is not SDMA either (may be negative)."""
+        return self.free_time_ns - self.sdma_stream.ns
+
+    @property
+    def cube_time(self) -> Bucket:
+        """The terminal's "Cube Time": Matmul (cube *and* vector) + other cube + MC2; the count
+        leaves MC2 out (the reference's definition, kept for comparability)."""
+        return Bucket(self.matmul.ns + self.cube.ns + self.mc2_ns, self.matmul.count + self.cube.count)
+
+    @property
+    def sdma(self) -> Bucket:
+        return self.sdma_tensor_move + self.sdma_stream
+
+    def group_label(self, group: str) -> str:
+        """``<pg>: <group>`` when the process-group name is known, else the group key."""
+        pg = self.pg_names.get(group, "")
+        return f"{pg}: {group}" if pg else group
+
+
+def overall_metrics(profile: Profile, masks: Masks) -> SideMetrics:
+    """Compute one side's OverallMetrics (the profile is already step-filtered)."""
+    kind = profile.meta.kind
+    if kind == "gpu":
+        side = _gpu(profile, masks)
+    elif kind == "npu_text":
+        side = _npu_text(profile, masks)
+    else:
+        side = _npu_db(profile, masks)
+    side.memory_gb = _memory_gb(profile)
+    if side.is_npu:
+        side.rdma_bandwidth_gbps = float(profile.meta.rdma_bandwidth_gbps)
+        side.sdma_bandwidth_gbps = float(profile.meta.sdma_bandwidth_gbps)
+        side.pg_names = {g: n for g, n in profile.meta.group_names.items() if n and n != "unknown"}
+    return side
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-kind pipelines
+# ---------------------------------------------------------------------------------------------
+
+
+def _gpu(profile: Profile, masks: Masks) -> SideMetrics:
+    k = profile.kernels
+    side = SideMetrics(kind="gpu")
+    task = k["task_type"].str.lower().to_numpy()
+    is_kernel = task == "kernel"
+    used = is_kernel | (task == "gpu_memcpy")  # memset events are ignored entirely
+    stream = k["stream"].to_numpy()
+    start = k["start_ns"].to_numpy()
+    end = start + k["dur_ns"].to_numpy()
+    nccl = is_kernel & k["is_comm"].to_numpy()
+    has_stream = stream > 0  # stream 0 / absent: "no stream"
+
+    timed = used & has_stream
+    if timed.any():
+        side.e2e_ns = int(end[timed].max() - start[timed].min())
+
+    names = TextIndex(k["name"])
+    compute_stream = _most_common(stream[is_kernel & ~nccl & has_stream])
+    if compute_stream is None:
+        side.notes.append("no non-NCCL kernel carries a stream id: SDMA time is 0")
+        sdma = np.zeros(len(k), dtype=bool)
+    else:
+        sdma = used & (stream == compute_stream) & names.contains_any(_GPU_SDMA_WORDS)
+    side.sdma_stream = _bucket(k["dur_ns"].to_numpy(), sdma)
+
+    compute = is_kernel & ~nccl & ~sdma
+    comm = nccl & ~sdma
+    busy = Spans.of(start[compute], end[compute])
+    comm_spans = Spans.of(start[comm], end[comm])
+    side.compute_ns = busy.length
+    side.uncovered_ns = comm_spans.length - (comm_spans & busy).length
+
+    sub = k[compute]
+    sub_names = names.subset(compute)
+    launch_cls, launch_bwd = _launch_classes(profile, sub["op_row"].to_numpy(), masks, conv_tid=True)
+    codes = _classify(
+        sub_names, TextIndex(sub["op_type"]), masks, sub_names.contains_any(masks.cube),
+        np.zeros(len(sub), dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
+    )
+    _fill_buckets(side, sub["dur_ns"].to_numpy(), codes)
+    return side
+
+
+def _npu_text(profile: Profile, masks: Masks) -> SideMetrics:
+    k = profile.kernels
+    side = SideMetrics(kind="npu_text")
+    # Ascend Hardware tasks (HCCL ops may also be listed as is_comm kernels; they are counted
+    # from comm_ops below)
+    hw = k["in_trace"].to_numpy() & ~k["is_comm"].to_numpy()
+    names = TextIndex(k["name"])
+    dur = k["dur_ns"].to_numpy()
+
+    side.lccl = _bucket(dur, hw & names.equals_any((_LCCL,))) + _bucket(
+        profile.comm_ops["dur_ns"].to_numpy(), TextIndex(profile.comm_ops["name"]).equals_any((_LCCL,))
+    )
+    stream = k["stream"].to_numpy()
+    task = k["task_type"].to_numpy()
+    on_stream = hw & (stream > 0)
+    side.sdma_stream = _sdma_on_compute_streams(
+        stream, dur, task, wait_rows=on_stream, compute_rows=on_stream & np.isin(task, list(_NPU_COMPUTE_TASKS)),
+        sdma_rows=on_stream,
+    )
+
+    ov = profile.overlap
+    kind = ov["kind"].to_numpy()
+    o_start = ov["start_ns"].to_numpy()
+    o_end = o_start + ov["dur_ns"].to_numpy()
+    side.compute_ns = int(ov["dur_ns"].to_numpy()[kind == "Computing"].sum())
+    not_overlapped = kind == _NOT_OVERLAPPED
+    side.uncovered_ns = int(ov["dur_ns"].to_numpy()[not_overlapped].sum())
+    if len(ov):
+        side.e2e_ns = int(o_end.max() - o_start.min())
+    else:
+        side.notes.append("no Overlap Analysis data: compute, uncovered communication and E2E are 0")
+    uncovered = Spans.of(o_start[not_overlapped], o_end[not_overlapped])
+
+    if not profile.meta.has_pmu:
+        side.hide_op_details = True
+    else:
+        aiv_vec = k["aiv_vec_us"].to_numpy()
+        mac = k["mac_us"].to_numpy()
+        valid = k["has_details"].to_numpy() & ~(np.isnan(aiv_vec) & np.isnan(mac))
+        sub = k[valid]
+        cube = (np.nan_to_num(sub["mac_us"].to_numpy()) > 0) | (np.nan_to_num(sub["aicore_us"].to_numpy()) > 0)
+        launch = _launch_time(profile, sub["op_row"].to_numpy())
+        sqe = k[hw & (k["name"].to_numpy() == _C_CORE_SQE)]
+        _classify_npu(side, profile, sub, masks, cube, order=np.argsort(launch, kind="stable"), sqe=sqe,
+                      conv_tid=True, fa_types=("flashattention", "fusedinferattention"))
+
+    side.groups, side.pairs = _text_groups(profile, uncovered)
+    return side
+
+
+def _npu_db(profile: Profile, masks: Masks) -> SideMetrics:
+    k = profile.kernels
+    side = SideMetrics(kind="npu_db")
+    hw = k["in_trace"].to_numpy()
+    det = k["has_details"].to_numpy()
+    dur = k["dur_ns"].to_numpy()
+    start = k["start_ns"].to_numpy()
+    end = start + dur
+    task = k["task_type"].to_numpy()
+    stream = k["stream"].to_numpy()
+    ops = profile.comm_ops
+    op_start = ops["start_ns"].to_numpy()
+    op_end = op_start + ops["dur_ns"].to_numpy()
+
+    side.lccl = _bucket(ops["dur_ns"].to_numpy(), TextIndex(ops["name"]).equals_any((_LCCL,)))
+    known = stream >= 0
+    side.sdma_stream = _sdma_on_compute_streams(
+        stream, dur, task, wait_rows=hw & known, compute_rows=det & known, sdma_rows=hw & known
+    )
+
+    busy = Spans.of(start[det], end[det])
+    active = busy | Spans.of(op_start, op_end)
+    side.compute_ns = busy.length
+    side.uncovered_ns = active.length - busy.length
+    # E2E: compute and communication ops, widened by any other device task (SDMA, event waits,
+    # AI_CPU …) — compute kernel task types are already covered by the compute union.
+    extra = hw & (task != "") & ~np.isin(task, list(_DB_E2E_SKIP))
+    lo = np.concatenate([start[det], op_start, start[extra]])
+    hi = np.concatenate([end[det], op_end, end[extra]])
+    if len(lo):
+        side.e2e_ns = int(hi.max() - lo.min())
+    else:
+        side.notes.append("no compute task, communication op or device task: E2E is 0")
+
+    sub = k[det]
+    if profile.meta.has_pmu:
+        cube = (np.nan_to_num(sub["aicore_us"].to_numpy()) != 0) | (np.nan_to_num(sub["mac_us"].to_numpy()) != 0)
+    else:
+        cube = np.isin(sub["task_type"].to_numpy(), list(_DB_CUBE_TASKS))
+    sqe = k[hw & (task == _C_CORE_SQE)]
+    _classify_npu(side, profile, sub, masks, cube, order=np.argsort(sub["link"].to_numpy(), kind="stable"),
+                  sqe=sqe, conv_tid=False, fa_types=("flashattention",))
+
+    side.groups, side.pairs = _db_groups(profile, active - busy)
+    return side
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel classification
+# ---------------------------------------------------------------------------------------------
+
+
+def _launch_time(profile: Profile, op_row: np.ndarray) -> np.ndarray:
+    """Start of the launching host op for each kernel, 0 when unlinked (sorts first)."""
+    ops_start = profile.ops["start_ns"].to_numpy()
+    linked = (op_row >= 0) & (op_row < len(ops_start))
+    out = np.zeros(len(op_row), dtype="int64")
+    out[linked] = ops_start[op_row[linked]]
+    return out
+
+
+def _launch_classes(
+    profile: Profile, op_row: np.ndarray, masks: Masks, conv_tid: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class (FA / Conv / Matmul / none) and backward flag of the "cube" host op that was running
+    when each kernel was launched.
+
+    The op is the earliest-starting FA/Conv/Matmul host op whose [start, end] (inclusive) holds
+    the launch time. Vectorised: over cube ops sorted by start, the running maximum of their ends
+    is non-decreasing, so the first op that has not ended before the launch is a binary search
+    away; it contains the launch iff it has already started.
+    """
+    n = len(op_row)
+    cls = np.zeros(n, dtype="int8")
+    bwd = np.zeros(n, dtype=bool)
+    ops = profile.ops
+    linked = (op_row >= 0) & (op_row < len(ops))
+    if not linked.any():
+        return cls, bwd
+    names = TextIndex(ops["name"])
+    fa = names.contains_any(masks.fa)
+    conv = names.contains_any(masks.conv)
+    mm = names.contains_any(masks.matmul)
+    rows = np.flatnonzero(fa | conv | mm)
+    if len(rows) == 0:
+        return cls, bwd
+    op_cls = np.where(fa, _FA, np.where(conv, _CONV, _MM))[rows].astype("int8")
+    op_bwd = names.contains_any(BACKWARD_WORDS)[rows]
+    bwd_tid = profile.meta.backward_tid
+    if conv_tid and bwd_tid >= 0:
+        op_bwd |= (op_cls == _CONV) & (ops["tid"].to_numpy()[rows] == bwd_tid)
+    op_start = ops["start_ns"].to_numpy()[rows]
+    order = np.argsort(op_start, kind="stable")
+    op_start, op_cls, op_bwd = op_start[order], op_cls[order], op_bwd[order]
+    reach = np.maximum.accumulate(ops["end_ns"].to_numpy()[rows][order])
+
+    launch = ops["start_ns"].to_numpy()[op_row[linked]]
+    j = np.searchsorted(reach, launch, side="left")
+    hit = j < len(reach)
+    hit[hit] = op_start[j[hit]] <= launch[hit]
+    where = np.flatnonzero(linked)[hit]
+    cls[where] = op_cls[j[hit]]
+    bwd[where] = op_bwd[j[hit]]
+    return cls, bwd
+
+
+def _classify(
+    names: TextIndex,
+    types: TextIndex,
+    masks: Masks,
+    cube: np.ndarray,
+    trans: np.ndarray,
+    launch_cls: np.ndarray,
+    launch_bwd: np.ndarray,
+    npu: bool,
+    fa_types: tuple[str, ...],
+) -> np.ndarray:
+    """Class code per kernel (index into :data:`CLASS_BUCKETS`, or ``_MC2``): the spec's rules
+    applied in order, each deciding the kernels no earlier rule took."""
+    n = len(cube)
+    code = np.full(n, -1, dtype="int16")
+    open_ = np.ones(n, dtype=bool)
+
+    def take(mask: np.ndarray, value: np.ndarray | int) -> None:
+        sel = open_ & mask
+        code[sel] = value[sel] if isinstance(value, np.ndarray) else value
+        open_[sel] = False
+
+    def pick(flag: np.ndarray, yes: str, no: str) -> np.ndarray:
+        return np.where(flag, _CODE[yes], _CODE[no])
+
+    if npu:
+        take(types.contains_any(("pagedattention",)), _CODE["page_attention"])
+        take(names.startswith("aclnninplacecopy") & names.contains_any(("tensormove",)), _CODE["sdma_tensor_move"])
+        take(names.equals_any(masks.mc2), _MC2)
+    take(launch_cls == _FA, np.where(launch_bwd, pick(cube, "fa_bwd_cube", "fa_bwd_vector"),
+                                     pick(cube, "fa_fwd_cube", "fa_fwd_vector")))
+    take(launch_cls == _CONV, np.where(launch_bwd, pick(cube, "conv_bwd_cube", "conv_bwd_vector"),
+                                       pick(cube, "conv_fwd_cube", "conv_fwd_vector")))
+    take(launch_cls == _MM, pick(cube, "matmul_cube", "matmul_vector"))
+    if npu:
+        # Kernels without a usable launch link: op-type fallbacks, always the cube variant.
+        take(types.contains_any(fa_types), pick(types.contains_any(("bwd", "grad")), "fa_bwd_cube", "fa_fwd_cube"))
+        take(types.startswith("conv"), pick(types.contains_any(BACKWARD_WORDS), "conv_bwd_cube", "conv_fwd_cube"))
+        take(types.contains_any(("matmul",)), _CODE["matmul_cube"])
+    take(cube, _CODE["cube"])
+    take(trans, _CODE["vector_trans"])
+    take(np.ones(n, dtype=bool), _CODE["vector_notrans"])
+    return code
+
+
+def _fill_buckets(side: SideMetrics, dur: np.ndarray, codes: np.ndarray) -> None:
+    """Sum durations and counts per class code (MC2 codes are measured separately)."""
+    n = len(CLASS_BUCKETS)
+    keep = (codes >= 0) & (codes < n)
+    sums = np.zeros(n, dtype="int64")
+    np.add.at(sums, codes[keep], dur[keep])
+    counts = np.bincount(codes[keep], minlength=n)
+    for i, name in enumerate(CLASS_BUCKETS):
+        if counts[i]:
+            setattr(side, name, Bucket(int(sums[i]), int(counts[i])))
+
+
+def _classify_npu(
+    side: SideMetrics,
+    profile: Profile,
+    sub: pd.DataFrame,
+    masks: Masks,
+    cube: np.ndarray,
+    order: np.ndarray,
+    sqe: pd.DataFrame,
+    conv_tid: bool,
+    fa_types: tuple[str, ...],
+) -> None:
+    """Classify NPU compute kernels and measure MC2 kernels (``order`` = processing order)."""
+    launch_cls, launch_bwd = _launch_classes(profile, sub["op_row"].to_numpy(), masks, conv_tid=conv_tid)
+    names = TextIndex(sub["name"])
+    codes = _classify(names, TextIndex(sub["op_type"]), masks, cube, names.contains_any(masks.trans),
+                      launch_cls, launch_bwd, npu=True, fa_types=fa_types)
+    _fill_buckets(side, sub["dur_ns"].to_numpy(), codes)
+    is_mc2 = codes[order] == _MC2
+    if is_mc2.any():
+        side.mc2 = _mc2_times(sub.iloc[order[is_mc2]], sqe)
+
+
+def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
+    """MC2 kernels (in processing order) → per-name totals.
+
+    Communication time: the ``C_CORE_SQE`` tasks whose *end* lies inside the kernel, taken in
+    pairs, each pair contributing end₂ − end₁. The tasks are consumed by one forward-only scan
+    shared by all MC2 kernels, exactly as the reference does, so a task is never counted twice;
+    this is a sequential scan by nature and only runs over C_CORE_SQE tasks when MC2 kernels
+    exist.
+    """
+    by_start = np.argsort(sqe["start_ns"].to_numpy(), kind="stable")
+    sqe_end = (sqe["start_ns"].to_numpy() + sqe["dur_ns"].to_numpy())[by_start].tolist()
+    computing_us = np.maximum(np.nan_to_num(mc2["mac_us"].to_numpy()), np.nan_to_num(mc2["mte2_us"].to_numpy()))
+    computing_us = computing_us + np.nan_to_num(mc2["aiv_us"].to_numpy())
+    computing_ns = np.round(computing_us * 1000.0).astype("int64").tolist()
+    starts = mc2["start_ns"].to_numpy()
+    durs = mc2["dur_ns"].to_numpy()
+    out: dict[str, Mc2Time] = {}
+    p = 0
+    for name, s, d, comp in zip(mc2["name"].tolist(), starts.tolist(), durs.tolist(), computing_ns):
+        e = s + d
+        ends: list[int] = []
+        while p < len(sqe_end):
+            x = sqe_end[p]
+            if x > e:
+                break
+            if x >= s:
+                ends.append(x)
+            p += 1
+        comm = sum(ends[i + 1] - ends[i] for i in range(0, len(ends) - 1, 2))
+        prev = out.get(name, Mc2Time())
+        out[name] = Mc2Time(prev.total_ns + d, prev.computing_ns + comp, prev.communication_ns + comm, prev.count + 1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Small shared helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _bucket(dur: np.ndarray, mask: np.ndarray) -> Bucket:
+    return Bucket(int(dur[mask].sum()), int(mask.sum()))
+
+
+def _most_common(values: np.ndarray) -> int | None:
+    """Most frequent value; ties go to the value seen first."""
+    if len(values) == 0:
+        return None
+    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    best = np.lexsort((first, -counts))[0]
+    return int(uniq[best])
+
+
+def _sdma_on_compute_streams(
+    stream: np.ndarray,
+    dur: np.ndarray,
+    task: np.ndarray,
+    wait_rows: np.ndarray,
+    compute_rows: np.ndarray,
+    sdma_rows: np.ndarray,
+) -> Bucket:
+    """SDMA / PCIe-DMA tasks on compute streams. A stream that waits on events and runs compute
+    is a compute stream; if no stream waits on events, every compute stream counts."""
+    wait_streams = np.unique(stream[wait_rows & (task == _EVENT_WAIT)])
+    compute_streams = np.unique(stream[compute_rows])
+    if len(wait_streams):
+        compute_streams = np.intersect1d(compute_streams, wait_streams)
+    mask = sdma_rows & np.isin(task, list(_SDMA_TASKS)) & np.isin(stream, compute_streams)
+    return _bucket(dur, mask)
+
+
+def _memory_gb(profile: Profile) -> float:
+    reserved = profile.memory["total_reserved_bytes"].to_numpy()
+    if len(reserved) == 0:
+        return 0.0
+    return max(0, int(reserved.max())) / GIB
+
+
+# ---------------------------------------------------------------------------------------------
+# Communication groups: wait / transmit and pair overlaps (spec §6.5)
+# ---------------------------------------------------------------------------------------------
+
+
+def _counted_waits(tasks: pd.DataFrame) -> np.ndarray:
+    """Which ``Notify_Wait`` tasks are inter-rank *waits* (bool per task row).
+
+    Per plane, in start order, a Notify_Wait directly after ``RDMASend, RDMASend`` or after
+    ``RDMASend, RDMASend, Notify_Wait, RDMASend`` completes an RDMA transfer: it is transmit
+    time, not waiting. Vectorised with shifted views of the per-plane task-kind sequence.
+    """
+    n = len(tasks)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    plane = pd.factorize(tasks["group"] + "\x1f" + tasks["plane"])[0]
+    names = tasks["name"].to_numpy()
+    kind = np.where(names == _RDMA_SEND, 1, np.where(names == _NOTIFY_WAIT, 2, 0)).astype("int8")
+    order = np.lexsort((np.arange(n), tasks["start_ns"].to_numpy(), plane))
+    p, kd = plane[order], kind[order]
+
+    def prev(j: int) -> np.ndarray:
+        out = np.zeros(n, dtype="int8")  # "other" before a plane's first task
+        if j < n:
+            out[j:] = np.where(p[j:] == p[:-j], kd[:-j], 0)
+        return out
+
+    p1, p2, p3, p4 = prev(1), prev(2), prev(3), prev(4)
+    rdma_done = ((p2 == 1) & (p1 == 1)) | ((p4 == 1) & (p3 == 1) & (p2 == 2) & (p1 == 1))
+    counted = np.empty(n, dtype=bool)
+    counted[order] = (kd == 2) & ~rdma_done
+    return counted
+
+
+def _op_spans(ops: pd.DataFrame) -> dict[str, Spans]:
+    """Communication-op spans per group, groups in order of first appearance."""
+    start = ops["start_ns"].to_numpy()
+    end = start + ops["dur_ns"].to_numpy()
+    out: dict[str, Spans] = {}
+    for group, idx in ops.groupby("group", sort=False).indices.items():
+        out[str(group)] = Spans.of(start[idx], end[idx])
+    return out
+
+
+def _group_time(uncovered: Spans, waits: Spans, ops: Spans | None) -> GroupTime:
+    wait = (uncovered & waits).length
+    total = (uncovered & ops).length if ops is not None else 0
+    return GroupTime(wait, total - wait)
+
+
+def _pairs(order: list[str], op_spans: dict[str, Spans], uncovered: Spans) -> dict[tuple[str, str], int]:
+    """Time two groups' communication were both uncovered, for each ordered pair (i < j)."""
+    clipped = [(g, uncovered & op_spans[g]) for g in order if g in op_spans]
+    out: dict[tuple[str, str], int] = {}
+    for i, (a, sa) in enumerate(clipped):
+        for b, sb in clipped[i + 1:]:
+            both = (sa & sb).length
+            if both:
+                out[(a, b)] = both
+    return out
+
+
+def _task_spans(tasks: pd.DataFrame, mask: np.ndarray) -> Spans:
+    start = tasks["start_ns"].to_numpy()[mask]
+    return Spans.of(start, start + tasks["dur_ns"].to_numpy()[mask])
+
+
+def _text_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
+    """Text: groups in HCCL thread order; the wait plane is the one with the least counted wait
+    (planes without counted waits included, so such a plane gives the group zero wait)."""
+    tasks = profile.comm_tasks
+    op_spans = _op_spans(profile.comm_ops)
+    counted = _counted_waits(tasks)
+    plane_order = tasks["plane_order"].to_numpy()
+    group_col = tasks["group"].to_numpy()
+
+    # Group threads precede their plane threads in sort order, so a group's rank is its first
+    # plane's sort index; groups seen only through ops keep their op order, after those.
+    first_plane = pd.Series(plane_order).groupby(group_col).min().to_dict() if len(tasks) else {}
+    groups = list(dict.fromkeys([*op_spans, *first_plane]))
+    groups = [g for g in groups if g]
+    op_rank = {g: i for i, g in enumerate(op_spans)}
+    groups.sort(key=lambda g: (first_plane.get(g, np.iinfo("int64").max), op_rank.get(g, len(op_rank))))
+
+    dur = tasks["dur_ns"].to_numpy()
+    out: dict[str, GroupTime] = {}
+    for g in groups:
+        in_group = group_col == g
+        waits = Spans.empty()
+        if in_group.any():
+            per_plane = pd.DataFrame({
+                "plane": tasks["plane"].to_numpy()[in_group],
+                "order": plane_order[in_group],
+                "wait": np.where(counted[in_group], dur[in_group], 0),
+            }).groupby("plane", sort=False).agg(order=("order", "min"), wait=("wait", "sum"))
+            chosen = per_plane.sort_values(["wait", "order"], kind="stable").index[0]
+            waits = _task_spans(tasks, in_group & counted & (tasks["plane"].to_numpy() == chosen))
+        out[g] = _group_time(uncovered, waits, op_spans.get(g))
+    return out, _pairs(groups, op_spans, uncovered)
+
+
+def _db_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
+    """Db: groups with counted waits first (in order of their first counted wait), the wait plane
+    chosen among planes that have counted waits; then the other groups in op order."""
+    tasks = profile.comm_tasks
+    op_spans = _op_spans(profile.comm_ops)
+    counted = _counted_waits(tasks)
+    waits_df = pd.DataFrame({
+        "group": tasks["group"].to_numpy()[counted],
+        "plane": tasks["plane"].to_numpy()[counted],
+        "start": tasks["start_ns"].to_numpy()[counted],
+        "row": np.flatnonzero(counted),
+        "dur": tasks["dur_ns"].to_numpy()[counted],
+    }).sort_values(["start", "row"], kind="stable")
+
+    out: dict[str, GroupTime] = {}
+    for g, gw in waits_df.groupby("group", sort=False):
+        per_plane = gw.groupby("plane", sort=False)["dur"].sum()
+        chosen = per_plane.index[int(np.argmin(per_plane.to_numpy()))]
+        rows = gw["row"].to_numpy()[gw["plane"].to_numpy() == chosen]
+        mask = np.zeros(len(tasks), dtype=bool)
+        mask[rows] = True
+        out[str(g)] = _group_time(uncovered, _task_spans(tasks, mask), op_spans.get(str(g)))
+    for g, spans in op_spans.items():
+        if g not in out:
+            out[g] = _group_time(uncovered, Spans.empty(), spans)
+    return out, _pairs(list(op_spans), op_spans, uncovered)

@@ -10,6 +10,7 @@ import pandas as pd
 from ..model import STEPS, frame
 
 _STEP_RE = re.compile(r"ProfilerStep#(\d+)")
+_STEP_MARK = re.compile(r"ProfilerStep#\d+")  # no group: str.contains warns on capturing groups
 
 
 def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +64,7 @@ def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.Dat
 
 
 def is_step_name(names: pd.Series) -> np.ndarray:
-    return names.str.contains(_STEP_RE, regex=True).to_numpy()
+    return names.str.contains(_STEP_MARK, regex=True).to_numpy()
 
 
 def assign_step(start_ns: np.ndarray, steps: pd.DataFrame) -> np.ndarray:

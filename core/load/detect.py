@@ -115,8 +115,13 @@ def _db_framework(name: str) -> str | None:
 
 
 def _is_run_dir(p: Path) -> bool:
+    """An NPU run or output folder (by its contents, or by its name: then a missing trace gets
+    the precise "has no trace_view.json" error rather than "holds no profile")."""
+    low = p.name.lower()
     return p.is_dir() and (
-        (p / OUTPUT_DIR).is_dir()
+        p.name == OUTPUT_DIR
+        or low.endswith(("_ascend_pt", "_ascend_ms"))
+        or (p / OUTPUT_DIR).is_dir()
         or (p / TRACE_VIEW).is_file()
         or any(_db_framework(c.name) for c in _safe_listdir(p))
     )

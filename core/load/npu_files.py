@@ -1,0 +1,391 @@
+"""Readers for the side files of an NPU Text export (everything but ``trace_view.json``).
+
+Each reader turns one file into model-ready columns (ns, bytes, "" / -1 / NaN for missing) and
+raises :class:`InputError` naming the file for content it cannot read (bad encoding, invalid JSON,
+missing required columns). Problems that only degrade a result (no bandwidth info, rows without an
+allocation time) are appended to the caller's ``notes`` instead, so one odd side file never stops
+a comparison.
+
+The export's quirks are handled here once: numeric cells such as ``"1736413971558972.912\\t"``
+carry a trailing tab, ``Input Shapes`` keeps literal double quotes after CSV parsing
+(``"81920,4096;8192,512"``), and ``N/A`` marks absent values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from ..errors import InputError
+from .common import us_text_to_ns
+from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
+
+NA = "N/A"
+KB = 1024
+MB = 1024 * 1024
+
+#: kernel_details.csv PMU columns → KERNELS columns; the first present header of each list wins.
+_PMU_COLUMNS: dict[str, tuple[str, ...]] = {
+    "aicore_us": ("aicore_time(us)",),
+    "mac_us": ("mac_time(us)", "aic_mac_time(us)"),
+    "mte2_us": ("aic_mte2_time(us)",),
+    "aiv_us": ("aiv_time(us)",),
+    "aiv_vec_us": ("aiv_vec_time(us)",),
+}
+#: Any of these headers means the export ran above Level0 with PipeUtilization metrics, so the
+#: Cube/Vector breakdown can be computed.
+PMU_MARKERS = ("mac_time(us)", "aiv_vec_time(us)", "aic_mac_time(us)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Generic readers
+# ------------------------------------------------------------------------------------------------
+
+
+def read_csv(path: Path, required: Sequence[str]) -> pd.DataFrame | None:
+    """All cells as ``str`` (never NaN), headers stripped; ``None`` for an empty (0-byte) file.
+
+    Reading as text is what keeps ns precision in the µs time columns; numbers are converted per
+    column by the callers.
+    """
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(path, f"is not a readable CSV file ({exc})") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise InputError(path, f"lacks the required column(s) {', '.join(missing)}")
+    return df.reset_index(drop=True)
+
+
+def read_json(path: Path) -> object:
+    """Parsed JSON content, or ``None`` for an empty file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(path, f"is not valid JSON ({exc})") from None
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """Strip whitespace (the exporter's trailing tabs) and turn ``N/A`` into ""."""
+    s = col.str.strip()
+    return s.mask(s == NA, "")
+
+
+def _float(col: pd.Series) -> pd.Series:
+    """float64 of a text column; "", ``N/A`` and junk → NaN."""
+    return pd.to_numeric(col.str.strip(), errors="coerce").astype("float64")
+
+
+def _scaled_int(values: pd.Series, factor: int, missing: int) -> np.ndarray:
+    """float units (KB, MB) → int64 (bytes), NaN → ``missing``."""
+    v = values.to_numpy(dtype="float64") * factor
+    out = np.full(len(v), missing, dtype="int64")
+    ok = np.isfinite(v)
+    out[ok] = np.round(v[ok]).astype("int64")
+    return out
+
+
+def _optional(df: pd.DataFrame, *names: str) -> pd.Series:
+    """The first present column among ``names``, else a column of ""."""
+    for name in names:
+        if name in df.columns:
+            return df[name]
+    return pd.Series([""] * len(df), dtype=object)
+
+
+# ------------------------------------------------------------------------------------------------
+# kernel_details.csv
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelDetails:
+    """kernel_details.csv as KERNELS rows (``in_trace`` False until merged with the trace)."""
+
+    kernels: pd.DataFrame
+    has_pmu: bool
+
+
+def _strip_quotes(col: pd.Series) -> pd.Series:
+    """Drop the one pair of literal quotes the exporter keeps around shape lists."""
+    return col.str.replace(r'^"(.*)"$', r"\1", regex=True)
+
+
+def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
+    """Parse kernel_details.csv; an unparsable start time is fatal because every later join
+    (flows, trace tasks) depends on it, so silently dropping the file would hide the problem."""
+    required = ("Name", "Type", "Start Time(us)", "Duration(us)")
+    df = read_csv(path, required)
+    if df is None:
+        notes.append(f"{path.name} is empty: no Computing breakdown and no KernelCompare")
+        return KernelDetails(frame(KERNELS, n=0), False)
+    start_ns = us_text_to_ns(df["Start Time(us)"])
+    bad = np.flatnonzero(start_ns < 0)
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(path, f"unparsable Start Time(us) {df['Start Time(us)'].iloc[i]!r} "
+                               f"in data row {i + 1} (line {i + 2})")
+    dur_us = _float(df["Duration(us)"])
+    if dur_us.isna().any():
+        notes.append(f"{path.name}: {int(dur_us.isna().sum())} row(s) without a Duration(us) "
+                     "are counted as 0 µs")
+    core = _text(_optional(df, "Accelerator Core"))
+    columns: dict[str, object] = {
+        "name": _text(df["Name"]),
+        "op_type": _text(df["Type"]),
+        "core": core,
+        "stream": _float(_optional(df, "Stream ID", "Stream Id")),
+        "task_id": _text(_optional(df, "Task ID", "Task Id")),
+        "start_ns": start_ns,
+        "dur_ns": np.maximum(_scaled_int(dur_us, 1000, 0), 0),
+        "step": _float(_optional(df, "Step Id", "Step ID")),
+        "input_shapes": _text(_strip_quotes(_optional(df, "Input Shapes").str.strip())),
+        "input_dtypes": _text(_optional(df, "Input Data Types")),
+        "is_comm": (core == "HCCL").to_numpy(),
+        "in_trace": np.zeros(len(df), dtype=bool),
+        "has_details": np.ones(len(df), dtype=bool),
+    }
+    for col, headers in _PMU_COLUMNS.items():
+        present = next((h for h in headers if h in df.columns), None)
+        columns[col] = _float(df[present]) if present else np.full(len(df), np.nan)
+    has_pmu = any(h in df.columns for h in PMU_MARKERS)
+    if not has_pmu:
+        notes.append(f"{path.name} has no PMU columns ({' / '.join(PMU_MARKERS)}; Level0 or "
+                     "aic_metrics other than PipeUtilization): Cube/Vector breakdown unavailable")
+    return KernelDetails(frame(KERNELS, columns, n=len(df)), has_pmu)
+
+
+# ------------------------------------------------------------------------------------------------
+# op_statistic.csv, memory_record.csv, operator_memory.csv
+# ------------------------------------------------------------------------------------------------
+
+
+def read_op_statistic(path: Path, notes: list[str]) -> pd.DataFrame:
+    """op_statistic.csv → OP_STATISTIC (values as exported; used by KernelTypeCompare)."""
+    df = read_csv(path, ("OP Type", "Count", "Total Time(us)"))
+    if df is None:
+        notes.append(f"{path.name} is empty")
+        return frame(OP_STATISTIC, n=0)
+    return frame(OP_STATISTIC, {
+        "op_type": _text(df["OP Type"]),
+        "core_type": _text(_optional(df, "Core Type")),
+        "count": _float(df["Count"]),
+        "total_us": _float(df["Total Time(us)"]),
+        "avg_us": _float(_optional(df, "Avg Time(us)")),
+        "max_us": _float(_optional(df, "Max Time(us)")),
+        "min_us": _float(_optional(df, "Min Time(us)")),
+    }, n=len(df))
+
+
+def _device_ids(col: pd.Series) -> pd.Series:
+    """``NPU:3`` → 3; anything else → NaN (coerced to -1 by the schema)."""
+    return pd.to_numeric(col.str.extract(r":\s*(\d+)\s*$", expand=False), errors="coerce")
+
+
+def read_memory_record(path: Path, notes: list[str]) -> pd.DataFrame:
+    """memory_record.csv → MEMORY (MB → bytes, µs → ns)."""
+    df = read_csv(path, ("Total Reserved(MB)",))
+    if df is None:
+        notes.append(f"{path.name} is empty: Mem Usage is 0")
+        return frame(MEMORY, n=0)
+    return frame(MEMORY, {
+        "ts_ns": us_text_to_ns(_optional(df, "Timestamp(us)")),
+        "component": _text(_optional(df, "Component")),
+        "device": _device_ids(_optional(df, "Device Type")),
+        "total_reserved_bytes": _scaled_int(_float(df["Total Reserved(MB)"]), MB, -1),
+        "total_allocated_bytes": _scaled_int(_float(_optional(df, "Total Allocated(MB)")), MB, -1),
+    }, n=len(df))
+
+
+def _placement_via_queue(alloc_ns: np.ndarray, queue: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(placement ns, covered) for allocations made by CANN on the dequeue (task-queue) thread.
+
+    Such a record is allocated when the queued op *runs*, long after the host op that launched
+    it returned; to attach it to that host op it is moved to the start of the matching enqueue.
+    The dequeue that covers an allocation is the last one starting at or before it, provided it
+    has not ended yet; its correlation id names the enqueue. Placement is -1 when that enqueue is
+    absent from the trace.
+    """
+    deq = queue[queue["kind"] == "dequeue"].sort_values("start_ns", kind="stable")
+    place = np.full(len(alloc_ns), -1, dtype="int64")
+    covered = np.zeros(len(alloc_ns), dtype=bool)
+    if deq.empty or len(alloc_ns) == 0:
+        return place, covered
+    starts = deq["start_ns"].to_numpy()
+    idx = np.searchsorted(starts, alloc_ns, side="right") - 1
+    ok = idx >= 0
+    ok[ok] = alloc_ns[ok] <= deq["end_ns"].to_numpy()[idx[ok]]
+    covered[:] = ok
+    enq = queue[queue["kind"] == "enqueue"].drop_duplicates("correlation", keep="last")
+    enq_start = pd.Series(enq["start_ns"].to_numpy(), index=enq["correlation"].to_numpy())
+    corr = deq["correlation"].to_numpy()[idx[ok]]
+    place[ok] = enq_start.reindex(corr).fillna(-1).to_numpy(dtype="int64")
+    return place, covered
+
+
+def read_operator_memory(path: Path, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """operator_memory.csv → OP_MEMORY (KB → bytes, µs → ns, ``cann::`` rows re-timed).
+
+    Rows without an allocation time (empty, 0 or N/A) describe nothing we can place and are
+    skipped. Only ``cann::`` rows keep their name; the others take the name of the host op they
+    land in (the record names are allocator internals, not ops). Sizes that are N/A count as 0
+    bytes so that sums stay correct.
+    """
+    df = read_csv(path, ("Name", "Size(KB)", "Allocation Time(us)"))
+    if df is None:
+        notes.append(f"{path.name} is empty: MemoryCompare has no NPU records")
+        return frame(OP_MEMORY, n=0)
+    alloc = us_text_to_ns(df["Allocation Time(us)"])
+    release = us_text_to_ns(_optional(df, "Release Time(us)"))
+    release[release <= 0] = -1
+    names = df["Name"].str.strip()
+    is_cann = names.str.contains("cann::", regex=False).to_numpy()
+    keep = alloc > 0
+    place = alloc.copy()
+    cann_place, covered = _placement_via_queue(alloc[is_cann & keep], queue)
+    cann_rows = np.flatnonzero(is_cann & keep)
+    place[cann_rows] = cann_place
+    uncovered = cann_rows[~covered]
+    keep[uncovered] = False
+    if len(uncovered):
+        notes.append(f"{path.name}: {len(uncovered)} cann:: record(s) lie in no dequeue event of "
+                     "the trace and are left out of MemoryCompare")
+    size = _scaled_int(_float(df["Size(KB)"]), KB, 0)
+    return frame(OP_MEMORY, {
+        "name": names.where(is_cann, "")[keep],
+        "size_bytes": size[keep],
+        "place_ns": place[keep],
+        "alloc_ns": alloc[keep],
+        "release_ns": release[keep],
+    }, n=int(keep.sum()))
+
+
+# ------------------------------------------------------------------------------------------------
+# communication.json, profiler_info*.json, profiler_metadata.json
+# ------------------------------------------------------------------------------------------------
+
+
+def _num(value: object) -> float:
+    """A JSON number as float; anything else (missing, string, null) as 0."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def read_bandwidth(path: Path, notes: list[str]) -> tuple[float, float]:
+    """(RDMA, SDMA) bandwidth in GB/s from communication.json: size MB / time ms.
+
+    Like the reference, the last step key that carries ``Communication Bandwidth Info`` wins.
+    Unlike it (bug B3: the reference crashes on an unset variable), a file without bandwidth info
+    gives 0 and a note.
+    """
+    data = read_json(path)
+    if not data:
+        notes.append(f"{path.name} is empty: RDMA/SDMA bandwidth is 0")
+        return 0.0, 0.0
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object keyed by step")
+    found: tuple[float, float] | None = None
+    for step in data.values():
+        info = step.get("collective", {}) if isinstance(step, dict) else {}
+        info = info.get("Total Op Info", {}) if isinstance(info, dict) else {}
+        bw = info.get("Communication Bandwidth Info") if isinstance(info, dict) else None
+        if not isinstance(bw, dict):
+            continue
+        rates = []
+        for transport in ("RDMA", "SDMA"):
+            entry = bw.get(transport, {})
+            entry = entry if isinstance(entry, dict) else {}
+            size_mb, time_ms = _num(entry.get("Transit Size(MB)")), _num(entry.get("Transit Time(ms)"))
+            rates.append(size_mb / time_ms if time_ms > 0 else 0.0)
+        found = (rates[0], rates[1])
+    if found is None:
+        notes.append(f"{path.name} has no collective \"Communication Bandwidth Info\": "
+                     "RDMA/SDMA bandwidth is 0")
+        return 0.0, 0.0
+    return found
+
+
+@dataclass
+class ProfilerInfo:
+    """What profiler_info*.json says about how the profile was collected."""
+
+    level: str = ""
+    with_stack: bool | None = None
+    profile_memory: bool | None = None
+    record_shapes: bool | None = None
+    rank: int | None = None
+    device: int | None = None
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _id(*values: object) -> int | None:
+    """First non-negative integer among ``values`` (torch_npu writes -1 for "no rank")."""
+    for v in values:
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and v >= 0:
+            return v
+        if isinstance(v, str) and v.strip().isdigit():
+            return int(v)
+    return None
+
+
+def read_profiler_info(path: Path, notes: list[str]) -> ProfilerInfo:
+    """profiler_info.json / profiler_info_<rank>.json → collection settings shown by ``info``."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        notes.append(f"{path.name} holds no settings object")
+        return ProfilerInfo()
+    config = _dict(data.get("config"))
+    common = _dict(config.get("common_config"))
+    experimental = _dict(config.get("experimental_config"))
+    level = experimental.get("_profiler_level", "")
+    name_rank = re.fullmatch(r"profiler_info_(\d+)\.json", path.name)
+    return ProfilerInfo(
+        level=level if isinstance(level, str) else "",
+        with_stack=_flag(common.get("with_stack")),
+        profile_memory=_flag(common.get("profile_memory")),
+        record_shapes=_flag(common.get("record_shapes")),
+        rank=_id(data.get("rank_id"), common.get("rank_id"), name_rank and name_rank.group(1)),
+        device=_id(data.get("device_id"), common.get("device_id")),
+    )
+
+
+def read_group_names(path: Path, notes: list[str]) -> dict[str, str]:
+    """profiler_metadata.json → {``Group <id> Communication`` (the HCCL thread name): pg name}."""
+    data = read_json(path)
+    groups = _dict(data).get("parallel_group_info")
+    if not isinstance(groups, dict):
+        notes.append(f"{path.name} has no parallel_group_info: group names unknown")
+        return {}
+    out: dict[str, str] = {}
+    for group_id, info in groups.items():
+        name = _dict(info).get("group_name", "")
+        out.setdefault(f"Group {group_id} Communication", name if isinstance(name, str) else "")
+    return out

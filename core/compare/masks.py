@@ -114,6 +114,18 @@ class TextIndex:
         out._lower = self._lower
         return out
 
+    def leaf(self) -> TextIndex:
+        """The same rows keyed by their *own* name: the last ``/`` segment without a MindSpore
+        ``-op<n>`` suffix (``Default/network-WithLossCell/_backbone-Net/AllGatherMatmul-op12`` →
+        ``allgathermatmul``). Keyword tests on full MindSpore scope paths misfire: every op
+        under ``_backbone`` would contain "back" and count as backward."""
+        leaves = self._lower.str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+        codes, uniques = pd.factorize(leaves)
+        out = TextIndex.__new__(TextIndex)
+        out._codes = codes[self._codes]
+        out._lower = pd.Series(uniques, dtype=object)
+        return out
+
     def _back(self, hit: pd.Series | np.ndarray) -> np.ndarray:
         return np.asarray(hit, dtype=bool)[self._codes]
 

@@ -421,7 +421,7 @@ def _launch_classes(
     if len(rows) == 0:
         return cls, bwd
     op_cls = np.where(fa, _FA, np.where(conv, _CONV, _MM))[rows].astype("int8")
-    op_bwd = names.contains_any(BACKWARD_WORDS)[rows]
+    op_bwd = names.leaf().contains_any(BACKWARD_WORDS)[rows]
     bwd_tid = profile.meta.backward_tid
     if conv_tid and bwd_tid >= 0:
         op_bwd |= (op_cls == _CONV) & (ops["tid"].to_numpy()[rows] == bwd_tid)
@@ -468,7 +468,7 @@ def _classify(
     if npu:
         take(types.contains_any(("pagedattention",)), _CODE["page_attention"])
         take(names.startswith("aclnninplacecopy") & names.contains_any(("tensormove",)), _CODE["sdma_tensor_move"])
-        take(names.equals_any(masks.mc2), _MC2)
+        take(names.leaf().equals_any(masks.mc2), _MC2)
     take(launch_cls == _FA, np.where(launch_bwd, pick(cube, "fa_bwd_cube", "fa_bwd_vector"),
                                      pick(cube, "fa_fwd_cube", "fa_fwd_vector")))
     take(launch_cls == _CONV, np.where(launch_bwd, pick(cube, "conv_bwd_cube", "conv_bwd_vector"),
@@ -537,7 +537,10 @@ def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
     durs = mc2["dur_ns"].to_numpy()
     out: dict[str, Mc2Time] = {}
     p = 0
-    for name, s, d, comp in zip(mc2["name"].tolist(), starts.tolist(), durs.tolist(), computing_ns):
+    # Rows are keyed by the kernel's own name: MindSpore names every instance by its full scope
+    # path plus "-op<n>", which would otherwise give one row per launch.
+    own = mc2["name"].str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+    for name, s, d, comp in zip(own.tolist(), starts.tolist(), durs.tolist(), computing_ns):
         e = s + d
         ends: list[int] = []
         while p < len(sqe_end):

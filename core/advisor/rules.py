@@ -1,0 +1,319 @@
+"""The advisor's rule book: keyword lists, stage definitions and threshold rules from ``advisor.ini``.
+
+Everything a user may want to tune lives in one readable ini file shipped with the package
+(``perfcmp_core/advisor/advisor.ini``): a model whose attention kernel is called ``my_attn``, a DiT
+class the default names do not know, a stricter MatMul threshold. ``--advisor-config FILE`` is
+read *on top of* the shipped file, so a user file holds only what it changes (one key of one
+section, or a new ``[rule.*]`` section). Unknown sections and keys are rejected: a typo such as
+``treshold`` would otherwise silently change nothing.
+
+Keyword lists are comma- (or newline-) separated, case-insensitive. A plain item matches as a
+substring; an item written ``re:PATTERN`` is a regular expression (searched, not anchored). All
+items of a list are compiled into one regex so that a list is tested with one vectorised
+``str.contains`` / ``str.extract`` over the distinct texts of a profile.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+#: Device-time categories every item falls into (the seed's four plus the catch-all).
+CATEGORIES: tuple[str, ...] = ("FA", "MatMul", "Vector", "Comm", "Other")
+COMM_EXPOSED = "Comm exposed"
+#: Categories shown per stage: the exposed part of Comm is a row of its own.
+ROW_CATEGORIES: tuple[str, ...] = ("FA", "MatMul", "Vector", "Comm", COMM_EXPOSED, "Other")
+#: Stage of time no stage claims, and the pseudo-stage of the whole profile.
+OTHER, ALL = "Other", "All"
+
+DEFAULT_PATH = "advisor.ini"
+_REGEX_PREFIX = "re:"
+
+#: Keys each kind of section accepts (``stage.*`` named ``Other`` accepts only ``names``).
+_SECTION_KEYS: dict[str, frozenset[str]] = {
+    "advisor": frozenset({"warmup_steps", "top_operators", "region_window", "region_min_kernels"}),
+    "training": frozenset({"markers"}),
+    "stage": frozenset({"names", "kernels", "require"}),
+    "category": frozenset({"keywords"}),
+    "rule": frozenset({"stage", "category", "threshold", "of", "finding", "direction", "enabled"}),
+}
+
+
+@dataclass(frozen=True)
+class Keywords:
+    """A compiled keyword list (``items`` as written, for messages and docs)."""
+
+    items: tuple[str, ...]
+    pattern: re.Pattern[str] | None  # None: empty list, matches nothing
+
+    def matches(self, lower: pd.Series) -> np.ndarray:
+        """Which of the (lower-cased, distinct) texts contain any item."""
+        if self.pattern is None or lower.empty:
+            return np.zeros(len(lower), dtype=bool)
+        with warnings.catch_warnings():
+            # Users write groups such as (^|[^a-z]) in their regexes; only the match matters here.
+            warnings.filterwarnings("ignore", "This pattern is interpreted as a regular expression",
+                                    UserWarning)
+            return lower.str.contains(self.pattern, regex=True).to_numpy(dtype=bool)
+
+    @property
+    def source(self) -> str:
+        """The regex text (used to build per-stage alternations)."""
+        return self.pattern.pattern if self.pattern is not None else ""
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One inference stage: how its names look, which kernels are typical of it, and which kernel a
+    kernel-region must contain to count as this stage (``require``)."""
+
+    name: str
+    names: Keywords
+    kernels: Keywords
+    require: Keywords
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``stage``'s ``category`` above ``threshold`` % → a finding with an optimisation direction.
+
+    ``of`` is what the percentage is of: ``stage`` (the stage's device busy time, like the Share
+    column) or ``comm`` (the stage's communication time — for ``Comm exposed`` this asks "how much
+    of the communication does compute fail to hide").
+    """
+
+    key: str
+    stage: str
+    category: str
+    threshold: float  # percent
+    of: str
+    finding: str
+    direction: str
+
+
+@dataclass(frozen=True)
+class AdvisorConfig:
+    source: str  # file(s) it was read from, for messages
+    warmup_steps: int
+    top_operators: int
+    region_window: int
+    region_min_kernels: int
+    training: Keywords
+    stages: tuple[StageSpec, ...]  # real stages in file order (never "Other")
+    other_names: Keywords  # names that pin time to "Other" (text encoders …)
+    categories: dict[str, Keywords]  # CATEGORIES → keywords
+    rules: tuple[Rule, ...]
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        """Real stages then Other: index = stage code used throughout the advisor."""
+        return (*(s.name for s in self.stages), OTHER)
+
+
+def split_items(value: str) -> tuple[str, ...]:
+    """``"a, b,\\n c,,"`` → ``("a", "b", "c")``."""
+    return tuple(item.strip() for item in re.split(r"[,\n]", value) if item.strip())
+
+
+def compile_keywords(items: tuple[str, ...], where: str, path: str) -> Keywords:
+    """One case-insensitive alternation of the items (substrings escaped, ``re:`` items verbatim)."""
+    parts = []
+    for item in items:
+        if item.lower().startswith(_REGEX_PREFIX):
+            body = item[len(_REGEX_PREFIX):]
+            try:
+                named = re.compile(body).groupindex
+            except re.error as exc:
+                raise InputError(path, f"{where}: invalid regex {body!r} ({exc})") from None
+            if named:  # the advisor names its own groups when it combines the stage lists
+                raise InputError(path, f"{where}: regex {body!r} uses named groups; use (...) or (?:...)")
+            parts.append(f"(?:{body})")
+        else:
+            parts.append(re.escape(item.lower()))
+    if not parts:
+        return Keywords(items, None)
+    try:
+        return Keywords(items, re.compile("|".join(parts), re.IGNORECASE | re.DOTALL))
+    except re.error as exc:  # e.g. a global flag such as (?i) that is only valid at the start
+        raise InputError(path, f"{where}: the regex items cannot be combined ({exc})") from None
+
+
+def _read(parser: configparser.ConfigParser, path: Path, text: str | None = None) -> None:
+    try:
+        if text is not None:
+            parser.read_string(text, source=str(path))
+        else:
+            with path.open(encoding="utf-8") as fh:
+                parser.read_file(fh)
+    except OSError as exc:
+        raise InputError(path, f"cannot read advisor config ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        raise InputError(path, "advisor config is not UTF-8 text") from None
+    except configparser.Error as exc:
+        raise InputError(path, f"invalid ini file ({exc.message.splitlines()[0]})") from None
+
+
+def _kind(section: str, path: str) -> str:
+    kind, _, name = section.partition(".")
+    if kind in ("advisor", "training") and not name:
+        return kind
+    if kind in ("stage", "rule", "category") and name:
+        return kind
+    raise InputError(path, f"unknown section [{section}] (expected [advisor], [training], "
+                           "[stage.NAME], [category.NAME], [rule.NAME])")
+
+
+def _int(value: str, where: str, path: str, minimum: int) -> int:
+    try:
+        out = int(value)
+    except ValueError:
+        raise InputError(path, f"{where}: {value!r} is not an integer") from None
+    if out < minimum:
+        raise InputError(path, f"{where}: must be ≥ {minimum}, got {out}")
+    return out
+
+
+def _validate_keys(parser: configparser.ConfigParser, path: str) -> None:
+    for section in parser.sections():
+        kind = _kind(section, path)
+        allowed = _SECTION_KEYS[kind]
+        if section == f"stage.{OTHER}":
+            allowed = frozenset({"names"})
+        unknown = [k for k in parser[section] if k not in allowed]
+        if unknown:
+            raise InputError(path, f"[{section}]: unknown key(s) {', '.join(unknown)} "
+                                   f"(expected: {', '.join(sorted(allowed))})")
+        if kind == "category" and section.partition(".")[2] not in CATEGORIES:
+            raise InputError(path, f"unknown category [{section}] (categories: {', '.join(CATEGORIES)})")
+        if section == f"stage.{ALL}":
+            raise InputError(path, f"[{section}]: '{ALL}' is the whole profile, not a stage")
+
+
+def _rule(parser: configparser.ConfigParser, section: str, stages: tuple[str, ...], path: str) -> Rule | None:
+    sec = parser[section]
+    key = section.partition(".")[2]
+    try:
+        if not sec.getboolean("enabled", fallback=True):
+            return None
+    except ValueError:
+        raise InputError(path, f"[{section}] enabled: {sec['enabled']!r} is not yes/no") from None
+    for required in ("stage", "category", "threshold"):
+        if not sec.get(required, "").strip():
+            raise InputError(path, f"[{section}]: missing {required} =")
+    stage, category = sec["stage"].strip(), sec["category"].strip()
+    if stage not in (*stages, ALL):
+        raise InputError(path, f"[{section}] stage: {stage!r} is not one of {', '.join((*stages, ALL))}")
+    if category not in ROW_CATEGORIES:
+        raise InputError(path, f"[{section}] category: {category!r} is not one of {', '.join(ROW_CATEGORIES)}")
+    try:
+        threshold = float(sec["threshold"].strip().rstrip("%"))
+    except ValueError:
+        raise InputError(path, f"[{section}] threshold: {sec['threshold']!r} is not a number") from None
+    if not 0 <= threshold <= 100:
+        raise InputError(path, f"[{section}] threshold: {threshold} is not a percentage (0–100)")
+    of = sec.get("of", "stage").strip().lower()
+    if of not in ("stage", "comm"):
+        raise InputError(path, f"[{section}] of: {of!r} is not 'stage' or 'comm'")
+    finding = sec.get("finding", "").strip() or f"{stage} {category} share high"
+    return Rule(key, stage, category, threshold, of, finding, sec.get("direction", "").strip())
+
+
+def _default_text() -> str:
+    return resources.files(__package__).joinpath(DEFAULT_PATH).read_text(encoding="utf-8")
+
+
+def load_config(path: str | Path | None) -> AdvisorConfig:
+    """The shipped rules, with ``path``'s sections and keys read on top when given.
+
+    Raises :class:`InputError` naming the file for an unreadable file, bad ini syntax, an unknown
+    section/key, an invalid regex or an invalid rule.
+    """
+    parser = configparser.ConfigParser(interpolation=None, default_section="\x00defaults")
+    parser.optionxform = str.lower  # type: ignore[assignment, method-assign]
+    default = Path(__file__).with_name(DEFAULT_PATH)
+    _read(parser, default, _default_text())
+    where = str(default)
+    if path is not None:
+        where = str(path)
+        _read(parser, Path(path))
+    _validate_keys(parser, where)
+
+    def keywords(section: str, key: str) -> Keywords:
+        value = parser.get(section, key, fallback="")
+        return compile_keywords(split_items(value), f"[{section}] {key}", where)
+
+    def number(key: str, minimum: int) -> int:  # the shipped file defines every [advisor] key
+        return _int(parser.get("advisor", key), f"[advisor] {key}", where, minimum)
+
+    stages = tuple(
+        StageSpec(s.partition(".")[2], keywords(s, "names"), keywords(s, "kernels"), keywords(s, "require"))
+        for s in parser.sections() if s.startswith("stage.") and s != f"stage.{OTHER}"
+    )
+    stage_names = (*(s.name for s in stages), OTHER)
+    rules = tuple(r for s in parser.sections() if s.startswith("rule.")
+                  if (r := _rule(parser, s, stage_names, where)) is not None)
+    return AdvisorConfig(
+        source=where,
+        warmup_steps=number("warmup_steps", 0),
+        top_operators=number("top_operators", 1),
+        region_window=number("region_window", 1),
+        region_min_kernels=number("region_min_kernels", 1),
+        training=keywords("training", "markers"),
+        stages=stages,
+        other_names=keywords(f"stage.{OTHER}", "names"),
+        categories={c: keywords(f"category.{c}", "keywords") for c in CATEGORIES},
+        rules=rules,
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that tripped on one analysed profile, with the numbers that tripped it."""
+
+    rule: Rule
+    value: float  # the compared fraction (0–1): of the stage busy time or of its communication
+    share: float  # the row's share of its stage's busy time (0–1)
+    time_ns: float  # mean per step
+    stage_busy_ns: float
+    comm_ns: float  # the stage's communication time (mean per step)
+
+    @property
+    def headline(self) -> str:
+        basis = "of its communication" if self.rule.of == "comm" else "of stage time"
+        return (f"{self.rule.finding}: {self.value * 100:.2f}% {basis} > "
+                f"{self.rule.threshold:g}%")
+
+
+def evaluate(rules: tuple[Rule, ...], summary: pd.DataFrame) -> list[Finding]:
+    """The rules whose figure exceeds their threshold, in rule order.
+
+    ``summary`` holds one row per (stage, category) with ``time_ns``, ``share`` and, per stage,
+    ``busy_ns`` and ``comm_ns``. A stage absent from the profile trips nothing.
+    """
+    found: list[Finding] = []
+    index = summary.set_index(["stage", "category"])
+    for rule in rules:
+        if (rule.stage, rule.category) not in index.index:
+            continue
+        row = index.loc[(rule.stage, rule.category)]
+        busy, comm = float(row["busy_ns"]), float(row["comm_ns"])
+        if busy <= 0:
+            continue
+        if rule.of == "comm":
+            if comm <= 0:
+                continue
+            value = float(row["time_ns"]) / comm
+        else:
+            value = float(row["share"])
+        if value * 100 > rule.threshold:
+            found.append(Finding(rule, value, float(row["share"]), float(row["time_ns"]), busy, comm))
+    return found

@@ -47,6 +47,8 @@ def _add_load_options(p: argparse.ArgumentParser, pair: bool) -> None:
                              "has no correlation ids)", default="")
     _flag(g, "force", "skip the size caps (csv 5 GB, json 10 GB, db 8 GB) and the owner check",
           action="store_true")
+    _flag(g, "no_cache", "neither read nor write the cache of loaded profiles "
+                         "(~/.cache/perfcmp-tui)", action="store_true")
     _flag(g, "debug", "show tracebacks for internal errors", action="store_true")
 
 
@@ -151,7 +153,8 @@ def load_options(ns: argparse.Namespace, step: int | None) -> LoadOptions:
         val = getattr(ns, name, None)
         if val is not None and val < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be ≥ 0")
-    return LoadOptions(rank=ns.rank, step=step, force=ns.force, gpu_flow_cat=ns.gpu_flow_cat)
+    return LoadOptions(rank=ns.rank, step=step, force=ns.force, gpu_flow_cat=ns.gpu_flow_cat,
+                       use_cache=not ns.no_cache)
 
 
 def compare_options(ns: argparse.Namespace) -> CompareOptions:
@@ -213,19 +216,26 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 
 
 def cmd_advise(ns: argparse.Namespace) -> int:
-    from perfcmp_core.pipeline import run_advise
+    from perfcmp_core.advisor import run_advise
 
     return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
 
 
 def cmd_tui(ns: argparse.Namespace) -> int:
+    from perfcmp_core.advisor import load_config
+    from perfcmp_core.compare.masks import load_masks
+
     base, comp = _pair_paths(ns)
+    copts = compare_options(ns)
+    # Bad config files fail here, before the terminal switches to the app.
+    load_config(ns.advisor_config)
+    load_masks(copts.config_path)
     from perfcmp_tui.app import run_app
 
     return run_app(
         base, comp,
         load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
-        compare_options(ns), out_dir=ns.output, mouse=not ns.no_mouse,
+        copts, out_dir=ns.output, mouse=not ns.no_mouse,
         advisor_config=ns.advisor_config,
     )
 

@@ -96,7 +96,7 @@ SHEET_HELP = {
     "ApiCompare": "Every host API / op name: total, self and average time and calls per side.",
     "KernelCompare": "NPU kernels grouped by type and input shapes.",
     "KernelTypeCompare": "NPU kernels grouped by type and core type.",
-    ADVISOR_SHEET: "Findings: what got slower or bigger, most important first.",
+    ADVISOR_SHEET: "Per side: stage/category shares and rule findings; diff rows: what grew and which operators drive it.",
 }
 
 _THIN = Side(style="thin")

@@ -1,0 +1,72 @@
+"""Progress events of a comparison run.
+
+The same stream drives the headless ``export`` (which just consumes it) and the TUI (whose worker
+forwards each event from the child process to the screen as it arrives, so the overall view fills
+in first). Events are small picklable dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .compare.result import Table
+
+
+@dataclass
+class Planned:
+    """The phases this run will go through, in order (for a determinate progress bar)."""
+
+    phases: tuple[str, ...]
+
+
+@dataclass
+class Phase:
+    """A phase started (``done`` False) or finished (``done`` True)."""
+
+    name: str  # "load base", "load comparison", "OverallMetrics", "operators", …
+    done: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class Loaded:
+    """One side is loaded; ``info`` is :func:`perfcmp_core.info.profile_info` of it."""
+
+    side: str  # "base" | "comparison"
+    info: dict[str, Any]
+
+
+@dataclass
+class TableReady:
+    table: Table
+
+
+@dataclass
+class Skipped:
+    """A comparison produced nothing, and why (shown instead of an empty screen)."""
+
+    names: tuple[str, ...]  # table names it would have produced
+    reason: str
+
+
+@dataclass
+class SummaryReady:
+    figures: dict[str, Any]  # terminal "Model Profiling Time Distribution" data
+    text: str  # the same, rendered as a plain-text table
+
+
+@dataclass
+class Failed:
+    message: str
+    is_input: bool  # InputError (user can fix) vs internal error
+    detail: str = ""  # traceback for internal errors
+
+
+@dataclass
+class Finished:
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+Event = Union[Planned, Phase, Loaded, TableReady, Skipped, SummaryReady, Failed, Finished]

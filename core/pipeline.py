@@ -1,0 +1,184 @@
+"""One comparison run as a stream of events, and the headless commands built on it.
+
+``comparison_events`` is the single place where a run is orchestrated: load both sides (in
+parallel processes), then every enabled comparison in workbook order, then the summary and the
+advisor. ``export``/``summary`` consume the stream in-process; the TUI consumes it from a child
+process (:mod:`perfcmp_core.runner`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, TextIO
+
+from .compare import STEPS, Context, summary_step
+from .compare.result import ComparisonResult
+from .errors import InputError
+from .events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped, SummaryReady,
+                     TableReady)
+from .info import profile_info
+from .options import CompareOptions, LoadOptions
+from .pair import load_pair
+
+
+def comparison_events(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    compare_opts: CompareOptions,
+    advisor_config: str | None = None,
+) -> Iterator[Event]:
+    """Run a whole comparison, yielding progress and results as they become available."""
+    from .advisor import load_config
+    from .compare.masks import load_masks
+
+    t_start = time.perf_counter()
+    # Config files are the user's input too: reject a bad one before minutes of loading.
+    load_config(advisor_config)
+    load_masks(compare_opts.config_path)
+    steps = [s for s in STEPS if compare_opts.enables(s.switch)]
+    yield Planned(("load base + comparison", *(s.name for s in steps), "summary", "advisor"))
+
+    yield Phase("load base + comparison")
+    t0 = time.perf_counter()
+    b, c = load_pair(base, comp, base_opts, comp_opts)
+    yield Loaded("base", profile_info(b))
+    yield Loaded("comparison", profile_info(c))
+    yield Phase("load base + comparison", done=True, seconds=time.perf_counter() - t0)
+
+    ctx = Context(base=b, comp=c, opts=compare_opts)
+    for step in steps:
+        yield Phase(step.name)
+        t0 = time.perf_counter()
+        outcome = step.run(ctx)
+        if isinstance(outcome, str):
+            yield Skipped(step.tables, outcome)
+        else:
+            produced = [t for t in outcome if not t.empty]
+            for table in produced:
+                yield TableReady(table)
+            for table in outcome:
+                if table.empty:
+                    yield Skipped((table.name,), table.absent_reason or f"{table.name}: no rows")
+        yield Phase(step.name, done=True, seconds=time.perf_counter() - t0)
+
+    yield Phase("summary")
+    t0 = time.perf_counter()
+    figures, text = summary_step(ctx)
+    yield SummaryReady(figures, text)
+    yield Phase("summary", done=True, seconds=time.perf_counter() - t0)
+
+    yield Phase("advisor")
+    t0 = time.perf_counter()
+    from .advisor import advisor_tables
+
+    for table in advisor_tables(ctx, advisor_config):
+        yield TableReady(table)
+    yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
+    yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes))
+
+
+def collect(events: Iterator[Event], base: str, comp: str,
+            log: TextIO | None = None) -> ComparisonResult:
+    """Consume an event stream into a :class:`ComparisonResult` (headless use)."""
+    result = ComparisonResult(base, comp)
+    for event in events:
+        if isinstance(event, TableReady):
+            result.add(event.table)
+        elif isinstance(event, Skipped):
+            if event.reason not in result.notes:
+                result.notes.append(event.reason)
+        elif isinstance(event, SummaryReady):
+            result.summary = {"figures": event.figures, "text": event.text}
+        elif isinstance(event, Phase) and event.done and log is not None:
+            print(f"  {event.name:<28} {event.seconds:7.2f} s", file=log)
+        elif isinstance(event, Failed):
+            raise InputError(None, event.message)
+        elif isinstance(event, Finished):
+            result.notes.extend(n for n in event.notes if n not in result.notes)
+    return result
+
+
+def top_regressions(result: ComparisonResult, n: int = 10) -> str:
+    """The top ``n`` operators / modules by Diff, as text for the terminal."""
+    from .view import format_value
+
+    for name in ("ModuleCompareStatistic", "OperatorCompareStatistic"):
+        table = result.tables.get(name)
+        if table is None or table.empty or not table.default_sort:
+            continue
+        df = table.data
+        if "_is_total" in df:
+            df = df[df["_is_total"].astype(bool)]
+        df = df.sort_values(table.default_sort, ascending=False, kind="stable").head(n)
+        name_col = next(c for c in table.columns if c.fmt in ("bold", "text") and
+                        c.header in ("Operator Name", "Module Name"))
+        diff_col = table.column(table.default_sort)
+        ratio_col = next((c for c in table.columns if c.role == "ratio"), None)
+        lines = [f"Top {len(df)} regressions ({name}, by {diff_col.header}):"]
+        for i, row in enumerate(df.itertuples(index=False), 1):
+            rec = row._asdict()
+            ratio = f"  ({format_value(rec[ratio_col.key], ratio_col)})" if ratio_col else ""
+            lines.append(f"  {i:>2}. {str(rec[name_col.key])[:70]:<70} "
+                         f"{format_value(rec[diff_col.key], diff_col):>12}{ratio}")
+        return "\n".join(lines)
+    return "No operator or module table: no top regressions to show."
+
+
+def run_export(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    compare_opts: CompareOptions,
+    *,
+    out_dir: str | None,
+    json_path: str | None,
+    advisor_config: str | None,
+    write_workbook: bool,
+    out: TextIO | None = None,
+) -> int:
+    """``perfcmp-tui export`` / ``summary``: compare, print the summary, write outputs."""
+    out = out or sys.stdout
+    from .export.json_out import write_json
+    from .export.safe_write import check_dir
+    from .export.xlsx import NothingToWrite
+    from .export.xlsx import write_workbook as write_xlsx
+
+    # Fail on an unusable destination before a long comparison, but create nothing yet: a run
+    # that then fails on its input must leave no (empty) output folder behind.
+    if write_workbook:
+        check_dir(out_dir or ".")
+    if json_path:
+        check_dir(Path(json_path).parent)
+    result = collect(comparison_events(base, comp, base_opts, comp_opts, compare_opts,
+                                       advisor_config), base, comp)
+    summary = result.summary or {}
+    print(summary.get("text") or "Model Profiling Time Distribution: not available "
+          "(profiling comparison disabled or no kernels)", file=out)
+    print(file=out)
+    print(top_regressions(result), file=out)
+    advice = result.tables.get("Advisor")
+    if advice is not None and not advice.empty:
+        from .advisor import format_findings
+
+        print(file=out)
+        print(format_findings(advice), file=out)
+    for note in result.notes:
+        print(f"note: {note}", file=out)
+    if json_path:
+        path = write_json(result, json_path)
+        print(f"JSON written: {path}", file=out)
+    if not write_workbook:
+        return 0
+    try:
+        path = write_xlsx(result, out_dir or ".")
+    except NothingToWrite as exc:
+        print(f"{exc}; no workbook written", file=out)
+        return 0
+    print(f"The comparison result file has been generated: {path}", file=out)
+    return 0
+

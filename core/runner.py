@@ -1,0 +1,100 @@
+"""Run a comparison in a child process and stream its events back.
+
+The TUI must never freeze: JSON parsing and the comparisons hold the GIL, so they run in a separate
+process and the UI thread only receives finished, picklable events. Cancelling (Esc/q in the app)
+closes the generator, which terminates the child at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import queue as queue_mod
+import traceback
+from typing import Any, Callable, Iterator
+
+from .errors import InputError
+from .events import Event, Failed, Finished
+
+_POLL_S = 0.1
+
+
+def _child(q: Any, target: Callable[..., Iterator[Event]], kwargs: dict[str, Any]) -> None:
+    if hasattr(os, "setpgid"):
+        # Own process group: cancelling kills the loader processes this child starts, too, and
+        # a Ctrl+C in the terminal reaches only the app (which then cancels us).
+        os.setpgid(0, 0)
+    try:
+        for event in target(**kwargs):
+            q.put(event)
+    except InputError as exc:
+        q.put(Failed(exc.message, is_input=True))
+    except Exception as exc:  # noqa: BLE001 - reported to the UI, which shows it
+        q.put(Failed(f"{type(exc).__name__}: {exc}", is_input=False, detail=traceback.format_exc()))
+
+
+def _kill_group(proc: Any) -> None:
+    """Terminate the child's whole process group (it and its loader workers)."""
+    if proc.pid is None or not hasattr(os, "killpg"):
+        return
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def prepare() -> None:
+    """Start multiprocessing's resource tracker now, while ``sys.stderr`` is a real file.
+
+    The tracker is started lazily on the first spawn and hands it ``sys.stderr.fileno()``; inside a
+    running Textual app stderr is a capture object without a usable descriptor, and the spawn
+    fails with "bad value(s) in fds_to_keep". Call this before the app starts.
+    """
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+
+
+def stream_in_process(
+    target: Callable[..., Iterator[Event]],
+    should_stop: Callable[[], bool] = lambda: False,
+    **kwargs: Any,
+) -> Iterator[Event]:
+    """Yield the events of ``target(**kwargs)`` computed in a spawned child process.
+
+    ``should_stop`` is polled every 100 ms even while no event arrives, so a cancel takes effect
+    during a long parse, not only between phases.
+    """
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(q, target, kwargs), name="perfcmp-compare")
+    proc.start()
+    try:
+        while not should_stop():
+            try:
+                event = q.get(timeout=_POLL_S)
+            except queue_mod.Empty:
+                if not proc.is_alive():
+                    # Drain what the child put right before it died, then report.
+                    try:
+                        event = q.get(timeout=_POLL_S)
+                    except queue_mod.Empty:
+                        yield Failed(f"the comparison process stopped (exit code {proc.exitcode})",
+                                     is_input=False)
+                        return
+                else:
+                    continue
+            yield event
+            if isinstance(event, (Finished, Failed)):
+                return
+    finally:
+        _kill_group(proc)
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(timeout=2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=1)
+        q.close()

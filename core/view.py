@@ -1,0 +1,345 @@
+"""View state of a table on screen: sort, filter, focus, `[ TOTAL ]`-only, expanded tree nodes.
+
+The TUI keeps each table in pandas and renders only the visible window; this module computes which
+rows are visible and in which order (numpy argsort / boolean masks: a few ms on 100k rows) and
+formats just the cells about to be drawn. It has no Textual dependency so it is tested directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .compare.result import IS_TOTAL, LEVEL, NODE, PARENT, RATIO_HEADERS, Column, Table
+
+#: A focus condition: the row matches when any of the column keys holds exactly the value.
+Condition = tuple[tuple[str, ...], str]
+
+
+def format_value(value: object, col: Column) -> str:
+    """Display text of one cell, matching the workbook's number formats."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    if col.fmt == "percent":
+        v = float(value)  # type: ignore[arg-type]
+        return "INF" if math.isinf(v) else f"{v * 100:,.2f}%"
+    if col.fmt == "int":
+        try:
+            return f"{int(value):,}"  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            return str(value)
+    if col.fmt == "float":
+        v = float(value)  # type: ignore[arg-type]
+        return "INF" if math.isinf(v) else f"{v:,.2f}"
+    return str(value)
+
+
+def is_signed(col: Column) -> bool:
+    """Difference columns (``Diff …`` headers, not ratios) show an explicit sign on screen."""
+    return col.header.startswith("Diff") and col.header not in RATIO_HEADERS
+
+
+def screen_text(value: object, col: Column) -> str:
+    """Cell text on screen: the workbook format, plus ``+`` on positive differences.
+
+    Meaning never rests on colour alone: a difference carries its sign, a ratio its ▲/▼ (added by
+    the renderer from :func:`trend`).
+    """
+    text = format_value(value, col)
+    if text and is_signed(col) and not isinstance(value, str):
+        try:
+            if float(value) > 0:  # type: ignore[arg-type]
+                return "+" + text
+        except (TypeError, ValueError):
+            return text
+    return text
+
+
+def trend(value: object, col: Column) -> int:
+    """+1 degradation, -1 improvement, 0 neutral — for ratio cells (headers in RATIO_HEADERS)."""
+    if col.header not in RATIO_HEADERS or isinstance(value, str) or value is None:
+        return 0
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0
+    if math.isnan(v) or v == 1.0:
+        return 0
+    return 1 if v > 1 else -1
+
+
+def sign(value: object, col: Column) -> int:
+    """+1 / -1 for a positive / negative difference cell (see :func:`is_signed`), else 0."""
+    if not is_signed(col) or isinstance(value, str) or value is None:
+        return 0
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0
+    if math.isnan(v) or v == 0:
+        return 0
+    return 1 if v > 0 else -1
+
+
+def display_columns(table: Table) -> tuple[Column, ...]:
+    """The table's columns in screen order: names, then the differences, then base/comparison.
+
+    A workbook row is read left to right over a wide sheet; a terminal of 80 columns shows a
+    handful. Putting Diff and ratio right after the names answers "what got slower" without
+    scrolling, and interleaving each base column with its comparison twin (same header) puts the
+    two numbers being compared side by side. Order ids, levels and free text come last.
+    """
+    cols = table.columns
+    names = [c for c in cols if c.role == "key" and c.fmt in ("text", "bold")]
+    diffs = [c for c in cols if c.role in ("diff", "ratio")]
+    comps = [c for c in cols if c.role == "comparison"]
+    sides: list[Column] = []
+    for c in cols:
+        if c.role != "base":
+            continue
+        sides.append(c)
+        twin = next((d for d in comps if d.header == c.header and d not in sides), None)
+        if twin is not None:
+            sides.append(twin)
+    sides += [c for c in comps if c not in sides]
+    rest = [c for c in cols if c not in names and c not in diffs and c not in sides]
+    return tuple(names + diffs + sides + rest)
+
+
+def display_header(col: Column, table: Table) -> str:
+    """The header on screen: a base/comparison column whose header repeats gets ``Base``/``Comp``.
+
+    The workbook tells the two sides apart by a merged title row above the headers; a screen
+    header must say it itself.
+    """
+    if col.role not in ("base", "comparison"):
+        return col.header
+    if sum(c.header == col.header for c in table.columns) < 2:
+        return col.header
+    return ("Base " if col.role == "base" else "Comp ") + col.header
+
+
+def label_column(columns: tuple[Column, ...]) -> int:
+    """Index (in ``columns``) of the column that carries tree indentation: the first name."""
+    return next((i for i, c in enumerate(columns) if c.fmt in ("text", "bold")), 0)
+
+
+def _sort_values(series: pd.Series) -> np.ndarray:
+    """Numeric sort keys for a column: numbers as-is, "INF" as +inf, other text by rank."""
+    if series.dtype.kind in "ifub":
+        return series.to_numpy(dtype="float64", na_value=np.nan)
+    num = pd.to_numeric(series, errors="coerce")
+    text = series.astype(str)
+    if num.notna().mean() > 0.5 or text.eq("INF").any():
+        num = num.where(text != "INF", np.inf)
+        return num.fillna(-np.inf).to_numpy(dtype="float64")
+    return text.rank(method="dense").to_numpy(dtype="float64")
+
+
+def _level_links(levels: np.ndarray) -> np.ndarray:
+    """Parent row of each row of an indented hierarchy (the previous row one level up)."""
+    parent = np.full(len(levels), -1, dtype="int64")
+    stack: list[int] = []  # row positions of the open ancestors, one per level
+    for i, lvl in enumerate(levels.tolist()):
+        del stack[max(int(lvl), 0):]
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return parent
+
+
+@dataclass
+class TableView:
+    """Which rows of a :class:`Table` are shown, in which order.
+
+    Tree tables (``_node``/``_parent`` columns, or an indented ``_level`` hierarchy such as
+    OverallMetrics) show a row only when its ancestors are expanded, and sort siblings under their
+    parent. A table whose hierarchy is only indentation starts fully expanded (it is read like a
+    report); a linked tree starts with a single root open (a module tree) or all closed (one row
+    per collective).
+    """
+
+    table: Table
+    sort_key: str | None = None
+    descending: bool = True
+    filter_text: str = ""
+    totals_only: bool = False
+    focus: tuple[Condition, ...] = ()
+    focus_label: str = ""
+    expanded: set[int] = field(default_factory=set)
+    _order: np.ndarray | None = field(default=None, repr=False)
+    _links: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _lower: dict[str, pd.Series] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        df = self.table.data
+        if NODE in df.columns and PARENT in df.columns:
+            node = df[NODE].to_numpy(dtype="int64")
+            parent = df[PARENT].to_numpy(dtype="int64")
+            self._links = (node, parent)
+            roots = node[parent < 0]
+            if len(roots) == 1 and not self.expanded:
+                self.expanded = {int(roots[0])}
+        elif LEVEL in df.columns and len(df) and (df[LEVEL].to_numpy() > 0).any():
+            node = np.arange(len(df), dtype="int64")
+            parent = _level_links(df[LEVEL].to_numpy(dtype="int64"))
+            self._links = (node, parent)
+            if not self.expanded:
+                self.expanded = set(int(p) for p in np.unique(parent) if p >= 0)
+
+    @property
+    def is_tree(self) -> bool:
+        return self._links is not None
+
+    @property
+    def has_totals(self) -> bool:
+        return IS_TOTAL in self.table.data.columns
+
+    def node_of(self, row: int) -> int:
+        """Tree node id of data row ``row`` (tree tables only)."""
+        assert self._links is not None
+        return int(self._links[0][row])
+
+    def has_children(self, row: int) -> bool:
+        return self._links is not None and bool((self._links[1] == self._links[0][row]).any())
+
+    def parents_with_children(self) -> set[int]:
+        return set() if self._links is None else set(int(p) for p in np.unique(self._links[1]) if p >= 0)
+
+    def invalidate(self) -> None:
+        self._order = None
+
+    def order(self) -> np.ndarray:
+        """Row positions (into table.data) currently visible, in display order."""
+        if self._order is None:
+            self._order = self._compute()
+        return self._order
+
+    def __len__(self) -> int:
+        return len(self.order())
+
+    @property
+    def flat(self) -> bool:
+        """True when a filter is on, so a tree is shown as a plain list of the matching rows."""
+        return bool(self.filter_text or self.totals_only or self.focus)
+
+    def _compute(self) -> np.ndarray:
+        df = self.table.data
+        n = len(df)
+        mask = np.ones(n, dtype=bool)
+        if self.totals_only and self.has_totals:
+            mask &= df[IS_TOTAL].to_numpy(dtype=bool)
+        for keys, value in self.focus:
+            hit = np.zeros(n, dtype=bool)
+            for key in keys:
+                hit |= (df[key].astype(str) == value).to_numpy()
+            mask &= hit
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            hit = np.zeros(n, dtype=bool)
+            for key in (c.key for c in self.table.columns if c.fmt in ("text", "bold")):
+                hit |= self._lowered(key).str.contains(needle, regex=False).to_numpy(dtype=bool)
+            mask &= hit
+        tree = self.is_tree and not self.flat
+        if tree:
+            mask &= self._tree_visible()
+        rows = np.flatnonzero(mask)
+        if self.sort_key is not None:
+            keys = _sort_values(df[self.sort_key])[rows]
+            if tree:
+                rows = self._tree_sorted(rows, keys)
+            else:
+                rows = rows[np.argsort(-keys if self.descending else keys, kind="stable")]
+        return rows
+
+    def _lowered(self, key: str) -> pd.Series:
+        """Lower-cased text of a column, computed once per view (filtering retypes often)."""
+        if key not in self._lower:
+            self._lower[key] = self.table.data[key].astype(str).str.lower()
+        return self._lower[key]
+
+    def _tree_visible(self) -> np.ndarray:
+        """Rows whose every ancestor is expanded (roots always)."""
+        assert self._links is not None
+        node, parent = self._links
+        pos = pd.Series(np.arange(len(node)), index=node)
+        ppos = pos.reindex(parent).to_numpy()
+        has_parent = ~np.isnan(ppos)
+        pidx = np.where(has_parent, ppos, 0).astype("int64")
+        open_ = np.isin(node, np.fromiter(self.expanded, dtype="int64", count=len(self.expanded)))
+        visible = ~has_parent
+        # Walk down one level per pass: a row shows when its parent shows and is expanded.
+        while True:
+            new = visible | (has_parent & visible[pidx] & open_[pidx])
+            if (new == visible).all():
+                return visible
+            visible = new
+
+    def _tree_sorted(self, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """Sort siblings by key, keeping children right under their parent."""
+        assert self._links is not None
+        node = self._links[0][rows]
+        parent = self._links[1][rows]
+        by_parent: dict[int, list[int]] = {}
+        sign_ = -1.0 if self.descending else 1.0
+        for i in np.argsort(sign_ * keys, kind="stable").tolist():
+            by_parent.setdefault(int(parent[i]), []).append(i)
+        present = set(node.tolist())
+        roots = [i for p, kids in by_parent.items() if p not in present for i in kids]
+        stack = roots[::-1]
+        out: list[int] = []
+        while stack:
+            i = stack.pop()
+            out.append(int(rows[i]))
+            stack.extend(reversed(by_parent.get(int(node[i]), [])))
+        return np.asarray(out, dtype="int64")
+
+    # -- actions ------------------------------------------------------------------------------
+    def sort_by(self, key: str | None, descending: bool | None = None) -> None:
+        """Sort by ``key``; without ``descending``, a new key sorts descending, the same one flips."""
+        if descending is None:
+            descending = not self.descending if key == self.sort_key else True
+        self.sort_key, self.descending = key, descending
+        self.invalidate()
+
+    def diff_key(self) -> str | None:
+        """The column the `d` key sorts by: the table's default, else its first Diff/ratio column."""
+        if self.table.default_sort:
+            return self.table.default_sort
+        for role in ("diff", "ratio"):
+            key = next((c.key for c in self.table.columns if c.role == role), None)
+            if key is not None:
+                return key
+        return None
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        self.invalidate()
+
+    def set_focus(self, conditions: tuple[Condition, ...], label: str = "") -> None:
+        """Show only rows meeting every condition (exact match): a statistic row's detail rows."""
+        self.focus, self.focus_label = conditions, label if conditions else ""
+        self.invalidate()
+
+    def toggle_totals(self) -> None:
+        self.totals_only = not self.totals_only
+        self.invalidate()
+
+    def toggle_node(self, row: int) -> bool:
+        """Expand/collapse the tree node of data row ``row``; False when it has no children."""
+        if not self.has_children(row):
+            return False
+        self.expanded.symmetric_difference_update({self.node_of(row)})
+        self.invalidate()
+        return True
+
+    def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
+        """Screen text of the given data rows (only what is about to be measured or drawn)."""
+        cols = self.table.columns if columns is None else columns
+        sub = self.table.data.iloc[rows]
+        values = [sub[c.key].tolist() for c in cols]
+        return [[screen_text(values[j][i], c) for j, c in enumerate(cols)] for i in range(len(rows))]

@@ -1,0 +1,151 @@
+"""The command line: info / export / summary on every fixture kind, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfcmp_tui.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "fixtures"
+PAIRS = {
+    "gpu": (FIX / "gpu" / "base.pt.trace.json", FIX / "gpu" / "comp.pt.trace.json"),
+    "npu_text": (FIX / "npu_text" / "base_ascend_pt", FIX / "npu_text" / "comp_ascend_pt"),
+    "npu_db": (FIX / "npu_db" / "base_ascend_pt", FIX / "npu_db" / "comp_ascend_pt"),
+    "npu_ms": (FIX / "npu_ms" / "base_ascend_ms", FIX / "npu_ms" / "comp_ascend_ms"),
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_info_every_fixture_kind(capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    base, _ = PAIRS[kind]
+    code, out, err = run(capsys, "info", base, "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    expected_kind = {"npu_ms": "npu_text"}.get(kind, kind)
+    assert info["kind"] == expected_kind
+    assert info["counts"]["kernels"] > 0 and info["counts"]["host_ops"] > 0
+    assert len(info["steps"]) >= 3
+    code, text, _ = run(capsys, "info", base)
+    assert code == 0 and info["label"] in text and "comparisons" in text
+
+
+def test_info_step_selection_and_unknown_step(capsys: pytest.CaptureFixture[str]) -> None:
+    base, _ = PAIRS["gpu"]
+    _, out, _ = run(capsys, "info", base, "--json")
+    steps = [s["step"] for s in json.loads(out)["steps"]]
+    code, out, _ = run(capsys, "info", base, "--json", "--step", steps[1])
+    info = json.loads(out)
+    assert code == 0 and info["selected_step"] == steps[1] and len(info["steps"]) == 1
+    code, _, err = run(capsys, "info", base, "--step", "999999")
+    assert code == 2
+    assert err.count("\n") == 1 and "has no step 999999" in err and str(base) in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["info", "/nonexistent/profile.json"], "no such file or directory"),
+        (["export", str(PAIRS["gpu"][0])], "need two profiles"),
+        (["export", *map(str, PAIRS["gpu"]), "--max-kernel-num", "3"], "greater than 3"),
+        (["export", *map(str, PAIRS["gpu"]), "--op-name-map", "[1, 2]"], "must be a dict"),
+        (["export", *map(str, PAIRS["gpu"]), "--op-name-map", "__import__('os')"], "dict literal"),
+        (["export", *map(str, PAIRS["gpu"]), "--gpu-flow-cat", "x" * 21], "at most 20"),
+        (["export", *map(str, PAIRS["gpu"]), "--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_bad_input_exit_2_one_line(capsys: pytest.CaptureFixture[str], args: list[str],
+                                   needle: str) -> None:
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert needle in err and err.startswith("perfcmp-tui: error:")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_export_writes_workbook_and_never_overwrites(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    base, comp = PAIRS["npu_text"]
+    code, out, err = run(capsys, "export", base, comp, "-o", tmp_path, "--json", tmp_path / "r.json")
+    assert code == 0, err
+    assert "Model Profiling Time Distribution" in out and "Top" in out
+    books = sorted(tmp_path.glob("performance_comparison_result_*.xlsx"))
+    assert len(books) == 1
+    sheets = pd.read_excel(books[0], sheet_name=None, header=2)
+    assert list(sheets)[0] == "OverallMetrics"
+    assert {"CommunicationCompare", "ApiCompare", "KernelCompare"} <= set(sheets)
+    assert json.loads((tmp_path / "r.json").read_text())["tables"]
+    # the reference's spelling, same folder: a second workbook, the first one untouched
+    before = books[0].read_bytes()
+    code, _, _ = run(capsys, "export", "-bp", base, "-d", comp, "-o", tmp_path)
+    assert code == 0
+    assert len(list(tmp_path.glob("performance_comparison_result_*.xlsx"))) == 2
+    assert books[0].read_bytes() == before
+
+
+def test_export_switches_limit_sheets(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    base, comp = PAIRS["gpu"]
+    code, _, err = run(capsys, "export", base, comp, "-o", tmp_path, "--enable_api_compare")
+    assert code == 0, err
+    book = next(tmp_path.glob("*.xlsx"))
+    names = pd.ExcelFile(book).sheet_names
+    assert [n for n in names if n not in ("Advisor", "README")] == ["ApiCompare"]
+
+
+def test_export_nothing_to_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    base, comp = PAIRS["gpu"]
+    code, out, _ = run(capsys, "export", base, comp, "-o", tmp_path, "--enable-kernel-compare")
+    assert code == 0 and "no workbook written" in out
+    assert not list(tmp_path.glob("*.xlsx"))
+
+
+def test_output_path_is_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "taken"
+    f.write_text("mine")
+    code, _, err = run(capsys, "export", *PAIRS["gpu"], "-o", f)
+    assert code == 2 and "is a file" in err and f.read_text() == "mine"
+
+
+def test_summary_prints_without_writing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "summary", *PAIRS["gpu"])
+    assert code == 0 and "Model Profiling Time Distribution" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_internal_error_exit_1_and_debug(capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import perfcmp_core.info as info
+
+    def boom(profile: object) -> None:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(info, "profile_info", boom)
+    code, _, err = run(capsys, "info", PAIRS["gpu"][0])
+    assert code == 1 and "internal error: RuntimeError: kaboom" in err and "Traceback" not in err
+    code, _, err = run(capsys, "info", PAIRS["gpu"][0], "--debug")
+    assert code == 1 and "Traceback" in err
+
+
+def test_installed_console_script(tmp_path: Path) -> None:
+    exe = shutil.which("perfcmp-tui", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("console script not installed")
+    done = subprocess.run([exe, "info", str(PAIRS["npu_db"][0])], capture_output=True, text=True)
+    assert done.returncode == 0 and "NPU Db" in done.stdout
+    bad = subprocess.run([exe, "info", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

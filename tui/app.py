@@ -1,0 +1,461 @@
+"""The Textual app: `perfcmp-tui BASE COMP`.
+
+The app renders what :mod:`perfcmp_core` computes and nothing else. A thread worker drives the
+comparison, which runs in a child process (parsing holds the GIL, so a thread alone would freeze
+the screen), and posts each event to the UI as it arrives: the progress panel advances per phase
+and every screen fills in as soon as its tables exist, the overall view first.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from rich.markup import escape
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import ContentSwitcher, Footer, Input, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from perfcmp_core.compare.result import ComparisonResult
+from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
+                                 SummaryReady, TableReady)
+from perfcmp_core.insight import gap_sentence, headlines
+from perfcmp_core.options import CompareOptions, LoadOptions
+
+from .panes import PANES, panes_of
+from .screens.drill import DrillScreen
+from .screens.error import ErrorScreen
+from .screens.export_dialog import ExportDialog
+from .screens.help import HelpScreen
+from .screens.sort_picker import SortPicker
+from .widgets.frame_view import FrameView
+from .widgets.pane import TablePane
+from .widgets.tab_bar import TabBar
+
+#: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
+#: when the user cancels (the real source polls it and kills its child process).
+EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+
+
+class PerfCmpApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "perfcmp-tui"
+    BINDINGS = [
+        *[Binding(p.key, f"pane('{p.id}')", p.title, show=False) for p in PANES],
+        Binding("tab", "next_pane(1)", "Next screen", show=False, priority=True),
+        Binding("shift+tab", "next_pane(-1)", "Previous screen", show=False, priority=True),
+        Binding("d", "sort_diff", "Diff"),
+        Binding("s", "sort_pick", "Sort"),
+        Binding("slash", "filter", "Filter"),
+        Binding("t", "totals", "TOTAL"),
+        Binding("v", "cycle_view", "View"),
+        Binding("c", "stacks", "Stacks"),
+        Binding("e", "export", "Export"),
+        Binding("question_mark,f1", "help", "Help"),
+        Binding("escape", "cancel", "Cancel", show=False),
+        Binding("q", "back", "Back/Quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    class Arrived(Message):
+        """One event of the comparison run, posted from the worker thread."""
+
+        def __init__(self, event: Event) -> None:
+            self.event = event
+            super().__init__()
+
+    def __init__(
+        self,
+        base: str,
+        comp: str,
+        source: EventSource,
+        *,
+        out_dir: str = ".",
+        timings: bool = True,
+    ) -> None:
+        """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots)."""
+        super().__init__()
+        self.base_path, self.comp_path = base, comp
+        self.source = source
+        self.out_dir = out_dir
+        self.timings = timings
+        self.animation_level = "none"
+        self.result = ComparisonResult(base, comp)
+        self.loaded: dict[str, dict] = {}
+        self.phases: dict[str, str] = {}
+        self.running = False
+        self.finished = False
+        self.failed: Failed | None = None
+        self.started = time.perf_counter()
+        self._summary: list = []
+        self._gap = ""
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self._inputs_text(), id="inputs")
+        yield TabBar(id="tabs")
+        with ContentSwitcher(initial="pane-overall", id="panes"):
+            for p in PANES:
+                yield TablePane(p)
+        with Vertical(id="progress"):
+            with Horizontal(id="progress-head"):
+                yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="bar")
+                yield Static("starting…  (Esc / q cancels)", id="phase-now")
+            yield Static("", id="phases")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.run_comparison()
+
+    def _inputs_text(self) -> str:
+        def line(tag: str, path: str, info: dict) -> str:
+            if not info:
+                return f"[b]{tag}[/b] {escape(path)}  · loading…"
+            steps = info.get("steps") or []
+            sel = info.get("selected_step")
+            step = (f"step {sel}" if sel is not None else
+                    f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps else "no steps")
+            return f"[b]{tag}[/b] {escape(path)}  · {escape(str(info.get('label', '?')))} · {step}"
+        return (line("BASE", self.base_path, self.loaded.get("base", {})) + "\n"
+                + line("COMP", self.comp_path, self.loaded.get("comparison", {})))
+
+    # -- the worker ---------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
+    def run_comparison(self) -> None:
+        """Forward the run's events to the UI; never blocks on the UI (post_message queues)."""
+        worker = get_current_worker()
+        try:
+            for event in self.source(lambda: worker.is_cancelled):
+                if worker.is_cancelled:
+                    return
+                self.post_message(self.Arrived(event))
+        except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
+            if not worker.is_cancelled:
+                self.post_message(self.Arrived(Failed(f"{type(exc).__name__}: {exc}",
+                                                      is_input=False,
+                                                      detail=traceback.format_exc())))
+
+    def on_perf_cmp_app_arrived(self, message: Arrived) -> None:
+        try:
+            self.handle_event(message.event)
+        except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the session
+            self.handle_event(Failed(f"{type(exc).__name__}: {exc}", is_input=False,
+                                     detail=traceback.format_exc()))
+
+    def handle_event(self, event: Event) -> None:
+        if isinstance(event, Planned):
+            self.running = True
+            self.query_one("#bar", ProgressBar).update(total=len(event.phases), progress=0)
+            self.phases = {p: f"· {p}" for p in event.phases}
+        elif isinstance(event, Phase):
+            if event.done:
+                took = f" {event.seconds:.2f} s" if self.timings else ""
+                self.phases[event.name] = f"✓ {event.name}{took}"
+                self.query_one("#bar", ProgressBar).advance(1)
+            else:
+                self.phases[event.name] = f"▶ {event.name}"
+                done = sum(v.startswith("✓") for v in self.phases.values())
+                self.query_one("#phase-now", Static).update(
+                    f"{escape(event.name)} …  ({done + 1}/{len(self.phases)})  Esc / q cancels")
+        elif isinstance(event, Loaded):
+            self.loaded[event.side] = event.info
+            self.query_one("#inputs", Static).update(self._inputs_text())
+        elif isinstance(event, TableReady):
+            self._add_table(event)
+        elif isinstance(event, Skipped):
+            if event.reason not in self.result.notes:
+                self.result.notes.append(event.reason)
+            for pane_id in {p for name in event.names for p in panes_of(name)}:
+                self._pane(pane_id).add_reason(event.reason)
+        elif isinstance(event, SummaryReady):
+            self.result.summary = {"figures": event.figures, "text": event.text}
+            self._summary = headlines(event.figures)
+            self._update_overall_extra()
+        elif isinstance(event, Failed):
+            self._failed(event)
+        elif isinstance(event, Finished):
+            self._finished(event)
+        self._show_phases()
+
+    def _add_table(self, event: TableReady) -> None:
+        table = event.table
+        self.result.add(table)
+        for pane_id in panes_of(table.name):
+            self._pane(pane_id).add_table(table)
+            self.query_one(TabBar).set_empty(pane_id, False)
+        if table.name == "OverallMetrics":
+            self._gap = gap_sentence(table)
+            self._update_overall_extra()
+
+    def _failed(self, event: Failed) -> None:
+        self.failed = event
+        self.running = False
+        self.phases["error"] = f"✗ {event.message}"
+        self.query_one("#phase-now", Static).update("failed")
+        self.push_screen(ErrorScreen(event.message, event.detail, event.is_input),
+                         self._after_error)
+
+    def _finished(self, event: Finished) -> None:
+        self.running = False
+        self.finished = True
+        for note in event.notes:
+            if note not in self.result.notes:
+                self.result.notes.append(note)
+        for pane in self.query(TablePane):
+            for note in event.notes:
+                if pane.spec.note_prefix and note.startswith(pane.spec.note_prefix):
+                    pane.add_reason(note)
+            pane.mark_finished()
+            if pane.current is None:
+                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self.query_one("#progress").add_class("hidden")
+        if self.timings:
+            self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
+
+    def _show_phases(self) -> None:
+        self.query_one("#phases", Static).update(escape("   ".join(self.phases.values())))
+
+    def _update_overall_extra(self) -> None:
+        text = Text()
+        width = max((len(h.label) for h in self._summary), default=0)
+        for h in self._summary:
+            arrow = "▲" if h.direction > 0 else "▼" if h.direction < 0 else "="
+            style = "red" if h.direction > 0 else "green" if h.direction < 0 else ""
+            text.append(f"{h.label:<{width}}  {h.base:>13} → {h.comparison:>13}  ")
+            text.append(f"{arrow} {h.diff:>12} {h.change:>7}", style=style)
+            text.append("\n")
+        text.append(self._gap)
+        self._pane("overall").set_extra(text if text.plain.strip() else "")
+
+    def _after_error(self, choice: str | None) -> None:
+        if choice == "retry":
+            self.failed = None
+            self.result = ComparisonResult(self.base_path, self.comp_path)
+            self.loaded.clear()
+            self._summary, self._gap = [], ""
+            for pane in self.query(TablePane):
+                pane.reset()
+            self.query_one("#progress").remove_class("hidden")
+            self.started = time.perf_counter()
+            self.run_comparison()
+        elif choice == "quit":
+            self.exit(self.exit_code_now())
+
+    def exit_code_now(self) -> int:
+        """0, or 2 after a bad input, or 1 after an internal error (the CLI's exit codes)."""
+        if self.failed is None:
+            return 0
+        return 2 if self.failed.is_input else 1
+
+    # -- panes --------------------------------------------------------------------------------
+    def _pane(self, pane_id: str) -> TablePane:
+        return self.query_one(f"#pane-{pane_id}", TablePane)
+
+    @property
+    def pane(self) -> TablePane:
+        current = self.query_one("#panes", ContentSwitcher).current or "pane-overall"
+        return self.query_one(f"#{current}", TablePane)
+
+    def action_pane(self, pane_id: str) -> None:
+        self.query_one("#panes", ContentSwitcher).current = f"pane-{pane_id}"
+        self.query_one(TabBar).active = pane_id
+        self.pane.frame.focus()
+
+    def on_tab_bar_chosen(self, message: TabBar.Chosen) -> None:
+        self.action_pane(message.pane_id)
+
+    def action_next_pane(self, step: int) -> None:
+        ids = [p.id for p in PANES]
+        self.action_pane(ids[(ids.index(self.pane.spec.id) + step) % len(ids)])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Tab switches screens only on the main screen, outside the filter box."""
+        if action == "next_pane" and (isinstance(self.screen, ModalScreen)
+                                      or isinstance(self.focused, Input)):
+            return False
+        return True
+
+    # -- table actions ------------------------------------------------------------------------
+    def _no_table(self) -> bool:
+        if self.pane.view is None:
+            self.notify(f"{self.pane.spec.title}: no table here yet", severity="warning",
+                        timeout=2)
+            return True
+        return False
+
+    def action_sort_diff(self) -> None:
+        if not self._no_table() and not self.pane.sort_diff():
+            self.notify("this view has no Diff column to sort by", severity="warning", timeout=2)
+
+    def action_sort_pick(self) -> None:
+        if self._no_table():
+            return
+        pane = self.pane
+        frame = pane.frame
+
+        def chosen(key: str | None) -> None:
+            if key:
+                pane.sort_column(key)
+
+        assert pane.view is not None
+        self.push_screen(SortPicker(frame.columns, frame.headers, pane.view.sort_key), chosen)
+
+    def action_filter(self) -> None:
+        if not self._no_table():
+            self.pane.open_filter()
+
+    def action_totals(self) -> None:
+        if not self._no_table() and not self.pane.toggle_totals():
+            self.notify("this view has no [ TOTAL ] rows", severity="warning", timeout=2,
+                        markup=False)
+
+    def action_cycle_view(self) -> None:
+        if not self._no_table() and not self.pane.cycle_view():
+            self.notify("this screen has a single view", timeout=2)
+
+    def action_stacks(self) -> None:
+        if not self._no_table() and not self.pane.toggle_stacks():
+            self.notify("no call stacks in this view (Modules screen; collect with "
+                        "with_stack=True)", severity="warning", timeout=3)
+
+    def on_frame_view_activated(self, event: FrameView.Activated) -> None:
+        pane = self.pane
+        if pane.drill(event.row):
+            return
+        view = event.frame_view.view
+        if view is not None:
+            self.push_screen(DrillScreen(view.table, event.row))
+
+    # -- export, help, cancel, quit -----------------------------------------------------------
+    def action_export(self) -> None:
+        if not any(not t.empty for t in self.result.tables.values()):
+            self.notify("nothing to export yet", severity="warning", timeout=3)
+            return
+        self.push_screen(ExportDialog(self.out_dir), self._export_to)
+
+    def _export_to(self, folder: str | None) -> None:
+        if folder:
+            self.out_dir = folder
+            self.export_workbook(folder)
+
+    @work(thread=True, exclusive=False, exit_on_error=False, group="export")
+    def export_workbook(self, folder: str) -> None:
+        """Write the workbook with the headless writer (same file as ``perfcmp-tui export``)."""
+        from perfcmp_core.errors import InputError
+        from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
+
+        partial = " (partial: the comparison is still running)" if self.running else ""
+        try:
+            path = write_workbook(self.result, folder)
+        except (InputError, NothingToWrite, OSError) as exc:
+            message = exc.message if isinstance(exc, InputError) else str(exc)
+            self.call_from_thread(self.notify, f"export failed: {message}", severity="error",
+                                  timeout=8, markup=False)
+            return
+        self.call_from_thread(self.notify, f"workbook written: {path}{partial}", timeout=8,
+                              markup=False)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def cancel_run(self) -> bool:
+        """Stop loading (the child process is killed); what already arrived stays on screen."""
+        if not self.running:
+            return False
+        self.workers.cancel_group(self, "compare")
+        self.running = False
+        self.phases["cancel"] = "✗ cancelled"
+        self.query_one("#phase-now", Static).update("cancelled — q quits")
+        self._show_phases()
+        for pane in self.query(TablePane):
+            if pane.current is None:
+                pane.add_reason("loading was cancelled before this comparison ran")
+                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self.notify("comparison cancelled", timeout=3)
+        return True
+
+    def action_cancel(self) -> None:
+        """Esc: close the filter box, else cancel loading, else leave a drill-down."""
+        if self.pane.close_filter() or self.cancel_run():
+            return
+        self.pane.go_back()
+
+    def action_back(self) -> None:
+        """q: leave a drill-down, else cancel loading, else quit."""
+        if self.pane.go_back() or self.cancel_run():
+            return
+        self.workers.cancel_group(self, "compare")
+        self.exit(self.exit_code_now())
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        self.workers.cancel_group(self, "compare")
+        self.exit(self.exit_code_now())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for p in PANES:
+            yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
+                                lambda p=p: self.action_pane(p.id))
+        yield SystemCommand("Sort by Diff (d)", "sort the table by Diff; again to flip",
+                            self.action_sort_diff)
+        yield SystemCommand("Sort by column… (s)", "pick a sort column", self.action_sort_pick)
+        yield SystemCommand("Filter rows… (/)", "filter the table by text", self.action_filter)
+        yield SystemCommand("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows",
+                            self.action_totals)
+        yield SystemCommand("Switch view (v)", "statistic ↔ detail ↔ tree", self.action_cycle_view)
+        yield SystemCommand("Call stacks (c)", "show or hide the call stacks", self.action_stacks)
+        yield SystemCommand("Export workbook… (e)", "write the xlsx", self.action_export)
+        yield SystemCommand("Keys (?)", "every key of the app", self.action_help)
+
+
+def build_app(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    compare_opts: CompareOptions,
+    *,
+    out_dir: str = ".",
+    advisor_config: str | None = None,
+) -> PerfCmpApp:
+    """The app wired to a comparison in a child process (call ``runner.prepare()`` first)."""
+    from perfcmp_core.pipeline import comparison_events
+    from perfcmp_core.runner import stream_in_process
+
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        return stream_in_process(
+            comparison_events, should_stop=should_stop, base=base, comp=comp,
+            base_opts=base_opts, comp_opts=comp_opts, compare_opts=compare_opts,
+            advisor_config=advisor_config,
+        )
+
+    return PerfCmpApp(base, comp, source, out_dir=str(Path(out_dir)))
+
+
+def run_app(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    compare_opts: CompareOptions,
+    *,
+    out_dir: str = ".",
+    mouse: bool = True,
+    advisor_config: str | None = None,
+) -> int:
+    """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
+    from perfcmp_core.runner import prepare
+
+    prepare()
+    app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
+                    advisor_config=advisor_config)
+    code = app.run(mouse=mouse)
+    return int(code or 0)

@@ -1,0 +1,61 @@
+"""Enter on a row: all of it, the base and comparison entries side by side (with their kernels).
+
+A detail row is wider than any terminal (kernel lists, shapes, call stacks); here every cell is
+shown in full, one per line, each side in its own column.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from perfcmp_core.compare.result import Column, Table
+from perfcmp_core.view import screen_text
+
+
+def _cells(table: Table, row: int, columns: list[Column]) -> str:
+    """``Header: value`` per column; multi-line values start on their own line."""
+    lines = []
+    for c in columns:
+        value = screen_text(table.data[c.key].iat[row], c).replace("\r", "")
+        if "\n" in value:
+            lines.append(f"[b]{escape(c.header)}[/b]\n{escape(value)}")
+        else:
+            lines.append(f"[b]{escape(c.header)}[/b]: {escape(value) or '—'}")
+    return "\n".join(lines) or "—"
+
+
+class DrillScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,enter,space", "close", "Close")]
+
+    def __init__(self, table: Table, row: int) -> None:
+        super().__init__()
+        self.table = table
+        self.row = row
+
+    def compose(self) -> ComposeResult:
+        cols = self.table.columns
+        shared = [c for c in cols if c.role in ("key", "diff", "ratio")]
+        base = [c for c in cols if c.role == "base"]
+        comp = [c for c in cols if c.role == "comparison"]
+        other = [c for c in cols if c.role == "text"]
+        with Vertical(id="drill-box"):
+            yield Static(f"[b]{escape(self.table.title or self.table.name)}[/b]  "
+                         "(Esc / q / Enter closes)\n" + _cells(self.table, self.row, shared),
+                         id="drill-head")
+            with VerticalScroll(id="drill-body"):
+                if base or comp:
+                    with Horizontal(id="drill-sides"):
+                        yield Static("[b u]Base[/b u]\n" + _cells(self.table, self.row, base),
+                                     classes="drill-side", id="drill-base")
+                        yield Static("[b u]Comparison[/b u]\n" + _cells(self.table, self.row, comp),
+                                     classes="drill-side", id="drill-comp")
+                if other:
+                    yield Static(_cells(self.table, self.row, other), id="drill-other")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

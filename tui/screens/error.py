@@ -1,0 +1,38 @@
+"""A failed load or comparison: the message, and a way out (retry or quit)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class ErrorScreen(ModalScreen[str | None]):
+    """Dismisses with "retry", "quit" or None (close and look at what did load)."""
+
+    BINDINGS = [
+        Binding("r", "choose('retry')", "Retry"),
+        Binding("q", "choose('quit')", "Quit"),
+        Binding("escape,enter", "choose('close')", "Close"),
+    ]
+
+    def __init__(self, message: str, detail: str, is_input: bool) -> None:
+        super().__init__()
+        self.message = message
+        self.detail = detail
+        self.is_input = is_input
+
+    def compose(self) -> ComposeResult:
+        kind = "Cannot read the input" if self.is_input else "Internal error"
+        with Vertical(classes="dialog", id="error-box"):
+            yield Static(f"[b]{kind}[/b]\n\n{escape(self.message)}\n\n"
+                         "[b]r[/b] retry · [b]Esc[/b] close · [b]q[/b] quit", id="error-message")
+            if self.detail:
+                with VerticalScroll(id="error-detail"):
+                    yield Static(escape(self.detail))
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(None if choice == "close" else choice)

@@ -1,0 +1,306 @@
+"""One screen of the app: the tables of one comparison, switchable views, drill-down, call stacks."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, Static
+
+from perfcmp_core.compare.result import IS_TOTAL, Table
+from perfcmp_core.view import TableView
+
+from ..panes import DRILLS, MATCH_ALL, PaneSpec
+from .frame_view import FrameView
+
+#: Where a table keeps the call stacks of a row: hidden columns (module tree) or visible ones.
+HIDDEN_STACKS = ("_base_stack", "_comp_stack")
+STACK_HEADERS = ("Base Call Stack", "Comparison Call Stack")
+
+
+class TablePane(Vertical):
+    """Shows one of the pane's tables; the others are a `v` (or an Enter) away."""
+
+    def __init__(self, spec: PaneSpec) -> None:
+        super().__init__(id=f"pane-{spec.id}")
+        self.spec = spec
+        self.tables: dict[str, Table] = {}
+        self.views: dict[str, TableView] = {}
+        self.reasons: list[str] = []
+        self.current: str | None = None
+        self.finished = False
+        self.show_stacks = False
+        self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
+        self._chosen = False  # the user picked a view: arriving tables no longer switch it
+        self._filter_before = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{self.spec.title}: waiting for results…", id="pane-status", classes="status")
+        yield Static("", id="extra", classes="hidden")
+        yield Static(f"{self.spec.title}: waiting for results…", id="message")
+        yield FrameView(id="frame", classes="hidden")
+        with Horizontal(id="stacks", classes="hidden"):
+            with VerticalScroll(classes="stack-side"):
+                yield Static("", id="stack-base")
+            with VerticalScroll(classes="stack-side"):
+                yield Static("", id="stack-comp")
+        yield Input(placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
+                    id="filter", classes="hidden")
+
+    @property
+    def frame(self) -> FrameView:
+        return self.query_one("#frame", FrameView)
+
+    @property
+    def view(self) -> TableView | None:
+        return self.views.get(self.current) if self.current else None
+
+    def names(self) -> list[str]:
+        """The views this pane offers now: its own tables, else its fallback tables."""
+        own = [t for t in self.spec.tables if t in self.tables]
+        return own or [t for t in self.spec.fallback if t in self.tables]
+
+    @property
+    def uses_fallback(self) -> bool:
+        return bool(self.current) and self.current not in self.spec.tables
+
+    # -- data arrival -------------------------------------------------------------------------
+    def add_table(self, table: Table) -> None:
+        self.tables[table.name] = table
+        self.views[table.name] = TableView(table)
+        names = self.names()
+        if table.name in names and (self.current not in names or
+                                    (not self._chosen and names[0] == table.name)):
+            self.show(names[0])
+
+    def reset(self) -> None:
+        """Forget every table (a retried run starts from nothing)."""
+        self.tables.clear()
+        self.views.clear()
+        self.reasons.clear()
+        self.back.clear()
+        self.current = None
+        self.finished = self._chosen = False
+        self.frame.set_view(None)
+        self.frame.add_class("hidden")
+        self.query_one("#message").remove_class("hidden")
+        self.set_extra("")
+        self._status()
+
+    def set_extra(self, text: object) -> None:
+        """Content shown above the table (the overall screen's headline figures)."""
+        extra = self.query_one("#extra", Static)
+        extra.update(text)  # type: ignore[arg-type]
+        extra.set_class(not text, "hidden")
+
+    def add_reason(self, reason: str) -> None:
+        """Why a table of this screen is missing (shown while the screen has no table)."""
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        self._status()
+
+    def mark_finished(self) -> None:
+        self.finished = True
+        self._status()
+
+    def show(self, name: str) -> None:
+        self.current = name
+        self.frame.set_view(self.views[name])
+        self.frame.remove_class("hidden")
+        self.query_one("#message").add_class("hidden")
+        self._status()
+        self.update_stacks()
+
+    # -- state --------------------------------------------------------------------------------
+    def empty_reason(self) -> str:
+        """Why there is no table: the comparisons' own reasons, else what the screen needs."""
+        if self.reasons:
+            return "; ".join(self.reasons)
+        return self.spec.hint if self.finished else ""
+
+    def _status(self) -> None:
+        status = self.query_one("#pane-status", Static)
+        if self.current is None:
+            reason = self.empty_reason()
+            text = (f"{self.spec.title}: nothing to show — {reason}" if reason
+                    else f"{self.spec.title}: waiting for results…")
+            status.update(escape(text))
+            self.query_one("#message", Static).update(escape(text))
+            return
+        view = self.views[self.current]
+        table = view.table
+        parts = [table.title or table.name, f"{len(view):,}/{len(table.data):,} rows"]
+        if view.sort_key:
+            header = next(h for c, h in zip(self.frame.columns, self.frame.headers)
+                          if c.key == view.sort_key)
+            parts.append(f"sort {header} {'▼' if view.descending else '▲'}")
+        if view.focus_label:
+            parts.append(f"rows of {view.focus_label} (q: back)")
+        if view.filter_text:
+            parts.append(f"filter “{view.filter_text}”")
+        if view.totals_only:
+            parts.append("[ TOTAL ] only")
+        others = [t for t in self.names() if t != self.current]
+        if others:
+            parts.append("v: " + ", ".join(others))
+        if self.uses_fallback and self.spec.fallback_note:
+            parts.append(self.spec.fallback_note)
+        status.update(escape("  ·  ".join(parts)))
+
+    def refresh_view(self, keep_row: int | None = None) -> None:
+        if self.view is not None:
+            self.frame.refresh_data(keep_row=keep_row)
+        self._status()
+        self.update_stacks()
+
+    # -- actions (called by the app) ----------------------------------------------------------
+    def cycle_view(self) -> bool:
+        names = self.names()
+        if len(names) < 2 or self.current is None:
+            return False
+        self._chosen = True
+        self.back.clear()
+        self.show(names[(names.index(self.current) + 1) % len(names)])
+        return True
+
+    def sort_diff(self) -> bool:
+        """`d`: sort by the Diff column, descending; pressed again, flip."""
+        view = self.view
+        key = view.diff_key() if view is not None else None
+        if view is None or key is None:
+            return False
+        view.sort_by(key)
+        self.refresh_view(keep_row=self.frame.current_row)
+        return True
+
+    def sort_column(self, key: str) -> None:
+        """Sort by ``key`` (descending; the current sort column flips)."""
+        if self.view is not None:
+            self.view.sort_by(key)
+            self.refresh_view(keep_row=self.frame.current_row)
+
+    def toggle_totals(self) -> bool:
+        view = self.view
+        if view is None or IS_TOTAL not in view.table.data:
+            return False
+        view.toggle_totals()
+        self.refresh_view(keep_row=self.frame.current_row)
+        return True
+
+    def drill(self, row: int) -> bool:
+        """Enter on a statistic row: its detail rows (the matched base/comparison entries)."""
+        if self.current is None or self.current not in DRILLS:
+            return False
+        spec = DRILLS[self.current]
+        if spec.target not in self.views:
+            return False
+        df = self.views[self.current].table.data
+        conditions = []
+        label = []
+        for source_key, target_keys in spec.match:
+            value = str(df[source_key].iat[row])
+            if value not in MATCH_ALL:
+                conditions.append((target_keys, value))
+                label.append(value)
+        target = self.views[spec.target]
+        target.set_focus(tuple(conditions), " / ".join(label) or "all")
+        self.back.append(self.current)
+        self._chosen = True
+        self.show(spec.target)
+        return True
+
+    def go_back(self) -> bool:
+        """`q` after a drill: back to the view Enter came from (the focus is dropped)."""
+        if not self.back or self.view is None:
+            return False
+        self.view.set_focus(())
+        self.show(self.back.pop())
+        return True
+
+    # -- filter -------------------------------------------------------------------------------
+    def open_filter(self) -> bool:
+        if self.view is None:
+            return False
+        box = self.query_one("#filter", Input)
+        self._filter_before = self.view.filter_text
+        box.value = self.view.filter_text
+        box.remove_class("hidden")
+        box.focus()
+        return True
+
+    def filter_open(self) -> bool:
+        return not self.query_one("#filter", Input).has_class("hidden")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.filter_open() and self.view is not None:
+            self.view.set_filter(event.value)
+            self.refresh_view()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.apply_filter(event.value)
+
+    def apply_filter(self, text: str) -> None:
+        """Keep ``text`` as the filter (empty clears it) and return to the table."""
+        self.query_one("#filter", Input).add_class("hidden")
+        if self.view is not None:
+            self.view.set_filter(text)
+            self.refresh_view()
+        self.frame.focus()
+
+    def close_filter(self) -> bool:
+        """Esc in the filter box: revert to the filter it started with."""
+        if not self.filter_open():
+            return False
+        self.apply_filter(self._filter_before)
+        return True
+
+    # -- call stacks --------------------------------------------------------------------------
+    def _stack_keys(self) -> tuple[str, str] | None:
+        view = self.view
+        if view is None:
+            return None
+        if all(k in view.table.data for k in HIDDEN_STACKS):
+            return HIDDEN_STACKS
+        keys = {c.header: c.key for c in view.table.columns}
+        if all(h in keys for h in STACK_HEADERS):
+            return keys[STACK_HEADERS[0]], keys[STACK_HEADERS[1]]
+        return None
+
+    def toggle_stacks(self) -> bool:
+        if self._stack_keys() is None:
+            return False
+        self.show_stacks = not self.show_stacks
+        self.update_stacks()
+        return True
+
+    def update_stacks(self) -> None:
+        keys = self._stack_keys()
+        box = self.query_one("#stacks")
+        box.set_class(not (self.show_stacks and keys), "hidden")
+        if not self.show_stacks or keys is None or self.view is None:
+            return
+        row = self.frame.current_row
+        df = self.view.table.data
+        base = comp = ""
+        if row is not None:
+            base, comp = (_text(df[k].iat[row]) for k in keys)
+        self.query_one("#stack-base", Static).update(
+            "[b]Base call stack[/b]\n" + _stack_text(base))
+        self.query_one("#stack-comp", Static).update(
+            "[b]Comparison call stack[/b]\n" + _stack_text(comp))
+
+    def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
+        self.update_stacks()
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _stack_text(stack: str) -> str:
+    """One frame per line (the sheets join frames with ``;`` and a newline)."""
+    frames = [f.strip() for f in stack.replace(";\n", "\n").replace(";", "\n").splitlines()]
+    frames = [f for f in frames if f and f not in ("nan", "N/A")]
+    return escape("\n".join(frames)) if frames else "(none)"

@@ -11,7 +11,6 @@ import os
 import shutil
 import stat
 import subprocess
-import time
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -533,8 +532,9 @@ def test_safe_write_without_hard_links(tmp_path: Path, monkeypatch: pytest.Monke
 # ------------------------------------------------------------------------------- big sheets
 
 
-def test_twenty_thousand_rows_write_quickly(tmp_path: Path) -> None:
-    """The reference-sized case (~8k rows a sheet on real data), with margin: 20k rows, 8 columns."""
+def test_twenty_thousand_rows_round_trip(tmp_path: Path) -> None:
+    """The reference-sized case (~8k rows a sheet on real data), with margin: 20k rows, 8 columns
+    (write time is measured by bench/compare.py, not asserted here)."""
     n = 20_000
     rng = np.random.default_rng(7)
     b, c = rng.random(n) * 100, rng.random(n) * 100
@@ -542,11 +542,7 @@ def test_twenty_thousand_rows_write_quickly(tmp_path: Path) -> None:
                          "b_ms": b, "b_n": np.ones(n, dtype=int), "c_ms": c, "c_n": np.ones(n, dtype=int),
                          "d_ms": c - b, "ratio": c / b})
     table = Table("OperatorCompareStatistic", OP_STAT_COLUMNS, data, (2, 3), (4, 5))
-    start = time.perf_counter()
     path = write_workbook(make_result(table), tmp_path, now=NOW)
-    elapsed = time.perf_counter() - start
-    # openpyxl's own cell writer needs ~2.5 s for this; ours ~0.25 s. Generous bound for slow CI.
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
     back = pd.read_excel(path, sheet_name="OperatorCompareStatistic", header=2)
     assert len(back) == n and back["Operator Name"].iloc[-1] == f"aten::op_{n - 1}"
     assert np.allclose(back["Diff Ratio"].to_numpy(), c / b)

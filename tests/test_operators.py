@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -348,9 +347,7 @@ def _graph_ms(profile: Profile, op_row: int) -> float:
 
 def test_real_pair_statistic_against_reference(real_pair: tuple[Profile, Profile]) -> None:
     base, comp = real_pair
-    t0 = time.perf_counter()
     match, tables = compare_operators(base, comp, CompareOptions())
-    elapsed = time.perf_counter() - t0
     stat = tables[0].data.set_index("name")
     assert set(stat.index) == set(REFERENCE_STAT)
     # The LCS pairs every comparison top-level op (difflib: 161 pairs).
@@ -382,7 +379,6 @@ def test_real_pair_statistic_against_reference(real_pair: tuple[Profile, Profile
             assert graph > 90 and 0 <= c_ms - ours < 0.5, name
         else:
             assert graph == 0 and ours == pytest.approx(c_ms, abs=1e-9), name
-    assert elapsed < 2.0  # the reference needs ~13 s for the whole workbook
 
 
 def test_no_ops_on_either_side_gives_reason() -> None:

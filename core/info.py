@@ -97,9 +97,11 @@ def format_info(info: dict[str, Any]) -> str:
     if steps:
         lines.append(f"  steps       {len(steps)}" + (f" (selected: {info['selected_step']})"
                                                     if info["selected_step"] is not None else ""))
+        origin = steps[0]["start_us"]
         for s in steps:
             lines.append(f"    #{s['step']:<6} {s['duration_ms']:10.3f} ms  "
-                         f"[{s['start_us']:.3f} → {s['end_us']:.3f} µs]")
+                         f"[{(s['start_us'] - origin) / 1000:+.3f} → "
+                         f"{(s['end_us'] - origin) / 1000:+.3f} ms]")
     else:
         lines.append("  steps       none (no ProfilerStep#N markers)")
     lines.append("  counts")

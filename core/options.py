@@ -26,6 +26,7 @@ class LoadOptions:
     force: bool = False  # skip size caps and the owner check
     gpu_flow_cat: str = ""  # replaces DEFAULT_GPU_FLOW_CATS (flows are only a fallback)
     load_memory: bool = True  # skip [memory] / memory csv parsing when no memory compare runs
+    use_cache: bool = True  # reuse/store the loaded profile in the user cache (core/cache.py)
 
     @property
     def flow_cats(self) -> tuple[str, ...]:

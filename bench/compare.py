@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: ``perfcmp-tui export`` against ``msprof-analyze compare`` (26.2.0).
+
+    .venv/bin/python bench/compare.py                     # everything (≈ 18 min on 2 idle cores)
+    .venv/bin/python bench/compare.py --inputs real --runs 3 --scaling ""   # quick look
+    .venv/bin/python bench/compare.py --write-doc         # also refresh docs/performance.md
+
+Both tools run on the same inputs, one after the other, alternating which goes first in each
+round so that load from other processes on a busy host hits both alike. Per input it prints the
+median wall time of each tool, the ratio (reference / ours), CPU time and peak memory. Inputs
+(all generated under ``bench/data/``, which git ignores):
+
+* ``real``     — the real GPU pair from ../shared/data/gpu-real (gunzipped: the reference reads
+  only uncompressed traces);
+* ``scaled``   — that pair repeated ``--scale`` times in time by ``bench/scale_trace.py``;
+* ``npu_text`` / ``npu_db`` — the fixture generator's training pair at ``--npu-scale``.
+
+``--scaling 1,2,4,8`` adds time and memory of both tools at those multiples of the real pair
+(1 = the real files, N = ``scale_trace.py`` N×) to show how cost grows.
+
+Ours runs with ``--no-cache`` (every run parses its inputs, a fair comparison); a second row,
+"ours, cached", reopens the same pair with a warm profile cache, which is what a user sees the
+second time. Peak memory is the peak over time of the summed PSS of the whole process tree
+(our loader workers included), sampled every 50 ms, and never less than the largest single
+process's maximum RSS reported by the kernel. The reference is taken from /tmp/peer when present,
+else installed into ``bench/data/peer-venv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from scale_trace import scale_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data"
+OUT = ROOT / "bench" / "out"
+SHARED = ROOT.parent / "shared" / "data" / "gpu-real"
+REAL = ("trace_diff_control.pt.trace.json", "trace_diff_test.pt.trace.json")  # base, comparison
+PEER_VERSION = "26.2.0"
+PEER_PREINSTALLED = Path("/tmp/peer/bin/msprof-analyze")
+DOC = ROOT / "docs" / "performance.md"
+SAMPLE_S = 0.05
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring one run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float  # user + system of the whole tree
+    peak_mb: float  # summed PSS of the tree (sampled), at least the largest process's max RSS
+    max_rss_mb: float  # largest single process (kernel's ru_maxrss)
+    ok: bool
+    error: str = ""
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry.name))
+    return kids
+
+
+def _tree(pid: int) -> list[int]:
+    kids = _children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    try:  # no smaps_rollup (old kernels): RSS from statm
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE // 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def measure(cmd: list[str], env: dict[str, str], log: Path) -> Run:
+    """Run ``cmd`` to completion, sampling the memory of its process tree."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        peak_kb = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak_kb = max(peak_kb, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            time.sleep(SAMPLE_S)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    max_rss_mb = usage.ru_maxrss / 1024
+    error = ""
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()
+        error = tail[-1] if tail else f"exit {proc.returncode}"
+    return Run(wall, usage.ru_utime + usage.ru_stime, max(peak_kb / 1024, max_rss_mb), max_rss_mb,
+               proc.returncode == 0, error)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+# ---------------------------------------------------------------------------------------------
+
+
+def peer_command() -> Path:
+    """msprof-analyze 26.2.0: the preinstalled one, else a venv under bench/data (made once)."""
+    if PEER_PREINSTALLED.exists():
+        return PEER_PREINSTALLED
+    venv = DATA / "peer-venv"
+    exe = venv / "bin" / "msprof-analyze"
+    if not exe.exists():
+        print(f"installing msprof-analyze=={PEER_VERSION} into {venv} …", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                        f"msprof-analyze=={PEER_VERSION}", "openpyxl"], check=True)
+    return exe
+
+
+def ours_command() -> list[str]:
+    script = Path(sys.executable).parent / "perfcmp-tui"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "perfcmp_tui.cli"]
+
+
+@dataclass
+class Pair:
+    name: str
+    base: Path
+    comp: Path
+    runs: int
+    events_factor: int | None = None  # multiple of the real pair (for the scaling report)
+
+
+def _size_mb(p: Path) -> float:
+    if p.is_file():
+        return p.stat().st_size / 1e6
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def real_pair() -> tuple[Path, Path]:
+    out = DATA / "gpu-real"
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in REAL:
+        dst = out / name
+        if not dst.exists():
+            src = SHARED / (name + ".gz")
+            if not src.exists():
+                raise SystemExit(f"missing real trace {src}")
+            tmp = dst.with_name(dst.name + ".part")
+            with gzip.open(src, "rb") as fin, tmp.open("wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            tmp.replace(dst)
+        paths.append(dst)
+    return paths[0], paths[1]
+
+
+def scaled_pair(n: int) -> tuple[Path, Path]:
+    if n == 1:
+        return real_pair()
+    base, comp = real_pair()
+    out = DATA / f"gpu-x{n}"
+    paths = []
+    for src in (base, comp):
+        dst = out / src.name
+        if not dst.exists():
+            print(f"making {dst.relative_to(ROOT)} ({n}× {src.name}) …", flush=True)
+            scale_trace(src, n, dst)
+        paths.append(dst)
+    return paths[0], paths[1]
+
+
+def fixture_root(scale: int, regen: bool) -> Path:
+    out = DATA / f"fixtures-x{scale}"
+    if regen or not (out / "npu_db" / "comp_ascend_pt").exists():
+        print(f"generating fixtures --scale {scale} into {out.relative_to(ROOT)} …", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"),
+                        "--scale", str(scale), "--out", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a pair
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    name: str
+    base: str
+    comp: str
+    size_mb: float  # both inputs together
+    ours: list[Run] = field(default_factory=list)
+    peer: list[Run] = field(default_factory=list)
+    cached: list[Run] = field(default_factory=list)
+
+    @staticmethod
+    def _median(runs: list[Run]) -> float | None:
+        good = [r.wall_s for r in runs if r.ok]
+        return statistics.median(good) if good else None
+
+    def summary(self) -> dict[str, float | None]:
+        ours, peer, cached = self._median(self.ours), self._median(self.peer), self._median(self.cached)
+
+        def peak(runs: list[Run]) -> float | None:
+            good = [r.peak_mb for r in runs if r.ok]
+            return max(good) if good else None
+
+        def cpu(runs: list[Run]) -> float | None:
+            good = [r.cpu_s for r in runs if r.ok]
+            return statistics.median(good) if good else None
+
+        return {
+            "ours_s": ours, "peer_s": peer, "cached_s": cached,
+            "ratio": peer / ours if ours and peer else None,
+            "ratio_cached": peer / cached if cached and peer else None,
+            "ours_cpu_s": cpu(self.ours), "peer_cpu_s": cpu(self.peer),
+            "ours_peak_mb": peak(self.ours), "peer_peak_mb": peak(self.peer),
+            "cached_peak_mb": peak(self.cached),
+        }
+
+
+def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: int) -> Result:
+    res = Result(pair.name, str(pair.base.relative_to(ROOT)), str(pair.comp.relative_to(ROOT)),
+                 _size_mb(pair.base) + _size_mb(pair.comp))
+    work = OUT / pair.name
+    ours = ours_command()
+
+    def run_ours(label: str, cache: bool) -> Run:
+        out = work / "ours"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [*ours, "export", str(pair.base), str(pair.comp), "-o", str(out), "--force"]
+        r = measure(cmd if cache else [*cmd, "--no-cache"], env, work / f"ours-{label}.log")
+        if r.ok and not any(out.glob("*.xlsx")):
+            r.ok, r.error = False, "no workbook written"
+        return r
+
+    def run_peer(label: str) -> Run:
+        assert peer is not None
+        out = work / "peer"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        r = measure([str(peer), "compare", "-d", str(pair.comp), "-bp", str(pair.base),
+                     "-o", str(out), "--force"], env, work / f"peer-{label}.log")
+        if r.ok and not any(out.glob("*.xlsx")):
+            r.ok, r.error = False, "no workbook written"
+        return r
+
+    for i in range(pair.runs):
+        order = ("ours", "peer") if i % 2 == 0 else ("peer", "ours")
+        for who in order:
+            if who == "peer" and peer is None:
+                continue
+            r = run_ours(str(i), cache=False) if who == "ours" else run_peer(str(i))
+            (res.ours if who == "ours" else res.peer).append(r)
+            print(f"  {pair.name:<10} run {i + 1}/{pair.runs} {who:<5} "
+                  + (f"{r.wall_s:7.2f} s  {r.peak_mb:7.0f} MB" if r.ok else f"FAILED: {r.error}"),
+                  flush=True)
+    if cached_runs:
+        shutil.rmtree(Path(env["XDG_CACHE_HOME"]), ignore_errors=True)
+        prime = run_ours("prime", cache=True)  # parses and stores the profiles
+        for i in range(cached_runs if prime.ok else 0):
+            r = run_ours(f"cached-{i}", cache=True)
+            res.cached.append(r)
+            print(f"  {pair.name:<10} cached run {i + 1}/{cached_runs} "
+                  + (f"{r.wall_s:7.2f} s" if r.ok else f"FAILED: {r.error}"), flush=True)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------------------------
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return format(v, spec) if v is not None else "—"
+
+
+def compare_table(results: list[Result]) -> str:
+    lines = [
+        "| input | size (both) | ours s | reference s | ratio | ours cached s | ours CPU s "
+        "| ref CPU s | ours peak MB | ref peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        s = r.summary()
+        lines.append(
+            f"| {r.name} | {r.size_mb:.0f} MB | {_fmt(s['ours_s'], '.2f')} | {_fmt(s['peer_s'], '.2f')} "
+            f"| {_fmt(s['ratio'], '.1f')}× | {_fmt(s['cached_s'], '.2f')} "
+            f"| {_fmt(s['ours_cpu_s'], '.2f')} | {_fmt(s['peer_cpu_s'], '.2f')} "
+            f"| {_fmt(s['ours_peak_mb'], '.0f')} | {_fmt(s['peer_peak_mb'], '.0f')} |")
+    return "\n".join(lines)
+
+
+def scaling_table(rows: list[tuple[int, Result]]) -> str:
+    lines = [
+        "| input size | MB (both) | ours s | reference s | ratio | ours peak MB | ref peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for factor, r in rows:
+        s = r.summary()
+        lines.append(
+            f"| {factor}× | {r.size_mb:.0f} | {_fmt(s['ours_s'], '.2f')} | {_fmt(s['peer_s'], '.2f')} "
+            f"| {_fmt(s['ratio'], '.1f')}× | {_fmt(s['ours_peak_mb'], '.0f')} "
+            f"| {_fmt(s['peer_peak_mb'], '.0f')} |")
+    return "\n".join(lines)
+
+
+def machine_line(runs_note: str) -> str:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return (f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {platform.machine()} "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
+            f"{load[0]:.1f} at the end; {runs_note}.")
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"{DOC}: markers {begin} / {end} not found")
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + body + "\n" + end + rest.split(end, 1)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------------
+
+
+def _factors(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated integers, e.g. 1,2,4,8") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("factors must be ≥ 1")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--inputs", default="real,scaled,npu_text,npu_db",
+                    help="comma-separated subset of real,scaled,npu_text,npu_db (default: all)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per tool on the real pair (default 5)")
+    ap.add_argument("--runs-scaled", type=int, default=3,
+                    help="runs per tool on the scaled GPU pair (default 3)")
+    ap.add_argument("--runs-npu", type=int, default=2,
+                    help="runs per tool on each NPU pair (default 2)")
+    ap.add_argument("--scale", type=int, default=8, help="size of the scaled GPU pair (default 8)")
+    ap.add_argument("--npu-scale", type=int, default=64,
+                    help="fixtures/make_fixtures.py --scale for the NPU pairs (default 64)")
+    ap.add_argument("--regen", action="store_true", help="regenerate the NPU fixtures")
+    ap.add_argument("--scaling", type=_factors, default=[1, 2, 4, 8],
+                    help="multiples of the real pair for the scaling report ('' to skip)")
+    ap.add_argument("--scaling-runs", type=int, default=1,
+                    help="runs per tool per scaling point not measured above (default 1)")
+    ap.add_argument("--cached-runs", type=int, default=3,
+                    help="runs of ours with a warm profile cache per input (default 3; 0 skips)")
+    ap.add_argument("--no-peer", action="store_true", help="only time ours")
+    ap.add_argument("--write-doc", action="store_true",
+                    help=f"replace the figures in {DOC.relative_to(ROOT)}")
+    args = ap.parse_args(argv)
+    chosen = [x.strip() for x in args.inputs.split(",") if x.strip()]
+    unknown = set(chosen) - {"real", "scaled", "npu_text", "npu_db"}
+    if unknown:
+        ap.error(f"unknown --inputs: {', '.join(sorted(unknown))}")
+
+    peer = None if args.no_peer else peer_command()
+    env = dict(os.environ, XDG_CACHE_HOME=str(DATA / "xdg-cache"), PYTHONWARNINGS="ignore")
+
+    pairs: list[Pair] = []
+    if "real" in chosen:
+        pairs.append(Pair("real", *real_pair(), args.runs, 1))
+    if "scaled" in chosen:
+        pairs.append(Pair(f"gpu {args.scale}×", *scaled_pair(args.scale), args.runs_scaled,
+                          args.scale))
+    for kind in ("npu_text", "npu_db"):
+        if kind in chosen:
+            root = fixture_root(args.npu_scale, args.regen)
+            pairs.append(Pair(f"{kind} x{args.npu_scale}", root / kind / "base_ascend_pt",
+                              root / kind / "comp_ascend_pt", args.runs_npu))
+
+    t_start = time.perf_counter()
+    results: list[Result] = []
+    for pair in pairs:
+        print(f"{pair.name}: {pair.base.relative_to(ROOT)} vs {pair.comp.relative_to(ROOT)}",
+              flush=True)
+        results.append(run_pair(pair, env, peer, args.cached_runs))
+
+    scaling: list[tuple[int, Result]] = []
+    for factor in args.scaling:
+        done = next((r for p, r in zip(pairs, results) if p.events_factor == factor), None)
+        if done is None:
+            pair = Pair(f"gpu {factor}×", *scaled_pair(factor), args.scaling_runs, factor)
+            print(f"scaling {factor}×: {pair.base.relative_to(ROOT)}", flush=True)
+            done = run_pair(pair, env, peer, 0)
+        scaling.append((factor, done))
+
+    elapsed = time.perf_counter() - t_start
+    measured = ", ".join(f"{p.name} {p.runs}" for p in pairs)
+    extra = [f for f in args.scaling if not any(p.events_factor == f for p in pairs)]
+    if extra:
+        measured += f", scaling points {'/'.join(f'{f}×' for f in extra)} {args.scaling_runs}"
+    note = (f"runs per tool: {measured}; medians of wall time; whole benchmark "
+            f"{elapsed / 60:.1f} min")
+    print()
+    print(machine_line(note))
+    print()
+    print(compare_table(results))
+    if scaling:
+        print()
+        print(scaling_table(scaling))
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    dump = OUT / f"compare-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    dump.write_text(json.dumps({
+        "machine": machine_line(note),
+        "results": [{**asdict(r), "summary": r.summary()} for r in results],
+        "scaling": [{"factor": f, "name": r.name, "summary": r.summary(), "size_mb": r.size_mb}
+                    for f, r in scaling],
+    }, indent=2))
+    print(f"\nraw results: {dump.relative_to(ROOT)}")
+
+    if args.write_doc:
+        text = DOC.read_text(encoding="utf-8")
+        text = replace_section(text, "compare", machine_line(note) + "\n\n" + compare_table(results))
+        if scaling:
+            text = replace_section(text, "scaling", scaling_table(scaling))
+        DOC.write_text(text, encoding="utf-8")
+        print(f"updated {DOC.relative_to(ROOT)}")
+    failed = [r for res in results for r in (*res.ours, *res.peer, *res.cached) if not r.ok]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

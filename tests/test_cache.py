@@ -1,0 +1,344 @@
+"""The profile cache: exact round trip, invalidation, damage tolerance, permissions, --no-cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+from perfcmp_core import cache
+from perfcmp_core.load import load_profile
+from perfcmp_core.load.detect import Source
+from perfcmp_core.model import SCHEMAS, Profile, ProfileMeta, frame
+from perfcmp_core.options import LoadOptions
+from perfcmp_tui.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+HOUR_NS = 3600 * 10**9
+
+#: Text that must survive byte for byte: CJK, emoji, combining marks, NUL, a lone surrogate
+#: (Python's json can produce one), quotes/newlines, and the empty string.
+TEXTS = ["aten::mm", "Ascend 算子 ✓", "🚀 kernel", "e\u0301", "a\x00b", "\ud800x",
+         'say "hi"\nnext', ""]
+
+
+def _age(path: Path, ns_ago: int = HOUR_NS) -> None:
+    """Give ``path`` an mtime in the past (profiles users open are not being written)."""
+    t = time.time_ns() - ns_ago
+    os.utime(path, ns=(t, t))
+
+
+def _column(dtype: str, n: int, seed: int) -> object:
+    rng = np.random.default_rng(seed)
+    if dtype == "int64":
+        return rng.integers(-(2**62), 2**62, n)
+    if dtype == "float64":
+        special = np.array([np.nan, np.inf, -np.inf, -0.0, 5e-324, 1.7976931348623157e308])
+        return np.concatenate([special, rng.normal(size=max(n - len(special), 0))])[:n]
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    return [TEXTS[i % len(TEXTS)] + ("" if i % 3 else str(i)) for i in range(n)]
+
+
+def _profile(files: list[Path]) -> Profile:
+    """Every table filled with every dtype of its schema, except two left empty."""
+    tables = {}
+    for ti, (name, schema) in enumerate(SCHEMAS.items()):
+        n = 0 if name in ("queue", "overlap") else 5 + 7 * ti
+        tables[name] = frame(schema, {c: _column(dt, n, ti * 100 + ci)
+                                      for ci, (c, dt) in enumerate(schema.items())}, n=n)
+    meta = ProfileMeta(kind="npu_text", source="given/path ✓", framework="pytorch", export="text",
+                       level="profiling", rank=3, device=None, files_used=[str(f) for f in files],
+                       files_missing=["op_statistic"], notes=["note 一", "two"], with_stack=True,
+                       profile_memory=False, record_shapes=None, profiler_level="Level1",
+                       backward_tid=42, has_pmu=True, group_names={"group_1": "dp", "g2": "tp ✓"},
+                       rdma_bandwidth_gbps=12.345678901234567, sdma_bandwidth_gbps=0.1,
+                       selected_step=None)
+    return Profile(meta=meta, **tables)
+
+
+class Reader:
+    """A loader stand-in that counts how often the input is really read."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.calls = 0
+
+    def __call__(self, src: Source, opts: LoadOptions) -> Profile:
+        self.calls += 1
+        return self.profile
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Source, list[Path]]:
+    """A trace plus a side file the loader reads (listed in files_used, not in the Source)."""
+    trace = tmp_path / "in" / "trace_view.json"
+    side = tmp_path / "in" / "kernel_details.csv"
+    trace.parent.mkdir()
+    trace.write_text("[]")
+    side.write_text("Name\n")
+    for p in (trace, side):
+        _age(p)
+    return Source("npu_text", str(trace), trace=trace), [trace, side]
+
+
+def _assert_same(a: Profile, b: Profile) -> None:
+    assert a.meta == b.meta
+    for name, df in a.tables().items():
+        got = b.tables()[name]
+        pdt.assert_frame_equal(got, df, check_exact=True)
+        assert [str(t) for t in got.dtypes] == [str(t) for t in df.dtypes]
+        for col in df.columns:  # bitwise for floats: -0.0 and NaN payloads too
+            if df[col].dtype == "float64":
+                assert got[col].to_numpy().tobytes() == df[col].to_numpy().tobytes()
+
+
+def test_round_trip_is_exact(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    original = _profile(files)
+    read = Reader(original)
+    d = tmp_path / "cache"
+    first = cache.cached_load(src, LoadOptions(), read, directory=d)
+    second = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+    assert first is original and second is not original
+    _assert_same(original, second)
+    second.check()
+
+
+def test_object_text_columns_round_trip(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    """pandas 2 keeps text as object columns; those come back as object columns."""
+    src, files = inputs
+    original = _profile(files)
+    original.ops["name"] = pd.Series(TEXTS * 10, dtype=object)[: len(original.ops)]
+    read = Reader(original)
+    for _ in range(2):
+        got = cache.cached_load(src, LoadOptions(), read, directory=tmp_path / "c")
+    assert read.calls == 1
+    assert got.ops["name"].dtype == object
+    _assert_same(original, got)
+
+
+def test_unrestorable_columns_are_not_cached(tmp_path: Path,
+                                             inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    original = _profile(files)
+    original.ops["name"] = pd.Series([None, *["x"] * (len(original.ops) - 1)], dtype=object)
+    read = Reader(original)
+    for _ in range(2):
+        cache.cached_load(src, LoadOptions(), read, directory=tmp_path / "c")
+    assert read.calls == 2
+    assert not list((tmp_path / "c").glob("*.npz"))
+
+
+@pytest.mark.parametrize("change", ["mtime", "size", "side file mtime"])
+def test_changed_input_is_read_again(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                     change: str) -> None:
+    src, files = inputs
+    read = Reader(_profile(files))
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    if change == "mtime":
+        _age(files[0], 2 * HOUR_NS)
+    elif change == "size":
+        st = files[0].stat()
+        files[0].write_text("[ ]")
+        os.utime(files[0], ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:
+        _age(files[1], 2 * HOUR_NS)
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2  # the re-read result was stored again
+
+
+def test_options_that_change_the_result_change_the_key(inputs: tuple[Source, list[Path]]) -> None:
+    src, _ = inputs
+    key = cache.entry_key(src, LoadOptions())
+    assert cache.entry_key(src, LoadOptions(force=True)) == key
+    assert cache.entry_key(src, LoadOptions(use_cache=False)) == key
+    for opts in (LoadOptions(step=1), LoadOptions(rank=0), LoadOptions(gpu_flow_cat="ac2g"),
+                 LoadOptions(load_memory=False)):
+        assert cache.entry_key(src, opts) != key, opts
+    other = Source(src.kind, src.given + "/../" + Path(src.given).name, trace=src.trace)
+    assert cache.entry_key(other, LoadOptions()) != key  # meta.source is the given spelling
+
+
+def test_recently_modified_input_is_not_cached(tmp_path: Path,
+                                               inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    files[1].write_text("Name\nfresh\n")  # being written right now
+    read = Reader(_profile(files))
+    for _ in range(2):
+        cache.cached_load(src, LoadOptions(), read, directory=tmp_path / "cache")
+    assert read.calls == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other format"])
+def test_damaged_entry_is_ignored_and_rewritten(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                                damage: str) -> None:
+    src, files = inputs
+    original = _profile(files)
+    read = Reader(original)
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    (entry,) = d.glob("*.npz")
+    data = entry.read_bytes()
+    if damage == "garbage":
+        entry.write_bytes(b"not a zip file at all" * 100)
+    elif damage == "truncated":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # a well-formed entry of another layout version
+        with np.load(entry, allow_pickle=False) as npz:
+            arrays = dict(npz)
+        manifest = json.loads(bytes(arrays["manifest"]))
+        manifest["format"] += 1
+        arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
+        with entry.open("wb") as fh:
+            np.savez(fh, **arrays)
+    got = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2 and got is original
+    again = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2
+    _assert_same(original, again)
+
+
+class _Boom:
+    """Unpickling this would run code; a cache that used pickle would set ``ran``."""
+
+    ran = False
+
+    def __reduce__(self) -> tuple:
+        return (_mark_ran, ())
+
+
+def _mark_ran() -> None:
+    _Boom.ran = True
+
+
+def test_pickled_payload_is_never_executed(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    entry = d / (cache.entry_key(src, LoadOptions()) + ".npz")
+    np.savez(entry, manifest=np.array([_Boom()], dtype=object))
+    read = Reader(_profile(files))
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1 and not _Boom.ran
+
+
+def test_permissions(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o755)
+    d.chmod(0o755)
+    cache.cached_load(src, LoadOptions(), Reader(_profile(files)), directory=d)
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    (entry,) = d.iterdir()
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert sorted(p.name for p in files[0].parent.iterdir()) == ["kernel_details.csv",
+                                                                  "trace_view.json"]
+
+
+def test_symlinked_cache_dir_is_not_used(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "cache"
+    link.symlink_to(target)
+    read = Reader(_profile(files))
+    for _ in range(2):
+        cache.cached_load(src, LoadOptions(), read, directory=link)
+    assert read.calls == 2 and not list(target.iterdir())
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_entry_owned_by_someone_else_is_ignored(tmp_path: Path,
+                                                inputs: tuple[Source, list[Path]]) -> None:
+    src, files = inputs
+    read = Reader(_profile(files))
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    (entry,) = d.glob("*.npz")
+    os.chown(entry, 12345, 12345)
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2
+
+
+def test_size_bound_keeps_the_newest(tmp_path: Path) -> None:
+    d = tmp_path / "cache"
+    written = []
+    for i in range(4):
+        trace = tmp_path / f"t{i}.json"
+        trace.write_text("{}")
+        _age(trace)
+        src = Source("gpu", str(trace), trace=trace)
+        cache.cached_load(src, LoadOptions(), Reader(_profile([trace])), directory=d,
+                          max_bytes=10**9)
+        written.append(d / (cache.entry_key(src, LoadOptions()) + ".npz"))
+        entry_size = written[-1].stat().st_size
+        t = time.time() - 100 + i  # distinct, increasing use times
+        os.utime(written[-1], (t, t))
+    # Room for two entries: the two most recently used stay.
+    trace = tmp_path / "t4.json"
+    trace.write_text("{}")
+    _age(trace)
+    src = Source("gpu", str(trace), trace=trace)
+    cache.cached_load(src, LoadOptions(), Reader(_profile([trace])), directory=d,
+                      max_bytes=int(2.5 * entry_size))
+    kept = sorted(p.name for p in d.glob("*.npz"))
+    newest = d / (cache.entry_key(src, LoadOptions()) + ".npz")
+    assert kept == sorted([newest.name, written[3].name])
+
+
+def test_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "perfcmp-tui"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "perfcmp-tui"
+
+
+@pytest.fixture
+def gpu_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The committed GPU fixture, copied with an old mtime; the cache goes to a temp XDG dir."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path = tmp_path / "base.pt.trace.json"
+    shutil.copy(ROOT / "fixtures" / "gpu" / "base.pt.trace.json", path)
+    _age(path)
+    return path
+
+
+def test_load_profile_uses_the_cache(gpu_trace: Path) -> None:
+    cold = load_profile(str(gpu_trace), LoadOptions(use_cache=False))
+    assert not (gpu_trace.parent / "xdg").exists()
+    first = load_profile(str(gpu_trace), LoadOptions())
+    entries = list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))
+    assert len(entries) == 1
+    warm = load_profile(str(gpu_trace), LoadOptions())
+    _assert_same(cold, first)
+    _assert_same(cold, warm)
+    # Only the cache folder was written next to the input (none inside the input's folder).
+    assert sorted(p.name for p in gpu_trace.parent.iterdir()) == ["base.pt.trace.json", "xdg"]
+
+
+def test_cli_no_cache_flag(gpu_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = gpu_trace.parent / "xdg" / "perfcmp-tui"
+    assert main(["info", str(gpu_trace), "--no-cache"]) == 0
+    assert not folder.exists()
+    uncached = capsys.readouterr().out
+    assert main(["info", str(gpu_trace)]) == 0
+    assert len(list(folder.glob("*.npz"))) == 1
+    assert main(["info", str(gpu_trace)]) == 0
+    cached = capsys.readouterr().out
+    assert cached == uncached * 2

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Callable
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Callable, Iterator
 
 from .load import load_profile
 from .model import Profile
@@ -58,3 +59,40 @@ def load_pair(
         if on_done:
             on_done("comparison", c)
         return b, c
+
+
+def iter_pair(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    *,
+    parallel: bool | None = None,
+) -> Iterator[tuple[str, Profile, float]]:
+    """Yield ``(side, profile, seconds)`` for "base" and "comparison" as each load finishes, so a
+    progress view can tick each side off on its own. Errors: the base side's wins when both fail.
+    """
+    if parallel is None:
+        parallel = (os.cpu_count() or 1) >= 2
+    if not parallel:
+        for side, path, opts in (("base", base, base_opts), ("comparison", comp, comp_opts)):
+            t0 = time.perf_counter()
+            profile = load_profile(path, opts)
+            yield side, profile, time.perf_counter() - t0
+        return
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=2, mp_context=_context()) as pool:
+        futures: dict[Future[Profile], str] = {
+            pool.submit(load_profile, base, base_opts): "base",
+            pool.submit(load_profile, comp, comp_opts): "comparison",
+        }
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            failed = [f for f in done if f.exception() is not None]
+            if failed:
+                # Report the base side's error first, as a serial load would.
+                base_future = next(f for f, s in futures.items() if s == "base")
+                (base_future if base_future.done() and base_future.exception() else failed[0]).result()
+            for f in sorted(done, key=lambda f: futures[f] != "base"):
+                yield futures[f], f.result(), time.perf_counter() - t0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, TextIO
 
@@ -20,7 +21,8 @@ from .events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped, S
                      TableReady)
 from .info import profile_info
 from .options import CompareOptions, LoadOptions
-from .pair import load_pair
+from .model import Profile
+from .pair import iter_pair
 
 
 def comparison_events(
@@ -40,14 +42,16 @@ def comparison_events(
     load_config(advisor_config)
     load_masks(compare_opts.config_path)
     steps = [s for s in STEPS if compare_opts.enables(s.switch)]
-    yield Planned(("load base + comparison", *(s.name for s in steps), "summary", "advisor"))
+    yield Planned(("load base", "load comparison", *(s.name for s in steps), "summary", "advisor"))
 
-    yield Phase("load base + comparison")
-    t0 = time.perf_counter()
-    b, c = load_pair(base, comp, base_opts, comp_opts)
-    yield Loaded("base", profile_info(b))
-    yield Loaded("comparison", profile_info(c))
-    yield Phase("load base + comparison", done=True, seconds=time.perf_counter() - t0)
+    yield Phase("load base")
+    yield Phase("load comparison")
+    loaded: dict[str, Profile] = {}
+    for side, profile, seconds in iter_pair(base, comp, base_opts, comp_opts):
+        loaded[side] = profile
+        yield Loaded(side, profile_info(profile))
+        yield Phase(f"load {side}", done=True, seconds=seconds)
+    b, c = loaded["base"], loaded["comparison"]
 
     ctx = Context(base=b, comp=c, opts=compare_opts)
     for step in steps:
@@ -86,7 +90,11 @@ def collect(events: Iterator[Event], base: str, comp: str,
     """Consume an event stream into a :class:`ComparisonResult` (headless use)."""
     result = ComparisonResult(base, comp)
     for event in events:
-        if isinstance(event, TableReady):
+        if isinstance(event, Loaded):
+            # What the loader had to guess (N/A durations, absent Db tables, links leading
+            # outside the folder …): headless users see it only here and in the README.
+            result.notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
+        elif isinstance(event, TableReady):
             result.add(event.table)
         elif isinstance(event, Skipped):
             if event.reason not in result.notes:
@@ -170,15 +178,28 @@ def run_export(
     for note in result.notes:
         print(f"note: {note}", file=out)
     if json_path:
-        path = write_json(result, json_path)
+        with _output_errors(json_path):
+            path = write_json(result, json_path)
         print(f"JSON written: {path}", file=out)
     if not write_workbook:
         return 0
     try:
-        path = write_xlsx(result, out_dir or ".")
+        with _output_errors(out_dir or "."):
+            path = write_xlsx(result, out_dir or ".")
     except NothingToWrite as exc:
-        print(f"{exc}; no workbook written", file=out)
+        print(exc, file=out)
         return 0
     print(f"The comparison result file has been generated: {path}", file=out)
     return 0
+
+
+@contextmanager
+def _output_errors(where: str) -> Iterator[None]:
+    """A full disk, a quota or a file system gone read-only while writing is a problem of the
+    chosen destination: one line naming it (exit 2), not an internal error. The writers have
+    already removed their temporary file by then."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(where, f"cannot write the result here ({exc.strerror or exc})") from exc
 

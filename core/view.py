@@ -40,8 +40,8 @@ def format_value(value: object, col: Column) -> str:
 
 
 def is_signed(col: Column) -> bool:
-    """Difference columns (``Diff …`` headers, not ratios) show an explicit sign on screen."""
-    return col.header.startswith("Diff") and col.header not in RATIO_HEADERS
+    """Difference columns (a ``Diff`` header that is not a ratio) show an explicit sign."""
+    return "Diff" in col.header and "Ratio" not in col.header
 
 
 def screen_text(value: object, col: Column) -> str:
@@ -86,29 +86,55 @@ def sign(value: object, col: Column) -> int:
     return 1 if v > 0 else -1
 
 
+def label_column(columns: tuple[Column, ...]) -> int:
+    """Index (in ``columns``) of the column that names a row and carries tree indentation.
+
+    The first bold column (the sheets' row label), else the first text column whose header says
+    "Name", else the first text column.
+    """
+    text = [i for i, c in enumerate(columns) if c.fmt in ("text", "bold")]
+    for pick in ([i for i in text if columns[i].fmt == "bold"],
+                 [i for i in text if "Name" in columns[i].header], text):
+        if pick:
+            return pick[0]
+    return 0
+
+
+def _with_twins(picked: list[Column], cols: tuple[Column, ...], taken: list[Column]) -> list[Column]:
+    """``picked`` in order, each base column followed by its comparison twin (same header)."""
+    out: list[Column] = []
+    for c in picked:
+        if c in taken or c in out:
+            continue
+        out.append(c)
+        if c.role == "base":
+            twin = next((d for d in cols if d.role == "comparison" and d.header == c.header
+                         and d not in taken and d not in out), None)
+            if twin is not None:
+                out.append(twin)
+    return out
+
+
 def display_columns(table: Table) -> tuple[Column, ...]:
     """The table's columns in screen order: names, then the differences, then base/comparison.
 
     A workbook row is read left to right over a wide sheet; a terminal of 80 columns shows a
-    handful. Putting Diff and ratio right after the names answers "what got slower" without
-    scrolling, and interleaving each base column with its comparison twin (same header) puts the
-    two numbers being compared side by side. Order ids, levels and free text come last.
+    handful. The row's label comes first, then the other names (a module's operator, a
+    collective's task), then Diff and ratio (what got slower, without scrolling), then the other
+    keys, then each base column beside its comparison twin (same header), so the two numbers
+    being compared sit side by side. Order ids, levels and free text come last.
     """
     cols = table.columns
-    names = [c for c in cols if c.role == "key" and c.fmt in ("text", "bold")]
-    diffs = [c for c in cols if c.role in ("diff", "ratio")]
-    comps = [c for c in cols if c.role == "comparison"]
-    sides: list[Column] = []
-    for c in cols:
-        if c.role != "base":
-            continue
-        sides.append(c)
-        twin = next((d for d in comps if d.header == c.header and d not in sides), None)
-        if twin is not None:
-            sides.append(twin)
-    sides += [c for c in comps if c not in sides]
-    rest = [c for c in cols if c not in names and c not in diffs and c not in sides]
-    return tuple(names + diffs + sides + rest)
+    if not cols:
+        return ()
+    out = _with_twins([cols[label_column(cols)]], cols, [])
+    named = [c for c in cols if c.fmt in ("text", "bold") and "Name" in c.header
+             and c.role in ("key", "base", "comparison")]
+    out += _with_twins(named, cols, out)
+    out += [c for c in cols if c.role in ("diff", "ratio")]
+    out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out]
+    out += _with_twins([c for c in cols if c.role in ("base", "comparison")], cols, out)
+    return tuple(out + [c for c in cols if c not in out])
 
 
 def display_header(col: Column, table: Table) -> str:
@@ -124,21 +150,21 @@ def display_header(col: Column, table: Table) -> str:
     return ("Base " if col.role == "base" else "Comp ") + col.header
 
 
-def label_column(columns: tuple[Column, ...]) -> int:
-    """Index (in ``columns``) of the column that carries tree indentation: the first name."""
-    return next((i for i, c in enumerate(columns) if c.fmt in ("text", "bold")), 0)
-
-
 def _sort_values(series: pd.Series) -> np.ndarray:
-    """Numeric sort keys for a column: numbers as-is, "INF" as +inf, other text by rank."""
+    """Numeric sort keys for a column: numbers as-is, "INF" as +inf, other text by rank.
+
+    Text columns that hold numbers (OverallMetrics' ``Number`` mixes counts with ``/``) sort
+    numerically; a sample decides, so a 100k-row name column is not parsed as numbers.
+    """
     if series.dtype.kind in "ifub":
         return series.to_numpy(dtype="float64", na_value=np.nan)
-    num = pd.to_numeric(series, errors="coerce")
-    text = series.astype(str)
-    if num.notna().mean() > 0.5 or text.eq("INF").any():
-        num = num.where(text != "INF", np.inf)
+    sample = series.head(256).astype(str)
+    if pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5 or sample.eq("INF").any():
+        text = series.astype(str)
+        num = pd.to_numeric(series, errors="coerce").where(text != "INF", np.inf)
         return num.fillna(-np.inf).to_numpy(dtype="float64")
-    return text.rank(method="dense").to_numpy(dtype="float64")
+    codes, _ = pd.factorize(series.astype(str), sort=True)
+    return codes.astype("float64")
 
 
 def _level_links(levels: np.ndarray) -> np.ndarray:
@@ -173,7 +199,8 @@ class TableView:
     expanded: set[int] = field(default_factory=set)
     _order: np.ndarray | None = field(default=None, repr=False)
     _links: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    _lower: dict[str, pd.Series] = field(default_factory=dict, repr=False)
+    _text: list[str] | None = field(default=None, repr=False)
+    _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         df = self.table.data
@@ -207,8 +234,11 @@ class TableView:
     def has_children(self, row: int) -> bool:
         return self._links is not None and bool((self._links[1] == self._links[0][row]).any())
 
-    def parents_with_children(self) -> set[int]:
-        return set() if self._links is None else set(int(p) for p in np.unique(self._links[1]) if p >= 0)
+    def parent_nodes(self) -> set[int]:
+        """Ids of the tree nodes that have children."""
+        if self._links is None:
+            return set()
+        return set(int(p) for p in np.unique(self._links[1]) if p >= 0)
 
     def invalidate(self) -> None:
         self._order = None
@@ -240,27 +270,42 @@ class TableView:
             mask &= hit
         if self.filter_text:
             needle = self.filter_text.lower()
-            hit = np.zeros(n, dtype=bool)
-            for key in (c.key for c in self.table.columns if c.fmt in ("text", "bold")):
-                hit |= self._lowered(key).str.contains(needle, regex=False).to_numpy(dtype=bool)
-            mask &= hit
+            mask &= np.fromiter((needle in row for row in self._haystack()), dtype=bool, count=n)
         tree = self.is_tree and not self.flat
         if tree:
             mask &= self._tree_visible()
         rows = np.flatnonzero(mask)
         if self.sort_key is not None:
-            keys = _sort_values(df[self.sort_key])[rows]
+            keys = self._sort_keys(self.sort_key)[rows]
             if tree:
                 rows = self._tree_sorted(rows, keys)
             else:
                 rows = rows[np.argsort(-keys if self.descending else keys, kind="stable")]
         return rows
 
-    def _lowered(self, key: str) -> pd.Series:
-        """Lower-cased text of a column, computed once per view (filtering retypes often)."""
-        if key not in self._lower:
-            self._lower[key] = self.table.data[key].astype(str).str.lower()
-        return self._lower[key]
+    def _sort_keys(self, key: str) -> np.ndarray:
+        """Numeric sort keys of a column, computed once per view (text ranks are costly)."""
+        if key not in self._keys:
+            self._keys[key] = _sort_values(self.table.data[key])
+        return self._keys[key]
+
+    def ready_filter(self) -> None:
+        """Build the search text now (the filter box opened), so no keystroke pays for it."""
+        self._haystack()
+
+    def _haystack(self) -> list[str]:
+        """Every text cell of a row, lower-cased and joined by a separator no needle contains.
+
+        Built once per view: the filter runs on each keystroke, and one substring test per row
+        costs a third of one per cell (plain Python strings: faster here than pandas' str ops).
+        """
+        if self._text is None:
+            df = self.table.data
+            cols = [df[c.key].astype(str).tolist() for c in self.table.columns
+                    if c.fmt in ("text", "bold")]
+            self._text = ["\x1f".join(cells).lower() for cells in zip(*cols)] if cols \
+                else [""] * len(df)
+        return self._text
 
     def _tree_visible(self) -> np.ndarray:
         """Rows whose every ancestor is expanded (roots always)."""

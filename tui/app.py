@@ -8,12 +8,11 @@ and every screen fills in as soon as its tables exist, the overall view first.
 
 from __future__ import annotations
 
-import time
+import os
 import traceback
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -27,7 +26,7 @@ from textual.worker import get_current_worker
 from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
-from perfcmp_core.insight import gap_sentence, headlines
+from perfcmp_core.insight import Headline, gap_sentence, headlines
 from perfcmp_core.options import CompareOptions, LoadOptions
 
 from .panes import PANES, panes_of
@@ -61,7 +60,7 @@ class PerfCmpApp(App[int]):
         Binding("e", "export", "Export"),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "cancel", "Cancel", show=False),
-        Binding("q", "back", "Back/Quit"),
+        Binding("q", "back", "Quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
 
@@ -81,8 +80,12 @@ class PerfCmpApp(App[int]):
         out_dir: str = ".",
         timings: bool = True,
     ) -> None:
-        """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots)."""
-        super().__init__()
+        """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
+
+        Under NO_COLOR the app draws with the terminal's own default colours and attributes only
+        (bold, reverse): Textual alone would still paint grey tones.
+        """
+        super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.base_path, self.comp_path = base, comp
         self.source = source
         self.out_dir = out_dir
@@ -94,8 +97,7 @@ class PerfCmpApp(App[int]):
         self.running = False
         self.finished = False
         self.failed: Failed | None = None
-        self.started = time.perf_counter()
-        self._summary: list = []
+        self._summary: list[Headline] = []
         self._gap = ""
 
     # -- layout -------------------------------------------------------------------------------
@@ -110,22 +112,30 @@ class PerfCmpApp(App[int]):
                 yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="bar")
                 yield Static("starting…  (Esc / q cancels)", id="phase-now")
             yield Static("", id="phases")
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        self.running = True
         self.run_comparison()
 
-    def _inputs_text(self) -> str:
-        def line(tag: str, path: str, info: dict) -> str:
-            if not info:
-                return f"[b]{tag}[/b] {escape(path)}  · loading…"
-            steps = info.get("steps") or []
-            sel = info.get("selected_step")
-            step = (f"step {sel}" if sel is not None else
-                    f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps else "no steps")
-            return f"[b]{tag}[/b] {escape(path)}  · {escape(str(info.get('label', '?')))} · {step}"
-        return (line("BASE", self.base_path, self.loaded.get("base", {})) + "\n"
-                + line("COMP", self.comp_path, self.loaded.get("comparison", {})))
+    def _inputs_text(self) -> Text:
+        """Two lines: each input's path, kind and steps (as loaded; "loading…" until then)."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for tag, path, side in (("BASE", self.base_path, "base"),
+                                ("COMP", self.comp_path, "comparison")):
+            info = self.loaded.get(side, {})
+            if info:
+                steps = info.get("steps") or []
+                sel = info.get("selected_step")
+                step = (f"step {sel}" if sel is not None else
+                        f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps
+                        else "no steps")
+                detail = f"  · {info.get('label', '?')} · {step}"
+            else:
+                detail = "  · loading…"
+            text.append(tag, style="bold")
+            text.append(f" {path}{detail}" + ("\n" if side == "base" else ""))
+        return text
 
     # -- the worker ---------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
@@ -152,7 +162,6 @@ class PerfCmpApp(App[int]):
 
     def handle_event(self, event: Event) -> None:
         if isinstance(event, Planned):
-            self.running = True
             self.query_one("#bar", ProgressBar).update(total=len(event.phases), progress=0)
             self.phases = {p: f"· {p}" for p in event.phases}
         elif isinstance(event, Phase):
@@ -164,9 +173,11 @@ class PerfCmpApp(App[int]):
                 self.phases[event.name] = f"▶ {event.name}"
                 done = sum(v.startswith("✓") for v in self.phases.values())
                 self.query_one("#phase-now", Static).update(
-                    f"{escape(event.name)} …  ({done + 1}/{len(self.phases)})  Esc / q cancels")
+                    Text(f"{event.name} …  ({done + 1}/{len(self.phases)})  Esc / q cancels"))
         elif isinstance(event, Loaded):
             self.loaded[event.side] = event.info
+            # What the loader had to guess goes into the exported workbook, as headless.
+            self.result.notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
             self.query_one("#inputs", Static).update(self._inputs_text())
         elif isinstance(event, TableReady):
             self._add_table(event)
@@ -191,6 +202,8 @@ class PerfCmpApp(App[int]):
         for pane_id in panes_of(table.name):
             self._pane(pane_id).add_table(table)
             self.query_one(TabBar).set_empty(pane_id, False)
+        if self.focused is None and self.pane.current is not None:
+            self.pane.frame.focus()
         if table.name == "OverallMetrics":
             self._gap = gap_sentence(table)
             self._update_overall_extra()
@@ -221,7 +234,7 @@ class PerfCmpApp(App[int]):
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
 
     def _show_phases(self) -> None:
-        self.query_one("#phases", Static).update(escape("   ".join(self.phases.values())))
+        self.query_one("#phases", Static).update(Text("   ".join(self.phases.values())))
 
     def _update_overall_extra(self) -> None:
         text = Text()
@@ -230,7 +243,7 @@ class PerfCmpApp(App[int]):
             arrow = "▲" if h.direction > 0 else "▼" if h.direction < 0 else "="
             style = "red" if h.direction > 0 else "green" if h.direction < 0 else ""
             text.append(f"{h.label:<{width}}  {h.base:>13} → {h.comparison:>13}  ")
-            text.append(f"{arrow} {h.diff:>12} {h.change:>7}", style=style)
+            text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
             text.append("\n")
         text.append(self._gap)
         self._pane("overall").set_extra(text if text.plain.strip() else "")
@@ -243,11 +256,12 @@ class PerfCmpApp(App[int]):
             self._summary, self._gap = [], ""
             for pane in self.query(TablePane):
                 pane.reset()
+            self.query_one(TabBar).reset()
             self.query_one("#progress").remove_class("hidden")
-            self.started = time.perf_counter()
+            self.running = True
             self.run_comparison()
         elif choice == "quit":
-            self.exit(self.exit_code_now())
+            self.quit_with_code()
 
     def exit_code_now(self) -> int:
         """0, or 2 after a bad input, or 1 after an internal error (the CLI's exit codes)."""
@@ -267,7 +281,10 @@ class PerfCmpApp(App[int]):
     def action_pane(self, pane_id: str) -> None:
         self.query_one("#panes", ContentSwitcher).current = f"pane-{pane_id}"
         self.query_one(TabBar).active = pane_id
-        self.pane.frame.focus()
+        if self.pane.current is not None:
+            self.pane.frame.focus()
+        else:  # keys must not reach the table of the screen left behind
+            self.set_focus(None)
 
     def on_tab_bar_chosen(self, message: TabBar.Chosen) -> None:
         self.action_pane(message.pane_id)
@@ -328,7 +345,7 @@ class PerfCmpApp(App[int]):
 
     def on_frame_view_activated(self, event: FrameView.Activated) -> None:
         pane = self.pane
-        if pane.drill(event.row):
+        if event.frame_view is not pane.frame or pane.drill(event.row):
             return
         view = event.frame_view.view
         if view is not None:
@@ -392,12 +409,16 @@ class PerfCmpApp(App[int]):
         """q: leave a drill-down, else cancel loading, else quit."""
         if self.pane.go_back() or self.cancel_run():
             return
-        self.workers.cancel_group(self, "compare")
-        self.exit(self.exit_code_now())
+        self.quit_with_code()
 
     def action_quit(self) -> None:  # type: ignore[override]
+        self.quit_with_code()
+
+    def quit_with_code(self) -> None:
+        """Stop the run and leave; the code is both the app's result and its process exit code."""
         self.workers.cancel_group(self, "compare")
-        self.exit(self.exit_code_now())
+        code = self.exit_code_now()
+        self.exit(code, return_code=code)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -455,7 +476,11 @@ def run_app(
     from perfcmp_core.runner import prepare
 
     prepare()
+    # Textual sizes the screen with shutil.get_terminal_size(), which prefers COLUMNS/LINES from
+    # the environment: a stale exported value would pin the app to it and ignore every resize.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
                     advisor_config=advisor_config)
-    code = app.run(mouse=mouse)
-    return int(code or 0)
+    app.run(mouse=mouse)
+    return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

@@ -186,7 +186,13 @@ def cmd_info(ns: argparse.Namespace) -> int:
     profile = load_profile(ns.path, load_options(ns, ns.step))
     info = profile_info(profile)
     if ns.json:
-        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        try:
+            text = orjson.dumps(info, option=orjson.OPT_INDENT_2).decode()
+        except TypeError:  # a non-UTF-8 file name (surrogate escapes): keep it, \u-escaped
+            import json
+
+            text = json.dumps(info, indent=2)
+        sys.stdout.write(text + "\n")
     else:
         print(format_info(info))
     return 0
@@ -250,7 +256,20 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def _tolerant_streams() -> None:
+    """Print what the terminal's encoding cannot hold escaped instead of failing.
+
+    File names copied from other machines may not be valid in the locale's encoding (Python
+    hands them over as surrogate escapes); a strict stdout would turn ``info`` on such a folder
+    into an internal error.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args and args[0] in SUBCOMMANDS else "tui"
     rest = args[1:] if command != "tui" else args
@@ -272,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         else:
-            print(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+            what = " ".join(str(exc).splitlines())
+            print(f"{PROG}: internal error: {type(exc).__name__}: {what} "
                   "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
 

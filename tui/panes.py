@@ -12,10 +12,6 @@ class PaneSpec:
     title: str
     tables: tuple[str, ...]  # table names it shows, first = default view (`v` cycles)
     hint: str  # why it is empty when none of its tables exist
-    #: Tables shown only while none of ``tables`` exists: the operator step produces the module
-    #: sheets instead of the operator sheets when both sides have nn.Module frames.
-    fallback: tuple[str, ...] = ()
-    fallback_note: str = ""
     #: Run notes starting with this explain why the screen is empty (shown when it is).
     note_prefix: str = ""
 
@@ -24,10 +20,7 @@ PANES: tuple[PaneSpec, ...] = (
     PaneSpec("overall", "1", "Overall", ("OverallMetrics",),
              "needs device kernels on both sides (the profiling comparison)"),
     PaneSpec("operators", "2", "Operators", ("OperatorCompareStatistic", "OperatorCompare"),
-             "needs host ops (cpu_op events) on both sides",
-             fallback=("ModuleCompareStatistic", "ModuleCompare"),
-             fallback_note="operators per nn.Module (both sides have module frames; "
-                           "--disable-module gives the flat operator sheets)"),
+             "needs host ops (cpu_op events) on both sides"),
     PaneSpec("modules", "3", "Modules", ("ModuleTree", "ModuleCompareStatistic", "ModuleCompare"),
              "no python_function events on both sides: collect with with_stack=True",
              note_prefix="module comparison:"),
@@ -43,8 +36,8 @@ PANES: tuple[PaneSpec, ...] = (
 
 
 def panes_of(table: str) -> tuple[str, ...]:
-    """Ids of the panes that can show ``table`` (as a main or a fallback view)."""
-    return tuple(p.id for p in PANES if table in p.tables or table in p.fallback)
+    """Ids of the panes that can show ``table``."""
+    return tuple(p.id for p in PANES if table in p.tables)
 
 
 @dataclass(frozen=True)

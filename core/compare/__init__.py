@@ -8,7 +8,7 @@ table can never be computed two different ways.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..model import Profile
@@ -91,11 +91,13 @@ def _operators(ctx: Context) -> Outcome:
     modules, reason = compare_modules(ctx.base, ctx.comp, ctx.opts)
     match = ctx.operator_match()
     ctx.notes.extend(unlinked_notes(match))
+    _, tables = compare_operators(ctx.base, ctx.comp, ctx.opts, match)
     if modules is not None:
-        return modules.tables()
+        # The workbook carries the module sheets instead of the operator sheets (as the
+        # reference does); the app still shows both screens.
+        return modules.tables() + [replace(t, export=False) for t in tables]
     if reason:
         ctx.notes.append(f"module comparison: {reason} — showing operators instead")
-    _, tables = compare_operators(ctx.base, ctx.comp, ctx.opts, match)
     return tables
 
 

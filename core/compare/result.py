@@ -53,6 +53,9 @@ class Table:
     default_sort: str | None = None  # column key sorted descending by the `d` key
     absent_reason: str = ""  # why there are no rows (shown instead of an empty table)
     notes: list[str] = field(default_factory=list)
+    #: False for tables the app (and --json) shows but the workbook must not contain, e.g. the
+    #: operator tables when the module sheets stand in for them (the reference writes one pair).
+    export: bool = True
 
     @property
     def empty(self) -> bool:

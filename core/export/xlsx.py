@@ -136,7 +136,7 @@ def write_workbook(
         if name != ADVISOR_SHEET and _written(name, t)
     ]
     if not sheets:
-        raise NothingToWrite("no comparison produced any rows; no workbook was written")
+        raise NothingToWrite("no comparison produced any rows; no workbook written")
     advisor = advisor if advisor is not None else result.tables.get(ADVISOR_SHEET)
     if advisor is not None and _written(ADVISOR_SHEET, advisor):
         sheets.append((ADVISOR_SHEET, advisor))
@@ -167,7 +167,7 @@ def python_values(series: pd.Series) -> list[object]:
 
 def _written(name: str, table: Table) -> bool:
     """A table becomes a sheet when it is not UI-only and has rows (and columns)."""
-    return not (_ui_only(name) or table.empty or not table.columns)
+    return not (_ui_only(name) or not table.export or table.empty or not table.columns)
 
 
 def _ui_only(name: str) -> bool:

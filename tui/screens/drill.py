@@ -6,7 +6,7 @@ shown in full, one per line, each side in its own column.
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -17,16 +17,14 @@ from perfcmp_core.compare.result import Column, Table
 from perfcmp_core.view import screen_text
 
 
-def _cells(table: Table, row: int, columns: list[Column]) -> str:
+def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Text:
     """``Header: value`` per column; multi-line values start on their own line."""
-    lines = []
-    for c in columns:
+    text = Text(title + "\n" if title else "", style="bold underline")
+    for i, c in enumerate(columns):
         value = screen_text(table.data[c.key].iat[row], c).replace("\r", "")
-        if "\n" in value:
-            lines.append(f"[b]{escape(c.header)}[/b]\n{escape(value)}")
-        else:
-            lines.append(f"[b]{escape(c.header)}[/b]: {escape(value) or '—'}")
-    return "\n".join(lines) or "—"
+        text.append(("\n" if i else "") + c.header, style="bold")
+        text.append(("\n" if "\n" in value else ": ") + (value or "—"), style="")
+    return text
 
 
 class DrillScreen(ModalScreen[None]):
@@ -44,15 +42,15 @@ class DrillScreen(ModalScreen[None]):
         comp = [c for c in cols if c.role == "comparison"]
         other = [c for c in cols if c.role == "text"]
         with Vertical(id="drill-box"):
-            yield Static(f"[b]{escape(self.table.title or self.table.name)}[/b]  "
-                         "(Esc / q / Enter closes)\n" + _cells(self.table, self.row, shared),
+            yield Static(_cells(self.table, self.row, shared,
+                                f"{self.table.title or self.table.name}  (Esc / q / Enter closes)"),
                          id="drill-head")
             with VerticalScroll(id="drill-body"):
                 if base or comp:
                     with Horizontal(id="drill-sides"):
-                        yield Static("[b u]Base[/b u]\n" + _cells(self.table, self.row, base),
+                        yield Static(_cells(self.table, self.row, base, "Base"),
                                      classes="drill-side", id="drill-base")
-                        yield Static("[b u]Comparison[/b u]\n" + _cells(self.table, self.row, comp),
+                        yield Static(_cells(self.table, self.row, comp, "Comparison"),
                                      classes="drill-side", id="drill-comp")
                 if other:
                     yield Static(_cells(self.table, self.row, other), id="drill-other")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -28,11 +28,13 @@ class ErrorScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         kind = "Cannot read the input" if self.is_input else "Internal error"
         with Vertical(classes="dialog", id="error-box"):
-            yield Static(f"[b]{kind}[/b]\n\n{escape(self.message)}\n\n"
-                         "[b]r[/b] retry · [b]Esc[/b] close · [b]q[/b] quit", id="error-message")
+            text = Text(kind, style="bold")
+            text.append(f"\n\n{self.message}\n\n")
+            text.append("r retry · Esc close · q quit", style="italic")
+            yield Static(text, id="error-message")
             if self.detail:
                 with VerticalScroll(id="error-detail"):
-                    yield Static(escape(self.detail))
+                    yield Static(Text(self.detail))
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(None if choice == "close" else choice)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 #: (keys, what they do) — the README's key table is generated from this list by a test.
 KEYS: tuple[tuple[str, str], ...] = (
-    ("1 … 8, Tab / Shift+Tab", "switch screen: Overall, Operators, Modules, Comm, Memory, Kernels, API, Advisor"),
+    ("1 … 8, Tab / Shift+Tab",
+     "switch screen: Overall, Operators, Modules, Comm, Memory, Kernels, API, Advisor"),
     ("j / k, ↓ / ↑", "move the cursor"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
     ("h / l, ← / →", "scroll wide tables sideways (the name column stays)"),
@@ -20,7 +21,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("/", "filter rows by text (live; Enter keeps, Esc reverts, empty clears)"),
     ("t", "toggle [ TOTAL ]-only rows"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
-    ("Enter / Space", "expand a tree node; on a statistic row show its matched rows; else the whole row"),
+    ("Enter / Space",
+     "expand a tree node; on a statistic row show its matched rows; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
@@ -35,14 +37,14 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
-        text = Text("perfcmp-tui keys  (Esc / q / ? closes)\n\n", style="bold")
-        for keys, what in KEYS:
-            text.append(f"{keys:<24}", style="bold")
-            text.append(f" {what}\n")
-        text.append("\nColours only repeat the signs: ▲ ratio > 1 (worse), ▼ ratio < 1 (better), "
-                    "+ / − on differences.")
         with VerticalScroll(id="help-box", classes="dialog"):
-            yield Static(text)
+            yield Static(Text("perfcmp-tui keys  (Esc / q / ? closes)\n", style="bold"))
+            for keys, what in KEYS:
+                with Horizontal(classes="help-row"):
+                    yield Static(Text(keys, style="bold"), classes="help-keys")
+                    yield Static(Text(what), classes="help-what")
+            yield Static(Text("\nColours only repeat the signs: ▲ ratio > 1 (worse), ▼ ratio < 1 "
+                              "(better), + / − on differences."))
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -7,6 +7,7 @@ sorts and filters as fast as numpy can reorder an index.
 
 from __future__ import annotations
 
+import numpy as np
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
@@ -23,26 +24,41 @@ from perfcmp_core.view import (TableView, display_columns, display_header, label
                                screen_text, sign, trend)
 
 MAX_TEXT_WIDTH = 48
+MIN_TEXT_WIDTH = 16
+#: A header (plus room for the sort mark) widens its column up to this many cells (text,
+#: numbers): short names such as "allreduce" keep narrow columns, numbers keep their unit visible.
+HEADER_MIN = {False: 12, True: 24}
 MAX_NUM_WIDTH = 18
 GAP = 2
-#: Rows measured to size the columns (the first rows in display order).
+#: Rows measured to size the columns: the first half of them, the rest spread over the table.
 SAMPLE_ROWS = 400
 #: The first column stays put while scrolling sideways when it takes at most this share.
 PIN_SHARE = 0.45
 
 
 def fit(text: str, width: int, right: bool) -> str:
-    """Pad or cut ``text`` to exactly ``width`` cells (one line; a cut ends in …)."""
+    """Pad or cut ``text`` to exactly ``width`` cells (one line; the cut is marked by …).
+
+    Paths (``/ TransformerLM_0/ Layer_1/ Linear_4``) and qualified names
+    (``autograd::engine::evaluate_function: MmBackward0``) lose their head, not their tail: the
+    last part is what names the row.
+    """
     text = text.replace("\r", "").replace("\n", "⏎").replace("\t", "")
     if cell_len(text) > width:
+        tail = "/" in text or ": " in text
+        chars = reversed(text) if tail else iter(text)
         out, used = [], 0
-        for ch in text:
+        for ch in chars:
             w = cell_len(ch)
             if used + w > width - 1:
                 break
             out.append(ch)
             used += w
-        return "".join(out) + "…" + " " * (width - used - 1)
+        pad = " " * (width - used - 1)
+        if tail:
+            cut = "…" + "".join(reversed(out))
+            return pad + cut if right else cut + pad
+        return "".join(out) + "…" + pad
     pad = " " * (width - cell_len(text))
     return pad + text if right else text + pad
 
@@ -65,8 +81,6 @@ class FrameView(ScrollView, can_focus=True):
     FrameView > .frame-view--worse { color: $error; }
     FrameView > .frame-view--better { color: $success; }
     FrameView > .frame-view--total { text-style: bold; }
-    App:nocolor FrameView > .frame-view--cursor { text-style: reverse; }
-    App:nocolor FrameView > .frame-view--header { text-style: bold underline; }
     """
     BINDINGS = [
         Binding("j,down", "cursor(1)", "Down", show=False),
@@ -105,19 +119,58 @@ class FrameView(ScrollView, can_focus=True):
         self._right: list[bool] = []
         self._label_col = 0
         self._has_children: set[int] = set()
+        self._arrays: list[np.ndarray] = []
+        self._levels: np.ndarray | None = None
+        self._totals: np.ndarray | None = None
 
     def set_view(self, view: TableView | None) -> None:
-        """Show another table (each keeps its own sort, filter and cursor in its TableView)."""
+        """Show another table (each keeps its own sort, filter and expansion in its TableView)."""
         self.view = view
         self.columns = display_columns(view.table) if view is not None else ()
         self.headers = [display_header(c, view.table) for c in self.columns] if view else []
         self._label_col = label_column(self.columns)
+        data = view.table.data if view is not None else None
+        self._arrays = [data[c.key].to_numpy() for c in self.columns] if data is not None else []
+        self._levels = data[LEVEL].to_numpy() if data is not None and LEVEL in data else None
+        self._totals = (data[IS_TOTAL].to_numpy(dtype=bool) if data is not None and IS_TOTAL in data
+                        else None)
+        self._has_children = view.parent_nodes() if view else set()
+        self._measure()
         self.scroll_to(0, 0, animate=False)
         self.refresh_data(cursor=0)
 
+    def _measure(self) -> None:
+        """Column widths from a sample spread over the whole table, capped by the screen width.
+
+        Measured once per table (and on resize), not per sort: columns must not jump around
+        when the rows under them change order.
+        """
+        view = self.view
+        if view is None:
+            self._widths, self._right = [], []
+            return
+        n = len(view.table.data)
+        sample = np.unique(np.concatenate([np.arange(min(n, SAMPLE_ROWS // 2)),
+                                           np.linspace(0, n - 1, min(n, SAMPLE_ROWS // 2),
+                                                       dtype="int64")])) if n else np.arange(0)
+        cells = view.cells(sample, self.columns)
+        depth = int(view.table.data[LEVEL].max()) if LEVEL in view.table.data and n else 0
+        widths, right = [], []
+        for j, c in enumerate(self.columns):
+            longest = max((cell_len(r[j]) for r in cells), default=0)
+            numeric = c.fmt in ("int", "float", "percent")
+            extra = 1 if c.header in RATIO_HEADERS else 0  # room for ▲/▼
+            if j == self._label_col:
+                extra += 2 * depth + (2 if view.is_tree else 0)
+            cap = MAX_NUM_WIDTH if numeric else self._text_cap(j == self._label_col)
+            head = min(cell_len(self.headers[j]) + 2, HEADER_MIN[numeric])
+            widths.append(max(min(longest + extra, cap), head, 3))
+            right.append(numeric)
+        self._widths, self._right = widths, right
+
     # -- data ---------------------------------------------------------------------------------
     def refresh_data(self, keep_row: int | None = None, cursor: int | None = None) -> None:
-        """Recompute order, widths and virtual size after a sort, filter or expand.
+        """Recompute the visible order and the virtual size after a sort, filter or expand.
 
         ``keep_row`` keeps the cursor on that data row when it is still visible.
         """
@@ -128,30 +181,26 @@ class FrameView(ScrollView, can_focus=True):
             return
         view.invalidate()
         order = view.order()
-        self._has_children = view.parents_with_children()
-        cells = view.cells(order[:SAMPLE_ROWS], self.columns)
-        widths, right = [], []
-        depth = int(view.table.data[LEVEL].max()) if LEVEL in view.table.data and len(
-            view.table.data) else 0
-        for j, c in enumerate(self.columns):
-            longest = max((cell_len(r[j]) for r in cells), default=0)
-            numeric = c.fmt in ("int", "float", "percent")
-            extra = 1 if c.header in RATIO_HEADERS else 0  # room for ▲/▼
-            if j == self._label_col:
-                extra += 2 * depth + (2 if view.is_tree else 0)
-            cap = MAX_NUM_WIDTH if numeric else MAX_TEXT_WIDTH
-            widths.append(max(min(longest + extra, cap), min(cell_len(self.headers[j]), 24), 3))
-            right.append(numeric)
-        self._widths, self._right = widths, right
-        self.virtual_size = Size(sum(widths) + GAP * len(widths), len(order) + 1)
+        self.virtual_size = Size(sum(self._widths) + GAP * len(self._widths), len(order) + 1)
         if keep_row is not None:
             hits = (order == keep_row).nonzero()[0]
             self.cursor = int(hits[0]) if len(hits) else 0
         elif cursor is not None:
-            self.cursor = cursor
+            self.cursor = max(0, min(cursor, len(order) - 1))
         else:
             self.cursor = min(self.cursor, max(len(order) - 1, 0))
         self.refresh()
+
+    def _text_cap(self, label: bool) -> int:
+        """Widest a text column gets: a third of the screen for the row's label, a fifth for
+        other text, so that the differences show beside the names even at 80 columns."""
+        width = self.size.width or 120
+        return max(MIN_TEXT_WIDTH, min(MAX_TEXT_WIDTH, width // (3 if label else 5)))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.view is not None:
+            self._measure()
+            self.refresh_data(keep_row=self.current_row)
 
     @property
     def current_row(self) -> int | None:
@@ -162,8 +211,8 @@ class FrameView(ScrollView, can_focus=True):
 
     # -- rendering ----------------------------------------------------------------------------
     def _pinned(self) -> int:
-        """Width of the pinned first column (0: nothing pinned)."""
-        if not self._widths or self.columns[0].role != "key":
+        """Width of the pinned first column, the row's label (0: nothing pinned)."""
+        if not self._widths:
             return 0
         w = self._widths[0] + GAP
         return w if w <= self.size.width * PIN_SHARE and sum(self._widths) + GAP * len(
@@ -172,8 +221,7 @@ class FrameView(ScrollView, can_focus=True):
     def _label_prefix(self, row: int) -> str:
         view = self.view
         assert view is not None
-        df = view.table.data
-        level = int(df[LEVEL].iat[row]) if LEVEL in df else 0
+        level = int(self._levels[row]) if self._levels is not None else 0
         if view.is_tree and not view.flat:
             node = view.node_of(row)
             if node in self._has_children:
@@ -207,9 +255,8 @@ class FrameView(ScrollView, can_focus=True):
         view = self.view
         assert view is not None
         row = int(view.order()[index])
-        df = view.table.data
         line_style = self.rich_style
-        if IS_TOTAL in df and bool(df[IS_TOTAL].iat[row]):
+        if self._totals is not None and self._totals[row]:
             line_style = line_style + self.get_component_rich_style("frame-view--total")
         if index == self.cursor:
             line_style = line_style + self.get_component_rich_style("frame-view--cursor")
@@ -217,7 +264,7 @@ class FrameView(ScrollView, can_focus=True):
         better = self.get_component_rich_style("frame-view--better")
         segs: list[Segment] = []
         for j, c in enumerate(self.columns):
-            value = df[c.key].iat[row]
+            value = self._arrays[j][row]
             text = screen_text(value, c)
             direction = trend(value, c)
             if direction:
@@ -242,13 +289,17 @@ class FrameView(ScrollView, can_focus=True):
         segs, style = self._row_segments(index)
         return self._strip(segs, style)
 
-    def header_text(self) -> str:
-        """The header line as drawn, every column, not scrolled (tests read the screen with it)."""
-        return "".join(s.text for s in self._header_segments()).rstrip() if self.view else ""
+    def header_cells(self) -> list[str]:
+        """The header as drawn, one string per column (tests read the screen with it)."""
+        return [self._trim(j, seg.text) for j, seg in enumerate(self._header_segments())]
 
-    def row_text(self, index: int) -> str:
-        """Display row ``index`` as drawn (▲/▼, signs, tree marks; cells cut to their width)."""
-        return "".join(s.text for s in self._row_segments(index)[0]).rstrip()
+    def row_cells(self, index: int) -> list[str]:
+        """Display row ``index`` as drawn, one string per column (▲/▼, signs, tree marks, cuts)."""
+        return [self._trim(j, seg.text) for j, seg in enumerate(self._row_segments(index)[0])]
+
+    def _trim(self, column: int, text: str) -> str:
+        """Cell text without its padding (a name keeps its tree indentation)."""
+        return text.strip() if self._right[column] else text.rstrip()
 
     # -- cursor & keys ------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
@@ -33,9 +33,10 @@ class TablePane(Vertical):
         self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
+        self._cursors: dict[str, int] = {}  # cursor per view, restored when it shows again
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{self.spec.title}: waiting for results…", id="pane-status", classes="status")
+        yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
@@ -56,13 +57,8 @@ class TablePane(Vertical):
         return self.views.get(self.current) if self.current else None
 
     def names(self) -> list[str]:
-        """The views this pane offers now: its own tables, else its fallback tables."""
-        own = [t for t in self.spec.tables if t in self.tables]
-        return own or [t for t in self.spec.fallback if t in self.tables]
-
-    @property
-    def uses_fallback(self) -> bool:
-        return bool(self.current) and self.current not in self.spec.tables
+        """The views this pane offers now (those of its tables that arrived)."""
+        return [t for t in self.spec.tables if t in self.tables]
 
     # -- data arrival -------------------------------------------------------------------------
     def add_table(self, table: Table) -> None:
@@ -78,6 +74,7 @@ class TablePane(Vertical):
         self.tables.clear()
         self.views.clear()
         self.reasons.clear()
+        self._cursors.clear()
         self.back.clear()
         self.current = None
         self.finished = self._chosen = False
@@ -104,8 +101,11 @@ class TablePane(Vertical):
         self._status()
 
     def show(self, name: str) -> None:
+        if self.current is not None:
+            self._cursors[self.current] = self.frame.cursor
         self.current = name
         self.frame.set_view(self.views[name])
+        self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
@@ -124,8 +124,8 @@ class TablePane(Vertical):
             reason = self.empty_reason()
             text = (f"{self.spec.title}: nothing to show — {reason}" if reason
                     else f"{self.spec.title}: waiting for results…")
-            status.update(escape(text))
-            self.query_one("#message", Static).update(escape(text))
+            status.update(Text(self.spec.title))
+            self.query_one("#message", Static).update(Text(text))
             return
         view = self.views[self.current]
         table = view.table
@@ -143,9 +143,7 @@ class TablePane(Vertical):
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))
-        if self.uses_fallback and self.spec.fallback_note:
-            parts.append(self.spec.fallback_note)
-        status.update(escape("  ·  ".join(parts)))
+        status.update(Text("  ·  ".join(parts)))
 
     def refresh_view(self, keep_row: int | None = None) -> None:
         if self.view is not None:
@@ -204,6 +202,7 @@ class TablePane(Vertical):
                 label.append(value)
         target = self.views[spec.target]
         target.set_focus(tuple(conditions), " / ".join(label) or "all")
+        self._cursors.pop(spec.target, None)  # new rows: start at the top
         self.back.append(self.current)
         self._chosen = True
         self.show(spec.target)
@@ -213,14 +212,17 @@ class TablePane(Vertical):
         """`q` after a drill: back to the view Enter came from (the focus is dropped)."""
         if not self.back or self.view is None:
             return False
+        left = self.current
         self.view.set_focus(())
         self.show(self.back.pop())
+        self._cursors.pop(left, None)  # its rows were those of the drill
         return True
 
     # -- filter -------------------------------------------------------------------------------
     def open_filter(self) -> bool:
         if self.view is None:
             return False
+        self.view.ready_filter()
         box = self.query_one("#filter", Input)
         self._filter_before = self.view.filter_text
         box.value = self.view.filter_text
@@ -286,10 +288,11 @@ class TablePane(Vertical):
         base = comp = ""
         if row is not None:
             base, comp = (_text(df[k].iat[row]) for k in keys)
-        self.query_one("#stack-base", Static).update(
-            "[b]Base call stack[/b]\n" + _stack_text(base))
-        self.query_one("#stack-comp", Static).update(
-            "[b]Comparison call stack[/b]\n" + _stack_text(comp))
+        for side, title, stack in (("base", "Base call stack", base),
+                                   ("comp", "Comparison call stack", comp)):
+            text = Text(title + "\n", style="bold")
+            text.append(_stack_text(stack), style="")
+            self.query_one(f"#stack-{side}", Static).update(text)
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
         self.update_stacks()
@@ -303,4 +306,4 @@ def _stack_text(stack: str) -> str:
     """One frame per line (the sheets join frames with ``;`` and a newline)."""
     frames = [f.strip() for f in stack.replace(";\n", "\n").replace(";", "\n").splitlines()]
     frames = [f for f in frames if f and f not in ("nan", "N/A")]
-    return escape("\n".join(frames)) if frames else "(none)"
+    return "\n".join(frames) if frames else "(none)"

@@ -37,12 +37,19 @@ class TabBar(Widget):
         (self.empty.add if empty else self.empty.discard)(pane_id)
         self.refresh()
 
+    def reset(self) -> None:
+        """A new run: no screen is known to be empty yet."""
+        self.empty.clear()
+        self.refresh()
+
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         self._spans = []
         for p in PANES:
-            label = f" {p.key} {p.title} "
-            style = "bold reverse" if p.id == self.active else "dim" if p.id in self.empty else ""
+            active = p.id == self.active
+            label = f" {p.key} {p.title} " if active else f"{p.key} {p.title}"
+            style = "bold reverse" if active else "dim" if p.id in self.empty else ""
+            text.append(" ")
             self._spans.append((len(text), len(text) + len(label), p.id))
             text.append(label, style=style)
         return text

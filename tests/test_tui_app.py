@@ -1,0 +1,712 @@
+"""Pilot-driven tests of every screen and key of the TUI on the fixture pairs.
+
+What a screen shows is read back through the FrameView's own drawing code (header and row cells)
+and compared with values derived without the TUI: the core tables' data, formatted here, and the
+designed differences documented in fixtures/README.md (quoted next to each check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import pytest
+from openpyxl import load_workbook
+from textual.command import CommandPalette
+from textual.widgets import Footer, Input, Static
+
+from perfcmp_core.events import Event, Failed, Planned, TableReady
+from perfcmp_tui.app import PerfCmpApp, build_app
+from perfcmp_tui.screens.drill import DrillScreen
+from perfcmp_tui.screens.error import ErrorScreen
+from perfcmp_tui.screens.export_dialog import ExportDialog
+from perfcmp_tui.screens.help import KEYS, HelpScreen
+from perfcmp_tui.screens.sort_picker import SortPicker
+from perfcmp_tui.widgets.pane import TablePane
+from perfcmp_tui.widgets.tab_bar import TabBar
+from tui_support import (PAIRS, aio, events, fits, frame, make_app, options, percent, plain, same,
+                         settle, shown, signed, tables, text_of)
+
+SIZE = (200, 50)
+
+
+def label(cell: str) -> str:
+    """A name cell without its tree mark and indentation."""
+    return cell.lstrip("▾▸ ").strip()
+
+
+def pane(app: PerfCmpApp, pane_id: str) -> TablePane:
+    return app.query_one(f"#pane-{pane_id}", TablePane)
+
+
+# -- launch, header, progress -------------------------------------------------------------------
+@aio
+async def test_header_names_inputs_kinds_and_steps() -> None:
+    app = make_app("mixed")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        text = text_of(app.query_one("#inputs", Static))
+        # fixtures/README.md: three steps ProfilerStep#1..3; GPU trace vs torch_npu Text export.
+        assert text.splitlines() == [
+            "BASE fixtures/gpu/base.pt.trace.json  · GPU · 3 steps",
+            "COMP fixtures/npu_text/comp_ascend_pt  · NPU Text · 3 steps",
+        ]
+        assert app.query_one("#progress").has_class("hidden")
+
+
+def gated(stream: tuple[Event, ...], after: str) -> tuple[Callable[..., Iterator[Event]],
+                                                          threading.Event]:
+    """A source that stops after table ``after`` until the gate opens (or the run is cancelled)."""
+    gate = threading.Event()
+
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        for event in stream:
+            yield event
+            if isinstance(event, TableReady) and event.table.name == after:
+                while not gate.wait(0.02):
+                    if should_stop():
+                        return
+    return source, gate
+
+
+async def wait_for(pilot: object, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition() and loop.time() < end:
+        await pilot.pause(0.02)  # type: ignore[attr-defined]
+    assert condition()
+
+
+@aio
+async def test_overall_shows_first_while_the_rest_is_computed() -> None:
+    source, gate = gated(events("npu"), "OverallMetrics")
+    base, comp, _ = PAIRS["npu"]
+    app = PerfCmpApp(base, comp, source, timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pane(app, "overall").current == "OverallMetrics")
+        await pilot.pause()
+        assert len(shown(app)) == len(tables("npu")["OverallMetrics"].data)
+        assert app.running and not app.query_one("#progress").has_class("hidden")
+        phases = text_of(app.query_one("#phases", Static))
+        # The table arrived before its phase ended; everything after it is still to come.
+        assert "✓ load base" in phases and "✓ load comparison" in phases
+        assert "▶ OverallMetrics" in phases
+        assert "· CommunicationCompare" in phases and "· advisor" in phases
+        await pilot.press("4")
+        assert text_of(app.query_one("#pane-communication #pane-status", Static)) == "Comm"
+        assert "waiting for results" in text_of(app.query_one("#pane-communication #message",
+                                                                Static))
+        gate.set()
+        await settle(pilot, app)
+        assert pane(app, "communication").current == "CommunicationCompare"
+        assert app.query_one("#progress").has_class("hidden")
+
+
+@pytest.mark.parametrize("key", ["escape", "q"])
+@aio
+async def test_esc_or_q_cancels_loading_keeping_what_arrived(key: str) -> None:
+    source, gate = gated(events("npu"), "OverallMetrics")
+    base, comp, _ = PAIRS["npu"]
+    app = PerfCmpApp(base, comp, source, timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pane(app, "overall").current == "OverallMetrics")
+        await pilot.press(key)
+        assert not app.running and app.is_running  # cancelled, not quit
+        assert "✗ cancelled" in text_of(app.query_one("#phases", Static))
+        assert pane(app, "overall").current == "OverallMetrics"
+        ops = pane(app, "operators")
+        assert ops.current is None
+        assert "loading was cancelled" in text_of(ops.query_one("#message", Static))
+        assert "operators" in app.query_one(TabBar).empty
+        await pilot.press("q")
+    assert app.return_code == 0 and app.return_value == 0
+
+
+# -- Overall ------------------------------------------------------------------------------------
+@aio
+async def test_overall_hierarchy_values_and_headline() -> None:
+    table = tables("npu")["OverallMetrics"]
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        rows = shown(app)
+        df = table.data
+        assert [label(r["Index"]) for r in rows] == [s.strip() for s in df["index"]]
+        for r, (_, d) in zip(rows, df.iterrows()):
+            assert r["Diff Duration(ms)"] == signed(d["diff_ms"])
+            assert r["Base Duration(ms)"] == plain(d["base_ms"])
+            assert r["Comp Duration(ms)"] == plain(d["comp_ms"])
+            arrow = "▲" if d["diff_ratio"] > 1 else "▼" if d["diff_ratio"] < 1 else ""
+            ratio = "INF" if np.isinf(d["diff_ratio"]) else percent(d["diff_ratio"])
+            assert r["Diff Ratio"] == arrow + ratio
+        # Indentation follows the hierarchy: "Computing Time" > "Matmul" > "Matmul (Cube)".
+        cells = [r["Index"] for r in rows]
+        matmul = next(c for c in cells if label(c) == "Matmul")
+        cube = next(c for c in cells if label(c) == "Matmul (Cube)")
+        assert matmul.startswith("  ▾ ") and cube.startswith("      ")
+        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        lines = extra.splitlines()
+        # fixtures/README.md: +36 µs of device work per step, 3 steps → E2E +0.108 ms; Computing
+        # carries all of it; Mem Usage 2.81G / 2.88G.
+        e2e = next(line for line in lines if line.startswith("E2E"))
+        assert "▲" in e2e and "+0.108 ms" in e2e
+        assert "+0.108 ms" in next(line for line in lines if line.startswith("Computing"))
+        mem = next(line for line in lines if line.startswith("Mem Usage"))
+        assert "2.81 G" in mem and "2.88 G" in mem and "▲" in mem
+        gap = extra.split("Where the gap comes from", 1)[1]
+        # Matmul +30 µs/step → +0.09 ms; the cast (+30) and the dropout (−24) are Vector.
+        assert "E2E +0.11 ms" in gap and "Computing (Matmul +0.09" in gap
+
+
+@aio
+async def test_enter_collapses_and_expands_an_overall_group() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        n = len(shown(app))
+        assert label(shown(app)[0]["Index"]) == "Computing Time"
+        await pilot.press("enter")
+        rows = shown(app)
+        df = tables("npu")["OverallMetrics"].data
+        top = [s for s, lvl in zip(df["index"], df["_level"]) if lvl == 0]
+        first_free = df.index[df["index"].str.strip() == top[1]][0]
+        assert [label(r["Index"]) for r in rows][:2] == ["Computing Time", top[1].strip()]
+        assert len(rows) == n - first_free + 1
+        await pilot.press("enter")
+        assert len(shown(app)) == n
+
+
+# -- Operators ----------------------------------------------------------------------------------
+@aio
+async def test_operator_statistic_sort_drill_and_back() -> None:
+    stat = tables("npu_ops")["OperatorCompareStatistic"].data
+    detail = tables("npu_ops")["OperatorCompare"].data
+    app = make_app("npu_ops")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        assert pane(app, "operators").current == "OperatorCompareStatistic"
+        await pilot.press("d")
+        rows = shown(app)
+        expected = stat.sort_values("diff", ascending=False, kind="stable")
+        assert same([r["Operator Name"] for r in rows], list(expected["name"]))
+        assert [r["Diff Duration(ms)"] for r in rows] == [signed(v) for v in expected["diff"]]
+        assert "Diff Duration(ms) ▼" in headers_of(app)
+        # fixtures/README.md #1: the QKV MatMulV3 +30 µs per step → aten::linear +0.09 ms.
+        linear = next(r for r in rows if r["Operator Name"] == "aten::linear")
+        assert linear["Diff Duration(ms)"] == "+0.09" and linear["Diff Ratio"].startswith("▲")
+        await pilot.press("d")
+        assert same([r["Operator Name"] for r in shown(app)],
+                    list(stat.sort_values("diff", ascending=True, kind="stable")["name"]))
+        assert "Diff Duration(ms) ▲" in headers_of(app)
+        await pilot.press("d")
+        # Enter on aten::linear: its matched base/comparison rows.
+        position = [r["Operator Name"] for r in shown(app)].index("aten::linear")
+        await pilot.press("g", *["j"] * position, "enter")
+        ops = pane(app, "operators")
+        assert ops.current == "OperatorCompare"
+        rows = shown(app)
+        want = detail[(detail["base_name"] == "aten::linear") | (detail["comp_name"] == "aten::linear")]
+        assert len(rows) == len(want) > 0
+        assert all(r["Base Operator Name"] == "aten::linear" for r in rows)
+        assert [r["Diff Duration(us)"] for r in rows] == [signed(v) for v in want["diff"]]
+        assert "rows of aten::linear" in text_of(ops.query_one("#pane-status", Static))
+        # Enter on a matched row: both sides in full, kernels included.
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        base_text = text_of(app.screen.query_one("#drill-base", Static))
+        first = want.iloc[0]
+        assert "Kernel Details" in base_text
+        assert first["base_details"].splitlines()[0].strip() in base_text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DrillScreen)
+        await pilot.press("q")  # back to the statistic, on the row drilled from
+        assert ops.current == "OperatorCompareStatistic" and app.is_running
+        assert frame(app).cursor == position
+        await pilot.press("v")
+        assert ops.current == "OperatorCompare" and len(shown(app)) == len(detail)
+
+
+def headers_of(app: PerfCmpApp) -> list[str]:
+    return frame(app).header_cells()
+
+
+@aio
+async def test_operators_screen_keeps_operators_when_modules_exist() -> None:
+    """With nn.Module frames the workbook holds the module sheets instead of the operator sheets
+    (as the reference's does), but the app shows both: operators here, modules on screen 3."""
+    made = tables("mixed")
+    assert not made["OperatorCompareStatistic"].export and made["ModuleCompareStatistic"].export
+    app = make_app("mixed")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        ops = pane(app, "operators")
+        assert ops.current == "OperatorCompareStatistic"
+        assert len(shown(app)) == len(made["OperatorCompareStatistic"].data)
+        await pilot.press("3")
+        assert pane(app, "modules").current == "ModuleTree"
+
+
+# -- Modules ------------------------------------------------------------------------------------
+@aio
+async def test_module_tree_expand_call_stacks_and_drill() -> None:
+    tree = tables("npu")["ModuleTree"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        mods = pane(app, "modules")
+        assert mods.current == "ModuleTree"
+        roots = tree[tree["_parent"] < 0]
+        assert same([label(r["Module Name"]) for r in shown(app)], list(roots["module"]))
+        await pilot.press("enter")  # expand the first TransformerLM_0
+        rows = shown(app)
+        kids = tree[tree["_parent"] == roots["_node"].iloc[0]]
+        assert [label(r["Module Name"]) for r in rows[1:1 + len(kids)]] == list(kids["module"])
+        assert rows[0]["Module Name"].startswith("▾")
+        # c: call stacks of the selected node, base and comparison side by side.
+        await pilot.press("j", "c")
+        assert not mods.query_one("#stacks").has_class("hidden")
+        node = kids.iloc[0]
+        base_text = text_of(mods.query_one("#stack-base", Static))
+        comp_text = text_of(mods.query_one("#stack-comp", Static))
+        base_frames = [f.strip() for f in node["_base_stack"].replace(";", "\n").splitlines()
+                       if f.strip()]
+        assert base_text.splitlines() == ["Base call stack", *base_frames]
+        assert comp_text.splitlines()[0] == "Comparison call stack"
+        assert comp_text.splitlines()[-1] == node["_comp_stack"].split(";")[-1].strip()
+        await pilot.press("j")  # the stack follows the cursor
+        assert text_of(mods.query_one("#stack-base", Static)).splitlines()[-1] == \
+            kids.iloc[1]["_base_stack"].split(";")[-1].strip()
+        await pilot.press("c")
+        assert mods.query_one("#stacks").has_class("hidden")
+        # Enter on a leaf: the module's rows of the detail sheet.
+        await pilot.press("k", "enter")
+        assert mods.current == "ModuleCompare"
+        detail = tables("npu")["ModuleCompare"].data
+        assert len(shown(app)) == int((detail["module_name"] == node["_path"]).sum()) > 0
+        await pilot.press("q")
+        assert mods.current == "ModuleTree"
+
+
+@aio
+async def test_module_tree_diff_of_the_slower_projection() -> None:
+    """fixtures/README.md #1: layer 1 QKV MatMulV3 100 → 130 µs, i.e. Linear_4 +30 µs per step."""
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        view = pane(app, "modules").view
+        assert view is not None
+        view.expanded = view.parent_nodes()  # open everything
+        frame(app).refresh_data()
+        linear4 = [r for r in shown(app) if label(r["Module Name"]) == "Linear_4"]
+        assert len(linear4) == 3
+        assert all(r["Diff Total(us)"] == "+30.00" for r in linear4)
+
+
+@aio
+async def test_total_filter_on_module_statistic() -> None:
+    data = tables("npu")["ModuleCompareStatistic"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3", "v")
+        assert pane(app, "modules").current == "ModuleCompareStatistic"
+        await pilot.press("t")
+        rows = shown(app)
+        assert len(rows) == int(data["_is_total"].sum())
+        assert {r["Operator Name"] for r in rows} == {"[ TOTAL ]"}
+        assert "[ TOTAL ] only" in text_of(pane(app, "modules").query_one("#pane-status", Static))
+        await pilot.press("t")
+        assert len(shown(app)) == len(data)
+
+
+@aio
+async def test_module_screen_says_why_it_is_empty() -> None:
+    app = make_app("ms")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        message = text_of(pane(app, "modules").query_one("#message", Static))
+        assert "no python_function events" in message and "with_stack=True" in message
+        assert "modules" in app.query_one(TabBar).empty
+        await pilot.press("2")
+        assert pane(app, "operators").current == "OperatorCompareStatistic"
+
+
+# -- Communication ------------------------------------------------------------------------------
+@aio
+async def test_communication_rows_expand_into_tasks() -> None:
+    data = tables("npu")["CommunicationCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        rows = shown(app)
+        roots = data[data["_parent"] < 0]
+        assert [label(r["Base Communication OP Name"]) for r in rows] == list(roots["base_name"])
+        # fixtures/README.md #3: first dp all-reduce bucket 300 → 390 µs, 3 calls → +270 µs.
+        allreduce = next(r for r in rows if label(r["Base Communication OP Name"]) == "allreduce")
+        assert allreduce["Diff Duration(us)"] == "+270.00"
+        position = [label(r["Base Communication OP Name"]) for r in rows].index("allreduce")
+        await pilot.press(*["j"] * position, "enter")
+        rows = shown(app)
+        node = roots[roots["base_name"] == "allreduce"]["_node"].iloc[0]
+        tasks = data[data["_parent"] == node]
+        got = rows[position + 1: position + 1 + len(tasks)]
+        assert [r["Comp Task Name"] for r in got] == list(tasks["comp_task"])
+        assert [r["Comp Total Duration(us)"] for r in got] == [plain(v) for v in tasks["comp_total"]]
+        await pilot.press("space")
+        assert len(shown(app)) == len(roots)
+
+
+# -- Memory -------------------------------------------------------------------------------------
+@aio
+async def test_memory_statistic_and_detail() -> None:
+    stat = tables("npu")["MemoryCompareStatistic"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        assert same([r["Operator Name"] for r in shown(app)], list(stat["name"]))
+        rows = {r["Operator Name"]: r for r in shown(app)}
+        # fixtures/README.md #2 and #4: +64 MiB per forward Cast (3 steps), FA workspace
+        # 8 → 24 MiB in 6 calls.
+        assert rows["aten::to"]["Diff Memory(MB)"] == "+192.00"
+        assert rows["npu::npu_fusion_attention"]["Diff Memory(MB)"] == "+96.00"
+        await pilot.press("v")
+        assert pane(app, "memory").current == "MemoryCompare"
+        assert len(shown(app)) == len(tables("npu")["MemoryCompare"].data)
+        await pilot.press("v")
+        assert pane(app, "memory").current == "MemoryCompareStatistic"
+
+
+# -- Kernels ------------------------------------------------------------------------------------
+@aio
+async def test_kernel_compare_npu_vs_npu() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        rows = shown(app)
+        assert len(rows) == len(tables("npu")["KernelCompare"].data)
+        # fixtures/README.md #1: MatMulV3 "3072;4096,1024;1024,3072" total +90 µs.
+        row = next(r for r in rows if r["Kernel"] == "MatMulV3"
+                   and fits(r["Input Shape"], "3072;4096,1024;1024,3072"))
+        base = float(row["Base Total Duration(us)"].replace(",", ""))
+        comp = float(row["Comp Total Duration(us)"].replace(",", ""))
+        assert comp - base == pytest.approx(90.0, abs=0.01)
+        assert row["Diff Total Ratio"].startswith("▲")
+
+
+@aio
+async def test_kernel_type_compare() -> None:
+    data = tables("npu_types")["KernelTypeCompare"].data
+    app = make_app("npu_types")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        assert pane(app, "kernels").current == "KernelTypeCompare"
+        rows = shown(app)
+        assert [r["Kernel Type"] for r in rows] == list(data["kernel_type"])
+        # fixtures/README.md #2: the Cast exists only in the comparison (6 kernels over 3 steps).
+        cast = next(r for r in rows if r["Kernel Type"] == "Cast")
+        assert cast["Comp Calls"] == "6" and cast["Diff Total Ratio"] == "▲INF"
+
+
+@aio
+async def test_kernels_not_applicable_says_why() -> None:
+    app = make_app("mixed")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        kernels = pane(app, "kernels")
+        assert kernels.current is None and kernels.frame.has_class("hidden")
+        message = text_of(kernels.query_one("#message", Static))
+        assert message == ("Kernels: nothing to show — kernel comparison needs NPU kernel details "
+                           "on both sides (base is GPU)")
+
+
+# -- API, Advisor -------------------------------------------------------------------------------
+@aio
+async def test_api_sort_picker() -> None:
+    data = tables("npu")["ApiCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("7")
+        assert same([r["api name"] for r in shown(app)], list(data["name"]))
+        await pilot.press("s")
+        picker = app.screen
+        assert isinstance(picker, SortPicker)
+        position = picker.headers.index("Comp Calls")
+        await pilot.press("home", *["down"] * position, "enter")
+        rows = shown(app)
+        expected = data.sort_values("comp_calls", ascending=False, kind="stable")
+        assert same([r["api name"] for r in rows], list(expected["name"]))
+        assert [r["Comp Calls"] for r in rows] == [f"{int(v):,}" for v in expected["comp_calls"]]
+        await pilot.press("s", "enter")  # the current column again: flipped
+        assert same([r["api name"] for r in shown(app)],
+                    list(data.sort_values("comp_calls", ascending=True, kind="stable")["name"]))
+        await pilot.press("s", "escape")
+        assert not isinstance(app.screen, SortPicker)
+
+
+@aio
+async def test_advisor_rows_and_drill() -> None:
+    data = tables("npu")["Advisor"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        rows = shown(app)
+        assert [(r["Category"], r["Scope"]) for r in rows] == list(zip(data["category"], data["scope"]))
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        assert data["evidence"].iloc[0].splitlines()[0] in text_of(app.screen.query_one("#drill-other",
+                                                                                    Static))
+        await pilot.press("q")
+        assert app.is_running and not isinstance(app.screen, DrillScreen)
+
+
+# -- keys ---------------------------------------------------------------------------------------
+@aio
+async def test_cursor_keys() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("7")
+        f = frame(app)
+        n = len(tables("npu")["ApiCompare"].data)
+        await pilot.press("j", "j", "down")
+        assert f.cursor == 3
+        await pilot.press("k", "up")
+        assert f.cursor == 1
+        await pilot.press("G")
+        assert f.cursor == n - 1 and f.scroll_offset.y > 0
+        await pilot.press("g")
+        assert f.cursor == 0 and f.scroll_offset.y == 0
+        page = f.size.height - 2
+        await pilot.press("pagedown")
+        assert f.cursor == page
+        await pilot.press("pagedown", "pageup")
+        assert f.cursor == page
+        await pilot.press("end", "home")
+        assert f.cursor == 0
+        first = f.row_cells(0)[0]
+        await pilot.press("l")
+        assert f.scroll_offset.x == 8
+        drawn = "".join(seg.text for seg in f.render_line(1))
+        assert drawn.startswith(first)  # the name column stays while the rest scrolls
+        await pilot.press("h")
+        assert f.scroll_offset.x == 0
+
+
+@aio
+async def test_filter_live_keep_and_revert() -> None:
+    data = tables("npu")["ApiCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("7", "slash")
+        box = pane(app, "api").query_one("#filter", Input)
+        assert app.focused is box
+        await pilot.press(*"MATMUL")
+        want = [n for n in data["name"] if "matmul" in n.lower()]
+        assert same([r["api name"] for r in shown(app)], want) and want
+        await pilot.press("enter")
+        assert box.has_class("hidden") and app.focused is frame(app)
+        await pilot.press("slash", "backspace", "backspace", "escape")  # revert to "MATMUL"
+        assert same([r["api name"] for r in shown(app)], want)
+        await pilot.press("slash", *["backspace"] * 6, "enter")
+        assert len(shown(app)) == len(data)
+
+
+@aio
+async def test_digits_and_tab_switch_screens() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        bar = app.query_one(TabBar)
+        order = ["overall", "operators", "modules", "communication", "memory", "kernels", "api",
+                 "advisor"]
+        for key, pane_id in zip("12345678", order):
+            await pilot.press(key)
+            assert app.pane.spec.id == pane_id and bar.active == pane_id
+            assert app.focused is app.pane.frame
+        await pilot.press("tab")
+        assert app.pane.spec.id == "overall"
+        await pilot.press("shift+tab", "shift+tab")
+        assert app.pane.spec.id == "api"
+        await pilot.press("slash", "tab")  # Tab inside the filter box does not switch screens
+        assert app.pane.spec.id == "api"
+
+
+@aio
+async def test_export_writes_the_workbook(tmp_path: Path) -> None:
+    app = make_app("npu", out_dir=str(tmp_path / "default"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+        box = dialog.query_one("#export-dir", Input)
+        assert box.value == str(tmp_path / "default")
+        box.value = str(tmp_path / "out")
+        await pilot.press("tab")  # Tab moves within the dialog, not between screens
+        assert app.focused is dialog.query_one("#export-ok") and app.pane.spec.id == "overall"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any((tmp_path / "out").glob("*.xlsx")))
+    (path,) = (tmp_path / "out").glob("performance_comparison_result_*.xlsx")
+    sheets = load_workbook(path, read_only=True).sheetnames
+    assert {"OverallMetrics", "KernelCompare", "CommunicationCompare"} <= set(sheets)
+
+
+@aio
+async def test_help_lists_every_key() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for key in ("question_mark", "f1"):
+            await pilot.press(key)
+            assert isinstance(app.screen, HelpScreen)
+            rows = [(text_of(k), text_of(w)) for k, w in zip(app.screen.query(".help-keys"),
+                                                             app.screen.query(".help-what"))]
+            assert rows == list(KEYS)
+            await pilot.press("escape")
+            assert not isinstance(app.screen, HelpScreen)
+
+
+@aio
+async def test_footer_shows_the_keys() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.query_one(Footer)
+        shown_keys = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
+        assert {"d", "s", "slash", "t", "v", "c", "e", "question_mark", "q", "enter"} <= shown_keys
+
+
+@aio
+async def test_command_palette_runs_an_action() -> None:
+    stat = tables("npu_ops")["OperatorCompareStatistic"].data
+    app = make_app("npu_ops")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Sort by Diff")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
+        await pilot.pause()
+        assert same([r["Operator Name"] for r in shown(app)],
+                    list(stat.sort_values("diff", ascending=False, kind="stable")["name"]))
+
+
+@aio
+async def test_sort_keys_need_a_table() -> None:
+    app = make_app("mixed")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "j", "6")
+        assert app.focused is None  # the Operators table left behind gets no keys
+        await pilot.press("d", "t", "c", "slash", "j", "enter")  # Kernels is empty
+        assert app.is_running and pane(app, "kernels").current is None
+        assert not isinstance(app.screen, DrillScreen)
+        assert frame(app).cursor == 0 and pane(app, "operators").frame.cursor == 1
+        await pilot.press("1", "t")  # OverallMetrics has no [ TOTAL ] rows
+        assert len(shown(app)) == len(tables("mixed")["OverallMetrics"].data)
+
+
+@aio
+async def test_q_and_ctrl_q_quit() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("q")
+    assert app.return_code == 0 and app.return_value == 0
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e", "ctrl+q")  # even from a dialog
+    assert app.return_code == 0 and app.return_value == 0
+
+
+# -- errors -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("is_input,code", [(True, 2), (False, 1)])
+@aio
+async def test_failure_shows_the_message_and_quits_with_its_code(is_input: bool, code: int) -> None:
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        yield Planned(("load base", "load comparison"))
+        yield Failed("fixtures/x.json: not a profiling result", is_input=is_input)
+
+    app = PerfCmpApp("fixtures/x.json", "fixtures/y.json", source, timings=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        await pilot.pause()
+        text = text_of(app.screen.query_one("#error-message", Static))
+        assert "fixtures/x.json: not a profiling result" in text
+        assert ("Cannot read the input" if is_input else "Internal error") in text
+        await pilot.press("q")
+    assert app.return_code == code and app.return_value == code
+
+
+@aio
+async def test_a_crashing_source_becomes_an_error_screen_and_retry_reruns() -> None:
+    calls = []
+
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        yield from events("npu")
+
+    base, comp, _ = PAIRS["npu"]
+    app = PerfCmpApp(base, comp, source, timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        await pilot.pause()
+        assert "RuntimeError: boom" in text_of(app.screen.query_one("#error-message", Static))
+        await pilot.press("r")
+        await settle(pilot, app)
+        assert app.finished and app.failed is None
+        assert len(shown(app)) == len(tables("npu")["OverallMetrics"].data)
+        await pilot.press("q")
+    assert app.return_code == 0 and app.return_value == 0
+
+
+# -- the real path: a child process streams the events ------------------------------------------
+@aio
+async def test_child_process_run_fills_every_screen() -> None:
+    from perfcmp_core.runner import prepare
+
+    prepare()
+    base, comp, load, _, compare = options("npu")
+    app = build_app(base, comp, load, load, compare)
+    app.timings = False
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, timeout=120)
+        assert app.failed is None
+        assert len(shown(app)) == len(tables("npu")["OverallMetrics"].data)
+        for pane_id, name in [("communication", "CommunicationCompare"), ("kernels", "KernelCompare"),
+                              ("advisor", "Advisor")]:
+            assert pane(app, pane_id).current == name
+        await pilot.press("q")
+    assert app.return_code == 0 and app.return_value == 0
+
+
+@aio
+async def test_no_color_keeps_the_signs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("npu")
+    assert app.no_color and app.ansi_color
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        ratios = [r["Diff Ratio"] for r in shown(app)]
+        assert any(r.startswith("▲") for r in ratios)

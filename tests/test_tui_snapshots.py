@@ -1,0 +1,66 @@
+"""SVG snapshots of every screen at 80×24 and at a wide size (pytest-textual-snapshot).
+
+The app runs on a replayed fixture comparison with timings hidden, and every snapshot is taken
+after the run finished, so each picture is reproducible. After an intended change of the screen:
+``.venv/bin/python -m pytest tests/test_tui_snapshots.py --snapshot-update`` and review the SVGs
+under tests/__snapshots__/test_tui_snapshots/.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from tui_support import make_app, settle
+
+SCREENS = ["1", "2", "3", "4", "5", "6", "7", "8"]
+SIZES = {"80x24": (80, 24), "wide": (160, 44)}
+
+
+def finished(app: Any) -> Callable[[Pilot], Any]:
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot, app)
+    return run_before
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("screen", SCREENS)
+def test_screen(snap_compare: Callable[..., bool], screen: str, size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=[screen], terminal_size=SIZES[size], run_before=finished(app))
+
+
+def test_kernels_not_applicable(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("mixed")
+    assert snap_compare(app, press=["6"], terminal_size=(80, 24), run_before=finished(app))
+
+
+def test_operators_drilled_into_a_row(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "d", "j", "enter"], terminal_size=(80, 24),
+                        run_before=finished(app))
+
+
+def test_operator_row_in_full(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "d", "j", "enter", "enter"], terminal_size=(80, 24),
+                        run_before=finished(app))
+
+
+def test_module_tree_with_call_stacks(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["3", "enter", "j", "j", "j", "c"], terminal_size=(160, 44),
+                        run_before=finished(app))
+
+
+def test_communication_expanded(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["4", "enter"], terminal_size=(80, 24), run_before=finished(app))
+
+
+def test_help(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24),
+                        run_before=finished(app))

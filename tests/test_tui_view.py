@@ -1,0 +1,272 @@
+"""perfcmp_core.view and perfcmp_core.insight: what the TUI shows, computed without Textual.
+
+Every expected value here is worked out by hand from the tiny tables built below.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table
+from perfcmp_core.insight import gap_sentence, headlines
+from perfcmp_core.view import (TableView, _level_links, display_columns, display_header,
+                               format_value, label_column, screen_text, sign, trend)
+
+NAME = Column("name", "Operator Name", "key", "bold")
+BASE = Column("base", "Duration(us)", "base", "float")
+COMP = Column("comp", "Duration(us)", "comparison", "float")
+DIFF = Column("diff", "Diff Duration(us)", "diff", "float")
+RATIO = Column("ratio", "Diff Ratio", "ratio", "percent")
+
+
+def flat() -> Table:
+    data = pd.DataFrame({
+        "name": ["aten::mm", "aten::add", "aten::to", "Total"],
+        "base": [10.0, 5.0, 0.0, 15.0],
+        "comp": [13.0, 4.0, 2.0, 19.0],
+        "diff": [3.0, -1.0, 2.0, 4.0],
+        "ratio": [1.3, 0.8, math.inf, 19 / 15],
+        IS_TOTAL: [False, False, False, True],
+    })
+    return Table("T", (NAME, BASE, COMP, DIFF, RATIO), data, (1, 1), (2, 2), default_sort="diff")
+
+
+def tree(roots: int = 2) -> Table:
+    """A (node 10) > a1 (11) > a11 (12); A > a2 (13); B (20) as a second root when roots == 2."""
+    rows = [("A", 10, -1, 0, 5.0), ("a1", 11, 10, 1, 1.0), ("a11", 12, 11, 2, 0.5),
+            ("a2", 13, 10, 1, 4.0), ("B", 20, -1, 0, 9.0)][: 4 if roots == 1 else 5]
+    data = pd.DataFrame(rows, columns=["name", NODE, PARENT, LEVEL, "diff"])
+    return Table("Tree", (Column("name", "Module Name", "key", "text"), DIFF), data, (0, 0),
+                 (0, 0), default_sort="diff")
+
+
+def names(view: TableView) -> list[str]:
+    return view.table.data["name"].to_numpy()[view.order()].tolist()
+
+
+# -- formatting ---------------------------------------------------------------------------------
+def test_screen_text_signs_differences_only() -> None:
+    assert screen_text(3.0, DIFF) == "+3.00"
+    assert screen_text(-1.0, DIFF) == "-1.00"
+    assert screen_text(0.0, DIFF) == "0.00"
+    assert screen_text(2.5, BASE) == "2.50"
+    assert screen_text(1.3, RATIO) == "130.00%"
+    assert screen_text(math.inf, RATIO) == "INF"
+    assert screen_text(float("nan"), DIFF) == ""
+    # Module sheets put "Diff" in the middle of the header: still a difference.
+    assert screen_text(33.1, Column("d", "Device Total Time Diff(us)", "diff", "float")) == "+33.10"
+    assert format_value(1234567, Column("n", "Calls", "base", "int")) == "1,234,567"
+
+
+def test_trend_and_sign_carry_direction_without_colour() -> None:
+    assert trend(1.3, RATIO) == 1 and trend(0.8, RATIO) == -1 and trend(1.0, RATIO) == 0
+    assert trend(math.inf, RATIO) == 1
+    assert trend(2.0, DIFF) == 0  # only ratio headers get ▲/▼
+    assert sign(2.0, DIFF) == 1 and sign(-0.5, DIFF) == -1 and sign(0.0, DIFF) == 0
+    assert sign(2.0, RATIO) == 0
+
+
+def test_display_columns_put_names_then_differences_then_side_pairs() -> None:
+    cols = (
+        Column("order", "Order Id", "key", "int"),
+        Column("base_name", "Operator Name", "base", "bold"),
+        Column("base_shape", "Input Shape", "base", "text"),
+        Column("base_us", "Device Duration(us)", "base", "float"),
+        Column("comp_name", "Operator Name", "comparison", "bold"),
+        Column("comp_shape", "Input Shape", "comparison", "text"),
+        Column("comp_us", "Device Duration(us)", "comparison", "float"),
+        Column("diff", "Diff Duration(us)", "diff", "float"),
+        Column("ratio", "Diff Ratio", "ratio", "percent"),
+    )
+    table = Table("OperatorCompare", cols, pd.DataFrame({c.key: [] for c in cols}), (1, 3), (4, 6))
+    order = [c.key for c in display_columns(table)]
+    assert order == ["base_name", "comp_name", "diff", "ratio", "base_shape", "comp_shape",
+                     "base_us", "comp_us", "order"]
+    headers = [display_header(c, table) for c in display_columns(table)]
+    assert headers[:2] == ["Base Operator Name", "Comp Operator Name"]
+    assert headers[2] == "Diff Duration(us)"
+
+
+def test_label_column_prefers_bold_then_name() -> None:
+    module_cols = (Column("cls", "Module Class", "key", "text"),
+                   Column("mod", "Module Name", "key", "text"), DIFF)
+    assert label_column(module_cols) == 1
+    assert label_column((Column("x", "Scope", "key", "text"), NAME)) == 1
+    assert label_column((DIFF,)) == 0
+
+
+# -- flat tables --------------------------------------------------------------------------------
+def test_sort_by_diff_descending_then_flipped() -> None:
+    view = TableView(flat())
+    assert names(view) == ["aten::mm", "aten::add", "aten::to", "Total"]  # table order at first
+    view.sort_by(view.diff_key())
+    assert names(view) == ["Total", "aten::mm", "aten::to", "aten::add"]  # 4, 3, 2, -1
+    view.sort_by(view.diff_key())
+    assert names(view) == ["aten::add", "aten::to", "aten::mm", "Total"]
+
+
+def test_sort_text_column_and_infinite_ratio() -> None:
+    view = TableView(flat())
+    view.sort_by("name", descending=False)  # code-point order: "T" < "a"
+    assert names(view) == ["Total", "aten::add", "aten::mm", "aten::to"]
+    view.sort_by("ratio", descending=True)  # inf, 1.3, 19/15 = 1.267, 0.8
+    assert names(view) == ["aten::to", "aten::mm", "Total", "aten::add"]
+
+
+def test_missing_values_sort_last_both_ways() -> None:
+    table = flat()
+    table.data.loc[1, "diff"] = np.nan
+    view = TableView(table)
+    view.sort_by("diff", descending=True)
+    assert names(view)[-1] == "aten::add"
+    view.sort_by("diff", descending=False)
+    assert names(view)[-1] == "aten::add"
+
+
+def test_text_numbers_sort_numerically() -> None:
+    """OverallMetrics' Number column mixes counts and "/" (no count)."""
+    data = pd.DataFrame({"name": ["a", "b", "c", "d"], "n": [3, "/", 12, 5]})
+    table = Table("N", (NAME, Column("n", "Number", "base", "int")), data, (1, 1), (1, 1))
+    view = TableView(table)
+    view.sort_by("n", descending=True)
+    assert names(view) == ["c", "d", "a", "b"]
+
+
+def test_filter_is_case_insensitive_substring_over_text_columns() -> None:
+    view = TableView(flat())
+    view.set_filter("  ATEN::  ")
+    assert names(view) == ["aten::mm", "aten::add", "aten::to"]
+    view.set_filter("mm")
+    assert names(view) == ["aten::mm"]
+    view.set_filter("")
+    assert len(view) == 4
+
+
+def test_totals_only_and_focus() -> None:
+    view = TableView(flat())
+    view.toggle_totals()
+    assert names(view) == ["Total"]
+    view.toggle_totals()
+    view.set_focus(((("name",), "aten::to"),), "aten::to")
+    assert names(view) == ["aten::to"] and view.focus_label == "aten::to"
+    view.set_focus(())
+    assert len(view) == 4 and view.focus_label == ""
+
+
+def test_focus_matches_either_side_exactly() -> None:
+    data = pd.DataFrame({"b": ["aten::to", "aten::to_copy", ""],
+                         "c": ["", "aten::to_copy", "aten::to"]})
+    cols = (Column("b", "Operator Name", "base", "bold"),
+            Column("c", "Operator Name", "comparison", "bold"))
+    view = TableView(Table("D", cols, data, (0, 0), (1, 1)))
+    view.set_focus(((("b", "c"), "aten::to"),))
+    assert view.order().tolist() == [0, 2]  # not aten::to_copy
+
+
+def test_diff_key_falls_back_to_first_diff_then_ratio() -> None:
+    table = flat()
+    table.default_sort = None
+    assert TableView(table).diff_key() == "diff"
+    only_ratio = Table("R", (NAME, RATIO), table.data, (0, 0), (0, 0))
+    assert TableView(only_ratio).diff_key() == "ratio"
+    assert TableView(Table("X", (NAME,), table.data, (0, 0), (0, 0))).diff_key() is None
+
+
+# -- trees --------------------------------------------------------------------------------------
+def test_linked_tree_with_several_roots_starts_closed() -> None:
+    view = TableView(tree())
+    assert names(view) == ["A", "B"]
+    assert view.toggle_node(0)
+    assert names(view) == ["A", "a1", "a2", "B"]
+    assert view.toggle_node(1)
+    assert names(view) == ["A", "a1", "a11", "a2", "B"]
+    assert not view.toggle_node(2)  # a leaf
+    assert view.toggle_node(0)
+    assert names(view) == ["A", "B"]
+
+
+def test_linked_tree_with_one_root_starts_open() -> None:
+    assert names(TableView(tree(roots=1))) == ["A", "a1", "a2"]
+
+
+def test_tree_sort_keeps_children_under_their_parent() -> None:
+    view = TableView(tree())
+    view.toggle_node(0)
+    view.toggle_node(1)
+    view.sort_by("diff", descending=True)  # roots B 9 > A 5; under A: a2 4 > a1 1
+    assert names(view) == ["B", "A", "a2", "a1", "a11"]
+    view.sort_by("diff")
+    assert names(view) == ["A", "a1", "a11", "a2", "B"]
+
+
+def test_filtered_tree_is_a_flat_list() -> None:
+    view = TableView(tree())
+    view.set_filter("a1")
+    assert names(view) == ["a1", "a11"]  # a11's parent stays closed, yet the match shows
+    assert view.flat
+
+
+def test_indented_hierarchy_is_derived_from_levels_and_starts_open() -> None:
+    levels = np.array([0, 1, 2, 1, 0, 1])
+    assert _level_links(levels).tolist() == [-1, 0, 1, 0, -1, 4]
+    data = pd.DataFrame({"name": ["Computing", "\tMatmul", "\t\tMatmul (Cube)", "\tVector",
+                                  "Free", "\tSDMA"], LEVEL: levels,
+                         "diff": [3.0, 1.0, 1.0, 2.0, -1.0, -1.0]})
+    view = TableView(Table("OverallMetrics", (Column("name", "Index", "key", "text"), DIFF),
+                           data, (0, 0), (0, 0)))
+    assert view.is_tree and len(view) == 6
+    view.toggle_node(0)
+    assert names(view) == ["Computing", "Free", "\tSDMA"]
+
+
+# -- insight ------------------------------------------------------------------------------------
+def test_headlines_in_ms_with_direction() -> None:
+    figures = {
+        "": {"unit": "", "base_text": "GPU", "comparison_text": "NPU"},
+        "E2E Time(Not minimal profiling)": {"unit": "s", "base": 0.018716861, "comparison": 0.018992429},
+        "Free Time": {"unit": "s", "base": 0.000316764, "comparison": 0.00024701},
+        "Mem Usage": {"unit": "G", "base": 2.3125, "comparison": 2.875},
+        "Computing Time": {"unit": "s", "base": 0.0, "comparison": 0.002},
+    }
+    got = {h.label: h for h in headlines(figures)}
+    assert [h.label for h in headlines(figures)] == ["E2E", "Computing", "Free", "Mem Usage"]
+    e2e = got["E2E"]
+    assert (e2e.base, e2e.comparison, e2e.diff, e2e.change, e2e.direction) == (
+        "18.717 ms", "18.992 ms", "+0.276 ms", "+1.5%", 1)
+    free = got["Free"]  # 0.247010 / 0.316764 - 1 = -22.02 %
+    assert (free.diff, free.change, free.direction) == ("-0.070 ms", "-22.0%", -1)
+    mem = got["Mem Usage"]  # 2.875 / 2.3125 - 1 = 24.32 %
+    assert (mem.base, mem.comparison, mem.diff, mem.change) == ("2.31 G", "2.88 G", "+0.56 G", "+24.3%")
+    assert got["Computing"].change == "new"
+
+
+def test_gap_sentence_names_largest_parts_with_short_group_labels() -> None:
+    rows = [("Computing Time", 0, 0.47), ("\tAllGatherMatmul", 1, 0.66), ("\tMatmul", 1, -0.30),
+            ("\tOther", 1, 0.08), ("\tVector", 1, 0.001),
+            ("Uncovered Communication Time", 0, -0.12),
+            ("\tdp: Group 10.20.0.11%enp189s0f0_60000_0_17364 Communication", 1, 0.60),
+            ("Free Time", 0, 0.0), ("\tSDMA", 1, 0.0), ("E2E Time", 0, 0.28)]
+    data = pd.DataFrame(rows, columns=["index", LEVEL, "diff_ms"])
+    text = gap_sentence(Table("OverallMetrics", (), data, (0, 0), (0, 0)))
+    assert text == ("Where the gap comes from — E2E +0.28 ms: +0.47 ms Computing (AllGatherMatmul "
+                    "+0.66, Matmul -0.30, Other +0.08); -0.12 ms Uncovered Communication (dp +0.60)")
+
+
+@pytest.mark.parametrize("rows", [100_000])
+def test_large_table_sort_and_filter_are_exact(rows: int) -> None:
+    """The 100k-row path the redraw budget is measured on (bench/tui_redraw.py) is also right."""
+    rng = np.random.default_rng(3)
+    data = pd.DataFrame({"name": [f"op_{i % 1000}" for i in range(rows)],
+                         "diff": rng.normal(0, 10, rows)})
+    view = TableView(Table("Big", (NAME, DIFF), data, (0, 0), (0, 0), default_sort="diff"))
+    view.sort_by("diff")
+    assert np.array_equal(view.order(), np.argsort(-data["diff"].to_numpy(), kind="stable"))
+    view.set_filter("op_12")  # op_12, op_120..op_129: 11 names, 100 rows each
+    assert len(view) == 1100
+    assert set(data["name"].to_numpy()[view.order()]) == {"op_12", *(f"op_12{i}" for i in range(10))}
+    shown = data["diff"].to_numpy()[view.order()]
+    assert (np.diff(shown) <= 0).all()

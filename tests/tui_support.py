@@ -1,0 +1,133 @@
+"""Shared helpers of the TUI tests: fixture pairs, their event streams (computed once), the app.
+
+Pilot and snapshot tests replay the events of the in-process
+``perfcmp_core.pipeline.comparison_events`` for each fixture pair: deterministic, and each pair is
+compared once per test session instead of once per test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+from typing import Awaitable, Callable, Iterator
+
+from perfcmp_core.compare.result import Table
+from perfcmp_core.events import Event, TableReady
+from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.pipeline import comparison_events
+from perfcmp_tui.app import PerfCmpApp
+from perfcmp_tui.widgets.frame_view import FrameView
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: name -> (base, comparison, CompareOptions fields); paths relative to the repository root.
+PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
+    "mixed": ("fixtures/gpu/base.pt.trace.json", "fixtures/npu_text/comp_ascend_pt", {}),
+    "npu": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt", {}),
+    "npu_ops": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt",
+                {"disable_module": True}),
+    "npu_types": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt",
+                  {"use_kernel_type": True}),
+    "gpu": ("fixtures/gpu/base.pt.trace.json", "fixtures/gpu/comp.pt.trace.json", {}),
+    "ms": ("fixtures/npu_ms/base_ascend_ms", "fixtures/npu_ms/comp_ascend_ms", {}),
+}
+
+
+def aio(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test with asyncio (the test environment has no pytest asyncio plugin)."""
+    @functools.wraps(test)
+    def run(*args: object, **kwargs: object) -> None:
+        asyncio.run(test(*args, **kwargs))
+    return run
+
+
+def options(pair: str) -> tuple[str, str, LoadOptions, LoadOptions, CompareOptions]:
+    base, comp, extra = PAIRS[pair]
+    load = LoadOptions(use_cache=False)
+    return (str(ROOT / base), str(ROOT / comp), load, load,
+            CompareOptions(**extra))  # type: ignore[arg-type]
+
+
+@functools.cache
+def events(pair: str) -> tuple[Event, ...]:
+    """The whole event stream of one pair, computed in this process once per session."""
+    return tuple(comparison_events(*options(pair)))
+
+
+def tables(pair: str) -> dict[str, Table]:
+    """The comparison tables of a pair, straight from core (the reference the screens must match)."""
+    return {e.table.name: e.table for e in events(pair) if isinstance(e, TableReady)}
+
+
+def replay(stream: tuple[Event, ...]) -> Callable[[Callable[[], bool]], Iterator[Event]]:
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        for event in stream:
+            if should_stop():
+                return
+            yield event
+    return source
+
+
+def make_app(pair: str, **kwargs: object) -> PerfCmpApp:
+    """The app on a fixture pair, labelled with repository-relative paths, timings hidden."""
+    base, comp, _ = PAIRS[pair]
+    kwargs.setdefault("timings", False)
+    return PerfCmpApp(base, comp, replay(events(pair)), **kwargs)  # type: ignore[arg-type]
+
+
+async def settle(pilot: object, app: PerfCmpApp, timeout: float = 20.0) -> None:
+    """Wait until the run finished (or failed) and the screen caught up."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not (app.finished or app.failed) and loop.time() < end:
+        await pilot.pause(0.02)  # type: ignore[attr-defined]
+    assert app.finished or app.failed, "the comparison did not finish in time"
+    await pilot.pause()  # type: ignore[attr-defined]
+
+
+def frame(app: PerfCmpApp) -> FrameView:
+    return app.pane.frame
+
+
+def shown(app: PerfCmpApp) -> list[dict[str, str]]:
+    """Every row of the current table as drawn, as {full screen header: cell text}."""
+    f = frame(app)
+    assert f.view is not None
+    return [dict(zip(f.headers, f.row_cells(i))) for i in range(len(f.view))]
+
+
+def text_of(widget: object) -> str:
+    """Plain text of a Static (markup removed)."""
+    visual = widget.visual  # type: ignore[attr-defined]
+    return str(getattr(visual, "plain", visual))
+
+
+def headers(app: PerfCmpApp) -> list[str]:
+    return frame(app).header_cells()
+
+
+def signed(value: float) -> str:
+    """A difference as the screen prints it (written here independently of the app's formatter)."""
+    return ("+" if value > 0 else "") + f"{value:,.2f}"
+
+
+def plain(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def percent(value: float) -> str:
+    return f"{value * 100:,.2f}%"
+
+
+def same(cells: list[str], full: list[str]) -> bool:
+    """Each cell shows the value at the same position (cut or not)."""
+    return len(cells) == len(full) and all(fits(c, str(f)) for c, f in zip(cells, full))
+
+
+def fits(cell: str, full: str) -> bool:
+    """A cell shows ``full``, possibly cut to its column (… marks where)."""
+    if "…" not in cell:
+        return cell == full
+    head, _, tail = cell.partition("…")
+    return full.startswith(head) and full.endswith(tail)

@@ -9,18 +9,19 @@ import pytest
 from perfcmp_tui.screens.help import KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "tui.md"
+DOCS = (ROOT / "docs" / "tui.md", ROOT / "README.md")
 SNAPSHOTS = ROOT / "tests" / "__snapshots__" / "test_tui_snapshots"
 
 
-def test_key_table_lists_every_key_of_the_help_screen() -> None:
-    text = DOC.read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_key_table_lists_every_key_of_the_help_screen(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
     table = [line for line in text.splitlines() if line.startswith("| ") and " | " in line]
     rows = [f"| {keys} | {what} |" for keys, what in KEYS]
     missing = [row for row in rows if row not in table]
-    assert not missing, f"docs/tui.md lacks key rows: {missing}"
+    assert not missing, f"{doc.name} lacks key rows: {missing}"
     first = table.index(rows[0])
-    assert table[first:first + len(rows)] == rows, "docs/tui.md key table is out of order"
+    assert table[first:first + len(rows)] == rows, f"{doc.name}: key table is out of order"
 
 
 @pytest.mark.parametrize("picture,snapshot", [

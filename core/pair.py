@@ -10,8 +10,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Callable, Iterator
 
 from .load import load_profile
 from .model import Profile
@@ -61,6 +61,14 @@ def load_pair(
         return b, c
 
 
+def _load_into(q: Any, path: str, opts: LoadOptions) -> None:
+    """Worker body: load one side and send back the profile or the exception."""
+    try:
+        q.put((True, load_profile(path, opts)))
+    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
+        q.put((False, exc))
+
+
 def iter_pair(
     base: str,
     comp: str,
@@ -69,8 +77,12 @@ def iter_pair(
     *,
     parallel: bool | None = None,
 ) -> Iterator[tuple[str, Profile, float]]:
-    """Yield ``(side, profile, seconds)`` for "base" and "comparison" as each load finishes, so a
-    progress view can tick each side off on its own. Errors: the base side's wins when both fail.
+    """Yield ``(side, profile, seconds)`` for "base" then "comparison", each as soon as it is loaded.
+
+    In parallel mode the comparison side is parsed in a worker process while this process parses
+    the base side itself: the base profile then needs no pickling round trip (≈ 0.1 s on the real
+    pair), and the worker is killed at once when the base side fails, so its error (which wins,
+    as in a serial load) is reported without waiting for the other parse.
     """
     if parallel is None:
         parallel = (os.cpu_count() or 1) >= 2
@@ -80,19 +92,19 @@ def iter_pair(
             profile = load_profile(path, opts)
             yield side, profile, time.perf_counter() - t0
         return
+    ctx = _context()
+    q = ctx.SimpleQueue()
+    worker = ctx.Process(target=_load_into, args=(q, comp, comp_opts), name="perfcmp-load")
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=2, mp_context=_context()) as pool:
-        futures: dict[Future[Profile], str] = {
-            pool.submit(load_profile, base, base_opts): "base",
-            pool.submit(load_profile, comp, comp_opts): "comparison",
-        }
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            failed = [f for f in done if f.exception() is not None]
-            if failed:
-                # Report the base side's error first, as a serial load would.
-                base_future = next(f for f, s in futures.items() if s == "base")
-                (base_future if base_future.done() and base_future.exception() else failed[0]).result()
-            for f in sorted(done, key=lambda f: futures[f] != "base"):
-                yield futures[f], f.result(), time.perf_counter() - t0
+    worker.start()
+    try:
+        b = load_profile(base, base_opts)
+        yield "base", b, time.perf_counter() - t0
+        ok, value = q.get()
+        if not ok:
+            raise value
+        yield "comparison", value, time.perf_counter() - t0
+    finally:
+        if worker.is_alive():
+            worker.terminate()
+        worker.join()

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, TextIO
 
+from . import background
 from .compare import STEPS, Context, summary_step
 from .compare.result import ComparisonResult
 from .errors import InputError
@@ -53,7 +54,11 @@ def comparison_events(
         yield Phase(f"load {side}", done=True, seconds=seconds)
     b, c = loaded["base"], loaded["comparison"]
 
+    from .advisor import advisor_tables
+
     ctx = Context(base=b, comp=c, opts=compare_opts)
+    # The advisor needs nothing the other steps compute: it runs on the second core meanwhile.
+    advice = background.start(advisor_tables, ctx, advisor_config)
     for step in steps:
         yield Phase(step.name)
         t0 = time.perf_counter()
@@ -77,9 +82,7 @@ def comparison_events(
 
     yield Phase("advisor")
     t0 = time.perf_counter()
-    from .advisor import advisor_tables
-
-    for table in advisor_tables(ctx, advisor_config):
+    for table in advice():
         yield TableReady(table)
     yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
     yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
-import queue as queue_mod
 import traceback
 from typing import Any, Callable, Iterator
 
@@ -20,18 +19,18 @@ from .events import Event, Failed, Finished
 _POLL_S = 0.1
 
 
-def _child(q: Any, target: Callable[..., Iterator[Event]], kwargs: dict[str, Any]) -> None:
+def _child(conn: Any, target: Callable[..., Iterator[Event]], kwargs: dict[str, Any]) -> None:
     if hasattr(os, "setpgid"):
         # Own process group: cancelling kills the loader processes this child starts, too, and
         # a Ctrl+C in the terminal reaches only the app (which then cancels us).
         os.setpgid(0, 0)
     try:
         for event in target(**kwargs):
-            q.put(event)
+            conn.send(event)
     except InputError as exc:
-        q.put(Failed(exc.message, is_input=True))
+        conn.send(Failed(exc.message, is_input=True))
     except Exception as exc:  # noqa: BLE001 - reported to the UI, which shows it
-        q.put(Failed(f"{type(exc).__name__}: {exc}", is_input=False, detail=traceback.format_exc()))
+        conn.send(Failed(f"{type(exc).__name__}: {exc}", is_input=False, detail=traceback.format_exc()))
 
 
 def _kill_group(proc: Any) -> None:
@@ -68,24 +67,23 @@ def stream_in_process(
     during a long parse, not only between phases.
     """
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(q, target, kwargs), name="perfcmp-compare")
+    # A Pipe, not a Queue: Queue.put starts a feeder thread in the child, and the child forks
+    # (loader and background workers), which must not happen while another thread runs.
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(writer, target, kwargs), name="perfcmp-compare")
     proc.start()
+    writer.close()  # the child holds the only write end: EOF means it is gone
     try:
         while not should_stop():
+            if not reader.poll(_POLL_S):
+                continue
             try:
-                event = q.get(timeout=_POLL_S)
-            except queue_mod.Empty:
-                if not proc.is_alive():
-                    # Drain what the child put right before it died, then report.
-                    try:
-                        event = q.get(timeout=_POLL_S)
-                    except queue_mod.Empty:
-                        yield Failed(f"the comparison process stopped (exit code {proc.exitcode})",
-                                     is_input=False)
-                        return
-                else:
-                    continue
+                event = reader.recv()
+            except EOFError:
+                proc.join(timeout=_POLL_S)
+                yield Failed(f"the comparison process stopped (exit code {proc.exitcode})",
+                             is_input=False)
+                return
             yield event
             if isinstance(event, (Finished, Failed)):
                 return
@@ -97,4 +95,4 @@ def stream_in_process(
         if proc.is_alive():
             proc.kill()
             proc.join(timeout=1)
-        q.close()
+        reader.close()

@@ -29,10 +29,36 @@ def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
     cheap next to parsing (≈ 40 ms per 100k ops).
     """
     n = len(start)
+    if n == 0:
+        return np.full(0, -1, dtype="int64"), np.zeros(0, dtype="int64")
+    order = np.lexsort((-end, start, tid_key))
+    tids = tid_key[order].tolist()
+    starts = start[order].tolist()
+    ends = end[order].tolist()
+    # Results are collected in sorted order in plain lists (element-wise numpy writes cost
+    # ~100 ns each) and scattered back to the input order once at the end.
+    sorted_parent = [-1] * n
+    sorted_depth = [0] * n
+    stack: list[int] = []  # positions into the sorted lists
+    prev_tid = None
+    for i in range(n):
+        if tids[i] != prev_tid:
+            stack.clear()
+            prev_tid = tids[i]
+        e, s = ends[i], starts[i]
+        while stack and not (starts[stack[-1]] <= s and e <= ends[stack[-1]]):
+            stack.pop()
+        if stack:
+            sorted_parent[i] = stack[-1]
+            sorted_depth[i] = len(stack)
+        stack.append(i)
+    sp = np.array(sorted_parent, dtype="int64")
     parent = np.full(n, -1, dtype="int64")
     depth = np.zeros(n, dtype="int64")
-    if n == 0:
-        return parent, depth
+    has = sp >= 0
+    parent[order[has]] = order[sp[has]]
+    depth[order] = sorted_depth
+    return parent, depth
     order = np.lexsort((-end, start, tid_key))
     tids = tid_key[order].tolist()
     starts = start[order].tolist()

@@ -4,8 +4,9 @@
     .venv/bin/python bench/load.py [PATH ...] [--runs 5]
 
 Without paths it loads the real GPU pair from ../shared/data/gpu-real. Each run happens in a fresh
-process (so caches and the allocator start cold and peak RSS belongs to one load), and the raw
-``orjson.loads`` time of the same bytes is measured alongside as the floor we compare against.
+process with the profile cache off (so peak RSS belongs to one load, taken before anything else
+runs), and the raw ``orjson.loads`` time of the same decompressed bytes is measured afterwards, with
+the garbage collector paused as the loader does, as the floor we compare against.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from perfcmp_core.load import load_profile
 from perfcmp_core.options import LoadOptions
 path = sys.argv[1]
 p = Path(path)
-raw = gzip.open(p, "rb").read() if p.name.endswith(".gz") else (p.read_bytes() if p.is_file() else b"")
-t0 = time.perf_counter(); orjson.loads(raw) if raw else None; t_parse = time.perf_counter() - t0
-del raw
-t0 = time.perf_counter(); prof = load_profile(path, LoadOptions(force=True)); t_load = time.perf_counter() - t0
+import gc
+t0 = time.perf_counter(); prof = load_profile(path, LoadOptions(force=True, use_cache=False)); t_load = time.perf_counter() - t0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+raw = gzip.open(p, "rb").read() if p.name.endswith(".gz") else (p.read_bytes() if p.is_file() else b"")
+gc.disable()  # as the loader does
+t0 = time.perf_counter(); orjson.loads(raw) if raw else None; t_parse = time.perf_counter() - t0
 print(json.dumps({"load": t_load, "parse": t_parse, "rss_mb": rss,
                   "ops": len(prof.ops), "kernels": len(prof.kernels)}))
 """

@@ -8,9 +8,10 @@ in first). Events are small picklable dataclasses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from .compare.result import Table
+if TYPE_CHECKING:  # runtime import would pull in pandas before the TUI's child process starts
+    from .compare.result import Table
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 from .errors import InputError
 from .events import Event, Failed, Finished
+from .options import CompareOptions, LoadOptions
 
 _POLL_S = 0.1
 
@@ -56,38 +57,48 @@ def prepare() -> None:
     resource_tracker.ensure_running()
 
 
-def stream_in_process(
-    target: Callable[..., Iterator[Event]],
-    should_stop: Callable[[], bool] = lambda: False,
-    **kwargs: Any,
-) -> Iterator[Event]:
-    """Yield the events of ``target(**kwargs)`` computed in a spawned child process.
+class ChildRun:
+    """A comparison started in a spawned child process at construction.
 
-    ``should_stop`` is polled every 100 ms even while no event arrives, so a cancel takes effect
-    during a long parse, not only between phases.
+    Starting it before the UI is imported and built lets the child's imports and parsing overlap
+    with the app's own start-up (≈ 1 s on the real GPU pair).
     """
-    ctx = mp.get_context("spawn")
-    # A Pipe, not a Queue: Queue.put starts a feeder thread in the child, and the child forks
-    # (loader and background workers), which must not happen while another thread runs.
-    reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(writer, target, kwargs), name="perfcmp-compare")
-    proc.start()
-    writer.close()  # the child holds the only write end: EOF means it is gone
-    try:
-        while not should_stop():
-            if not reader.poll(_POLL_S):
-                continue
-            try:
-                event = reader.recv()
-            except EOFError:
-                proc.join(timeout=_POLL_S)
-                yield Failed(f"the comparison process stopped (exit code {proc.exitcode})",
-                             is_input=False)
-                return
-            yield event
-            if isinstance(event, (Finished, Failed)):
-                return
-    finally:
+
+    def __init__(self, target: Callable[..., Iterator[Event]], **kwargs: Any) -> None:
+        ctx = mp.get_context("spawn")
+        # A Pipe, not a Queue: Queue.put starts a feeder thread in the child, and the child forks
+        # (loader and background workers), which must not happen while another thread runs.
+        self._reader, writer = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_child, args=(writer, target, kwargs),
+                                 name="perfcmp-compare")
+        self._proc.start()
+        writer.close()  # the child holds the only write end: EOF means it is gone
+
+    def events(self, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
+        """The child's events as they arrive. ``should_stop`` is polled every 100 ms even while
+        no event arrives, so a cancel takes effect during a long parse, not only between phases.
+        Closing the iterator (or a stop) kills the child and everything it started."""
+        reader = self._reader
+        try:
+            while not should_stop():
+                if not reader.poll(_POLL_S):
+                    continue
+                try:
+                    event = reader.recv()
+                except EOFError:
+                    self._proc.join(timeout=_POLL_S)
+                    yield Failed(f"the comparison process stopped (exit code {self._proc.exitcode})",
+                                 is_input=False)
+                    return
+                yield event
+                if isinstance(event, (Finished, Failed)):
+                    return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill the child and everything it started (idempotent)."""
+        proc = self._proc
         _kill_group(proc)
         if proc.is_alive():
             proc.terminate()
@@ -95,4 +106,28 @@ def stream_in_process(
         if proc.is_alive():
             proc.kill()
             proc.join(timeout=1)
-        reader.close()
+        self._reader.close()
+
+
+def stream_in_process(
+    target: Callable[..., Iterator[Event]],
+    should_stop: Callable[[], bool] = lambda: False,
+    **kwargs: Any,
+) -> Iterator[Event]:
+    """Yield the events of ``target(**kwargs)`` computed in a spawned child process."""
+    return ChildRun(target, **kwargs).events(should_stop)
+
+
+def start_comparison(
+    base: str,
+    comp: str,
+    base_opts: LoadOptions,
+    comp_opts: LoadOptions,
+    compare_opts: CompareOptions,
+    advisor_config: str | None = None,
+) -> ChildRun:
+    """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child."""
+    from .pipeline import comparison_events
+
+    return ChildRun(comparison_events, base=base, comp=comp, base_opts=base_opts,
+                    comp_opts=comp_opts, compare_opts=compare_opts, advisor_config=advisor_config)

@@ -149,3 +149,17 @@ def test_installed_console_script(tmp_path: Path) -> None:
     assert done.returncode == 0 and "NPU Db" in done.stdout
     bad = subprocess.run([exe, "info", str(tmp_path / "missing")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_tui_bad_config_fails_before_the_app(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    """The app's comparison child starts first (to overlap start-up); a bad config file still
+    ends the command with one line and exit 2, before the terminal switches to the app, and the
+    child is gone."""
+    import multiprocessing
+
+    bad = tmp_path / "rules.ini"
+    bad.write_text("[rule.x]\nthreshold = lots\n")
+    code, out, err = run(capsys, *PAIRS["gpu"], "--advisor-config", bad)
+    assert code == 2 and str(bad) in err and err.count("\n") == 1
+    assert not [p for p in multiprocessing.active_children() if p.name == "perfcmp-compare"]

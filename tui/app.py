@@ -28,6 +28,7 @@ from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import Headline, gap_sentence, headlines
 from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.runner import ChildRun
 
 from .panes import PANES, panes_of
 from .screens.drill import DrillScreen
@@ -154,11 +155,19 @@ class PerfCmpApp(App[int]):
                                                       detail=traceback.format_exc())))
 
     def on_perf_cmp_app_arrived(self, message: Arrived) -> None:
+        if not self._screens_alive():
+            return  # the app is closing: late events from the worker have nowhere to go
         try:
             self.handle_event(message.event)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the session
             self.handle_event(Failed(f"{type(exc).__name__}: {exc}", is_input=False,
                                      detail=traceback.format_exc()))
+
+    def _screens_alive(self) -> bool:
+        try:
+            return bool(self.query("#panes"))
+        except Exception:  # noqa: BLE001 - no screen stack any more (shutting down)
+            return False
 
     def handle_event(self, event: Event) -> None:
         if isinstance(event, Planned):
@@ -446,17 +455,21 @@ def build_app(
     *,
     out_dir: str = ".",
     advisor_config: str | None = None,
+    first_run: ChildRun | None = None,
 ) -> PerfCmpApp:
-    """The app wired to a comparison in a child process (call ``runner.prepare()`` first)."""
-    from perfcmp_core.pipeline import comparison_events
-    from perfcmp_core.runner import stream_in_process
+    """The app wired to a comparison in a child process (call ``runner.prepare()`` first).
+
+    ``first_run``: a run the caller already started (so it overlaps the app's start-up); a retry
+    after an error starts a fresh one.
+    """
+    from perfcmp_core.runner import start_comparison
+
+    pending = [first_run] if first_run is not None else []
 
     def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
-        return stream_in_process(
-            comparison_events, should_stop=should_stop, base=base, comp=comp,
-            base_opts=base_opts, comp_opts=comp_opts, compare_opts=compare_opts,
-            advisor_config=advisor_config,
-        )
+        run = pending.pop() if pending else start_comparison(
+            base, comp, base_opts, comp_opts, compare_opts, advisor_config)
+        return run.events(should_stop)
 
     return PerfCmpApp(base, comp, source, out_dir=str(Path(out_dir)))
 
@@ -471,6 +484,7 @@ def run_app(
     out_dir: str = ".",
     mouse: bool = True,
     advisor_config: str | None = None,
+    first_run: ChildRun | None = None,
 ) -> int:
     """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
     from perfcmp_core.runner import prepare
@@ -481,6 +495,6 @@ def run_app(
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
     app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
-                    advisor_config=advisor_config)
+                    advisor_config=advisor_config, first_run=first_run)
     app.run(mouse=mouse)
     return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

@@ -229,22 +229,28 @@ def cmd_advise(ns: argparse.Namespace) -> int:
 
 
 def cmd_tui(ns: argparse.Namespace) -> int:
-    from perfcmp_core.advisor import load_config
-    from perfcmp_core.compare.masks import load_masks
+    from perfcmp_core.runner import prepare, start_comparison
 
     base, comp = _pair_paths(ns)
     copts = compare_options(ns)
-    # Bad config files fail here, before the terminal switches to the app.
-    load_config(ns.advisor_config)
-    load_masks(copts.config_path)
-    from perfcmp_tui.app import run_app
+    base_opts, comp_opts = load_options(ns, ns.base_step), load_options(ns, ns.comparison_step)
+    # The comparison starts first, so its child's imports and parsing overlap everything below
+    # (pandas and Textual imports, building the screen).
+    prepare()
+    run = start_comparison(base, comp, base_opts, comp_opts, copts, ns.advisor_config)
+    try:
+        from perfcmp_core.advisor import load_config
+        from perfcmp_core.compare.masks import load_masks
 
-    return run_app(
-        base, comp,
-        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
-        copts, out_dir=ns.output, mouse=not ns.no_mouse,
-        advisor_config=ns.advisor_config,
-    )
+        # Bad config files fail here, before the terminal switches to the app.
+        load_config(ns.advisor_config)
+        load_masks(copts.config_path)
+        from perfcmp_tui.app import run_app
+    except BaseException:
+        run.close()
+        raise
+    return run_app(base, comp, base_opts, comp_opts, copts, out_dir=ns.output,
+                   mouse=not ns.no_mouse, advisor_config=ns.advisor_config, first_run=run)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

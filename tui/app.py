@@ -63,6 +63,8 @@ class PerfCmpApp(App[int]):
         Binding("escape", "cancel", "Cancel", show=False),
         Binding("q", "back", "Quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # Over SSH people press Ctrl+C to get out; it quits too (and kills a running comparison).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     class Arrived(Message):

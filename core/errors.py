@@ -8,7 +8,15 @@ bad input" without hiding our own bugs.
 
 from __future__ import annotations
 
+import re
 from os import PathLike
+
+#: C0/C1 control characters (line breaks are already joined with spaces by then).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
 
 
 class InputError(Exception):
@@ -22,8 +30,15 @@ class InputError(Exception):
     @property
     def message(self) -> str:
         text = self.problem if self.path is None else f"{self.path}: {self.problem}"
-        # One line, always: profile text may carry newlines.
-        return " ".join(text.split("\n"))
+        # One line, always: profile text and file names may carry line breaks, and terminal
+        # control characters (ESC sequences) in a planted file name must not reach the terminal.
+        return _CONTROL.sub(_escape, " ".join(text.splitlines()))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Profiles load in worker processes; the default pickling re-calls ``__init__`` with the
+        # formatted message only, which fails and surfaces as BrokenProcessPool instead of the
+        # one-line error.
+        return _rebuild, (type(self), self.path, self.problem)
 
 
 class UsageError(InputError):
@@ -31,6 +46,13 @@ class UsageError(InputError):
 
     def __init__(self, problem: str) -> None:
         super().__init__(None, problem)
+
+
+def _rebuild(cls: type[InputError], path: str | None, problem: str) -> InputError:
+    """Unpickle an :class:`InputError` (or subclass) without calling the subclass ``__init__``."""
+    err = cls.__new__(cls)
+    InputError.__init__(err, path, problem)
+    return err
 
 
 class Cancelled(Exception):

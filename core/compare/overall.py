@@ -193,8 +193,10 @@ def overall_table(base: SideMetrics, comp: SideMetrics, base_label: str, comp_la
     rows = [r for r in rows if r[1].ns != 0 or r[2].ns != 0]
 
     labels = [r[0] for r in rows]
-    b_ns = np.array([r[1].ns for r in rows], dtype="int64")
-    c_ns = np.array([r[2].ns for r in rows], dtype="int64")
+    # float64, not int64: sums of corrupt (year-2100) durations can pass 2**63 ns; a float keeps
+    # them displayable (and is exact below 2**53 ns ≈ 104 days).
+    b_ns = np.array([r[1].ns for r in rows], dtype="float64")
+    c_ns = np.array([r[2].ns for r in rows], dtype="float64")
     data = pd.DataFrame({
         "index": pd.Series(labels, dtype="str"),
         "base_ms": b_ns / _NS_PER_MS,

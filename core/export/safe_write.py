@@ -48,6 +48,31 @@ def ensure_dir(path: str | PathLike[str]) -> Path:
     return directory
 
 
+def check_dir(path: str | PathLike[str]) -> Path:
+    """Check that :func:`ensure_dir` would succeed on ``path``, without creating anything.
+
+    Used before a long comparison so that a bad ``-o`` fails first, yet a run that then fails on
+    its input leaves no empty output folder behind. The nearest existing ancestor must be a
+    writable directory (a missing folder is created only when the result is written).
+    """
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise InputError(directory, "output path is a file, not a directory")
+    existing = directory.absolute()
+    while not existing.exists():
+        if existing.is_symlink():
+            problem = f"{existing} is a broken symbolic link"
+            raise InputError(directory, f"cannot create output directory ({problem})")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(directory, f"cannot create output directory ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if existing == directory.absolute():
+            raise InputError(directory, "output directory is not writable")
+        raise InputError(directory, f"cannot create output directory ({existing} is not writable)")
+    return directory
+
+
 def _candidates(target: Path) -> Iterator[Path]:
     """The names tried in order: ``target`` itself, then ``<stem>_1<suffix>``, ``_2``…"""
     yield target

@@ -207,9 +207,32 @@ def detect(given: str, rank: int | None = None) -> Source:
     if path.is_symlink():
         notes.append(f"{given} is a symbolic link to {path.resolve()}")
     path = path.resolve()
-    src = _detect_file(given, path) if path.is_file() else _detect_dir(given, path, rank)
+    if path.is_file():
+        src = _detect_file(given, path)
+    elif path.is_dir():
+        src = _detect_dir(given, path, rank)
+        notes += _links_outside(src, path)
+    else:  # a FIFO, socket or device: never open it (reading a FIFO would block forever)
+        raise InputError(given, "is not a regular file or folder")
     src.notes[:0] = notes
     return src
+
+
+def _links_outside(src: Source, root: Path) -> list[str]:
+    """Notes for files of ``src`` that resolve outside the folder the user gave.
+
+    A copied profile folder may hold symbolic links into someone else's tree; they are read
+    (the owner and size checks still apply to their targets) but the user is told where the data
+    really comes from.
+    """
+    notes = []
+    for p in [src.trace, src.db, *src.files.values()]:
+        if p is None:
+            continue
+        real = p.resolve()
+        if not real.is_relative_to(root):
+            notes.append(f"{p} is a symbolic link to {real}, outside {root}")
+    return notes
 
 
 def _detect_file(given: str, path: Path) -> Source:

@@ -38,7 +38,7 @@ from ..model import (
     empty,
     frame,
 )
-from ..options import LoadOptions
+from ..options import JSON_CAP, LoadOptions
 from .common import assign_step, float_us_to_ns, is_step_name, nest, steps_from_ops, us_to_ns
 from .detect import Source
 
@@ -61,6 +61,7 @@ _MAX_US = 9.2e15
 _TS_RE = re.compile(rb'"ts"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
 _NON_JSON_TOKENS = (b"NaN", b"Infinity")
 _UTF8_BOM = b"\xef\xbb\xbf"
+_GZ_CHUNK = 16 * 1024 * 1024
 
 
 def load_gpu(src: Source, opts: LoadOptions) -> Profile:
@@ -68,7 +69,7 @@ def load_gpu(src: Source, opts: LoadOptions) -> Profile:
     assert src.trace is not None
     path = src.trace
     notes = list(src.notes)
-    raw = _read_bytes(path)
+    raw = _read_bytes(path, None if opts.force else JSON_CAP)
     doc = _parse(path, raw, notes)
     events = _trace_events(path, doc, notes)
     ev = _columns(events, raw, opts, notes)
@@ -105,12 +106,18 @@ def load_gpu(src: Source, opts: LoadOptions) -> Profile:
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The decompressed file content; gzip and I/O failures become InputError."""
+def _read_bytes(path: Path, limit: int | None) -> bytes:
+    """The decompressed file content; gzip and I/O failures become InputError.
+
+    The size cap checked before reading applies to the *compressed* size of a ``.gz``; so that a
+    small file cannot expand without bound (a gzip bomb), the decompressed content is held to
+    the same ``limit`` as a plain trace (``None``: ``--force``, no limit).
+    """
     try:
-        data = path.read_bytes()
         if path.name.lower().endswith(".gz"):
-            data = gzip.decompress(data)
+            data = _gunzip(path, limit)
+        else:
+            data = path.read_bytes()
     except gzip.BadGzipFile:
         raise InputError(path, "is not a valid gzip file") from None
     except EOFError:
@@ -120,6 +127,20 @@ def _read_bytes(path: Path) -> bytes:
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
     return data[len(_UTF8_BOM):] if data.startswith(_UTF8_BOM) else data
+
+
+def _gunzip(path: Path, limit: int | None) -> bytes:
+    """Decompress in chunks (``read(limit + 1)`` would reserve ``limit`` bytes up front)."""
+    chunks: list[bytes] = []
+    total = 0
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(_GZ_CHUNK):
+            total += len(chunk)
+            if limit is not None and total > limit:
+                raise InputError(path, f"decompresses to more than {limit:,} bytes, the limit for "
+                                       ".json traces; pass --force to read it anyway")
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _parse(path: Path, raw: bytes, notes: list[str]) -> Any:
@@ -225,6 +246,9 @@ def _columns(events: list[dict[str, Any]], raw: bytes, opts: LoadOptions,
     dur, _ = _us_values([e.get("dur", 0) for e in sub])
     if not ok.all():
         notes.append(f"{int((~ok).sum())} events without a numeric ts ignored")
+    bad_dur = int(((dur < 0) & ok & np.isin(role[sel], (_OP, _KERNEL, _PYFUNC))).sum())
+    if bad_dur:
+        notes.append(f"{bad_dur} events with a negative or non-numeric dur are counted as 0 µs")
     ident = _idents([e.get("pid") for e in sub], [e.get("tid") for e in sub])
     keep = np.flatnonzero(ok)
     return _Events(role[sel][keep], ph_of[sel][keep], cat_of[sel][keep],
@@ -530,7 +554,7 @@ def _pyfuncs(ev: _Events) -> pd.DataFrame:
 def _fwdbwd(ev: _Events) -> pd.DataFrame:
     pairs = _flow_pairs(ev, _FWDBWD)
     return frame(FWDBWD, {
-        "id": pd.to_numeric(pd.Series(pairs["id"], dtype=object), errors="coerce"),
+        "id": _ints(pairs["id"].tolist()),
         "start_ts_ns": pairs["s_ts"], "start_tid": pairs["s_tid"],
         "end_ts_ns": pairs["f_ts"], "end_pid": pairs["f_pid"], "end_tid": pairs["f_tid"],
     })

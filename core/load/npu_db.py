@@ -46,6 +46,7 @@ reference's ``Constant.TABLE_*``):
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 
@@ -104,8 +105,18 @@ class _Db:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # ``immutable=1`` on top of ``mode=ro``: without it SQLite creates ``-shm``/``-wal`` files
+        # next to a WAL-mode database even for a read-only connection, i.e. writes into the
+        # user's input folder. The price: changes still sitting in an existing ``-wal`` file are
+        # not seen (reported by :attr:`unmerged_wal`).
         try:
-            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            self.unmerged_wal = path.with_name(path.name + "-wal").stat().st_size > 0
+        except OSError:
+            self.unmerged_wal = False
+        self.bad_text = False  # some TEXT cells were not UTF-8 (decoded with replacement)
+        self.ends_before_start: dict[str, int] = {}  # table → rows read with duration 0
+        try:
+            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
         except sqlite3.Error as exc:
             raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
@@ -120,8 +131,17 @@ class _Db:
     def _execute(self, sql: str) -> list[tuple[object, ...]]:
         try:
             return self.conn.execute(sql).fetchall()
+        except sqlite3.OperationalError as exc:
+            # One non-UTF-8 string (a name copied from another machine) must not make the whole
+            # profile unreadable: decode leniently from then on (only on this failure path, the
+            # default decoder is the fast one).
+            if not str(exc).startswith("Could not decode to UTF-8") or self.bad_text:
+                raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
         except sqlite3.Error as exc:
             raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
+        self.bad_text = True
+        self.conn.text_factory = _lenient_text
+        return self._execute(sql)
 
     def columns(self, table: str) -> set[str]:
         if table not in self.tables:
@@ -149,7 +169,7 @@ class _Db:
             try:
                 return values.astype(np.int64)
             except (TypeError, ValueError, OverflowError):
-                return pd.to_numeric(pd.Series(values), errors="coerce").fillna(-1).to_numpy(np.int64)
+                return _in_int64(values)[0]
         if kind == FLOAT:
             return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
         if kind == SID:
@@ -161,13 +181,12 @@ class _Db:
         try:
             codes, inline = values.astype(np.int64), None
         except (TypeError, ValueError, OverflowError):
-            as_num = pd.to_numeric(pd.Series(values), errors="coerce")
-            codes = as_num.fillna(-1).to_numpy(np.int64)
-            inline = (as_num.isna() & pd.Series(values).notna()).to_numpy()
+            codes, numeric = _in_int64(values)
+            inline = ~numeric & pd.notna(values)
         positions = self._string_index().get_indexer(codes)
         out = self._strings[positions]  # -1 (unknown id) picks the trailing ''
         if inline is not None and inline.any():
-            out[inline] = values[inline].astype(str)
+            out[inline] = [_cell_text(v) for v in values[inline]]
         return out
 
     def _string_index(self) -> pd.Index:
@@ -185,6 +204,48 @@ class _Db:
         """Ids under which ``texts`` are interned."""
         index = self._string_index()
         return [int(i) for i in index[np.isin(self._strings[:-1], texts)]]
+
+
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _in_int64(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact int64 of SQLite cells (-1 where absent) and the mask of cells that are numbers.
+
+    Only reached when a column mixes numbers with something else (a damaged Db), so one Python
+    step per cell is affordable; going through float64 instead would round every ns timestamp
+    of the column to 256 ns. Text, BLOBs, infinities and values beyond int64 read as absent
+    (never wrapped around).
+    """
+    out = np.full(len(values), -1, dtype=np.int64)
+    ok = np.zeros(len(values), dtype=bool)
+    for i, v in enumerate(values.tolist()):
+        n = _exact_int(v)
+        if n is not None:
+            out[i], ok[i] = n, True
+    return out, ok
+
+
+def _exact_int(value: object) -> int | None:
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) and abs(value) < 2.0**63 else None
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return value
+    return None
+
+
+def _cell_text(value: object) -> str:
+    """Text of a cell stored inline (a BLOB is decoded leniently, not shown as ``b'…'``)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class _Select:
@@ -284,6 +345,14 @@ def _load(db: _Db, src: Source, opts: LoadOptions) -> Profile:
         group_names=_group_names(db, notes),
         backward_tid=int(fwdbwd["end_tid"].iloc[0]) if len(fwdbwd) else -1,
     )
+    if db.unmerged_wal:
+        notes.append(f"{db.path.name}-wal holds changes not merged into the database (was the profiler "
+                     "still running?); they are not read, the file is left untouched")
+    reversed_rows = [f"{table} {n}" for table, n in db.ends_before_start.items() if n]
+    if reversed_rows:
+        notes.append(f"rows that end before they start are counted as 0 ns: {', '.join(reversed_rows)}")
+    if db.bad_text:  # checked last: any query above may have met the first bad cell
+        notes.append("some text in the Db is not valid UTF-8; shown with U+FFFD replacement characters")
     return Profile(
         meta=meta,
         kernels=kernels,
@@ -361,7 +430,13 @@ def _first_conn(refs: pd.Series, conn_ids: pd.DataFrame | None) -> np.ndarray:
     if conn_ids is None:
         return refs.to_numpy(dtype="int64")
     first = conn_ids.groupby("ref", sort=False)["conn"].first()
-    return refs.map(first).fillna(-1).to_numpy(dtype="int64")
+    # An index lookup, not ``map``: a miss would turn the ids into float64 (rounding ids past
+    # 2**53, and ids near 2**63 cannot come back to int64 at all).
+    pos = first.index.get_indexer(refs.to_numpy(dtype="int64"))
+    ids = first.to_numpy(dtype="int64")
+    out = np.full(len(refs), -1, dtype="int64")
+    out[pos >= 0] = ids[pos[pos >= 0]]
+    return out
 
 
 def _host_rows(apis: pd.DataFrame, api_type: str) -> pd.DataFrame:
@@ -477,7 +552,7 @@ def _read_tasks(db: _Db) -> pd.DataFrame:
     if not db.has("TASK", "globalTaskId", "startNs", "endNs"):
         return empty(KERNELS).drop(columns=["step", "op_row"]).assign(comm_task=pd.Series(dtype=bool))
     q = (_Select(db).col("T", "TASK", "globalTaskId", "gid", INT)
-         .expr("T.startNs", "start_ns", INT).expr("T.endNs - T.startNs", "dur_ns", INT)
+         .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
          .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
          .col("T", "TASK", "taskType", "task_type", SID))
     joins: list[str] = []
@@ -498,7 +573,8 @@ def _read_tasks(db: _Db) -> pd.DataFrame:
         q.expr("M.globalTaskId IS NOT NULL", "is_comm", INT).expr("COALESCE(M.taskType, -1)", "comm_name", SID)
     else:
         q.expr("0", "is_comm", INT).expr("-1", "comm_name", SID)
-    df = q.fetch(f"FROM TASK AS T {' '.join(joins)} WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL")
+    df = _durations(db, "TASK", q.fetch(f"FROM TASK AS T {' '.join(joins)} "
+                                        "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
     name = df["compute_name"].where(df["compute_name"] != "", df["comm_name"])
     df["name"] = name.where(name != "", df["task_type"])
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
@@ -514,6 +590,17 @@ def _read_tasks(db: _Db) -> pd.DataFrame:
         for col in pmu.columns:
             df[col] = aligned[col].to_numpy() / _PMU_NS_PER_US
     return df.drop(columns=["gid", "compute_name", "comm_name"])
+
+
+def _durations(db: _Db, table: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``start_ns``/``end_ns`` → ``start_ns``/``dur_ns``. A time that is not an integer (text,
+    a BLOB, beyond int64) drops the row, as NULL does; an end before the start gives duration 0
+    and is counted per table for a note (the first read of a table counts it)."""
+    df = df[(df["start_ns"] >= 0) & (df["end_ns"] >= 0)].reset_index(drop=True)
+    dur = df["end_ns"].to_numpy() - df["start_ns"].to_numpy()
+    db.ends_before_start.setdefault(table, int((dur < 0).sum()))
+    df["dur_ns"] = np.maximum(dur, 0)
+    return df.drop(columns=["end_ns"])
 
 
 def _pmu(db: _Db) -> pd.DataFrame | None:
@@ -540,9 +627,9 @@ def _comm_ops(db: _Db, steps: pd.DataFrame) -> pd.DataFrame:
     df = (_Select(db).col("O", op, "opName", "name", SID).col("O", op, "opType", "op_type", SID)
           .col("O", op, "groupName", "grp", SID).col("O", op, "opId", "op_id", INT)
           .col("O", op, "connectionId", "link", INT)
-          .expr("O.startNs", "start_ns", INT).expr("O.endNs - O.startNs", "dur_ns", INT)
+          .expr("O.startNs", "start_ns", INT).expr("O.endNs", "end_ns", INT)
           .fetch("FROM COMMUNICATION_OP AS O WHERE O.startNs IS NOT NULL AND O.endNs IS NOT NULL ORDER BY O.rowid"))
-    df = df.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    df = _durations(db, op, df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
     out = frame(COMM_OPS, {
         "name": df["name"], "op_type": df["op_type"], "group": df["grp"], "start_ns": df["start_ns"],
@@ -558,10 +645,10 @@ def _comm_tasks(db: _Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> pd.Data
     info = "COMMUNICATION_TASK_INFO"
     df = (_Select(db).col("I", info, "taskType", "name", SID).col("I", info, "groupName", "grp", SID)
           .col("I", info, "planeId", "plane_order", INT).col("I", info, "opId", "op_id", INT)
-          .expr("T.startNs", "start_ns", INT).expr("T.endNs - T.startNs", "dur_ns", INT)
+          .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
           .fetch("FROM COMMUNICATION_TASK_INFO AS I JOIN TASK AS T ON T.globalTaskId = I.globalTaskId "
                  "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
-    df = df.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    df = _durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     plane = df["plane_order"].astype(str).where(df["plane_order"] >= 0, "")
     return frame(COMM_TASKS, {
         "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],

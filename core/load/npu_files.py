@@ -92,15 +92,17 @@ def _text(col: pd.Series) -> pd.Series:
 
 
 def _float(col: pd.Series) -> pd.Series:
-    """float64 of a text column; "", ``N/A`` and junk → NaN."""
-    return pd.to_numeric(col.str.strip(), errors="coerce").astype("float64")
+    """float64 of a text column; "", ``N/A``, junk and values no counter can hold (``inf``,
+    ``1e400``, beyond int64) → NaN, so that integer columns built from it never overflow."""
+    v = pd.to_numeric(col.str.strip(), errors="coerce").astype("float64")
+    return v.where(v.abs() < 2.0**63)
 
 
 def _scaled_int(values: pd.Series, factor: int, missing: int) -> np.ndarray:
     """float units (KB, MB) → int64 (bytes), NaN → ``missing``."""
     v = values.to_numpy(dtype="float64") * factor
     out = np.full(len(v), missing, dtype="int64")
-    ok = np.isfinite(v)
+    ok = np.isfinite(v) & (np.abs(v) < 2.0**63)
     out[ok] = np.round(v[ok]).astype("int64")
     return out
 
@@ -148,6 +150,9 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
     dur_us = _float(df["Duration(us)"])
     if dur_us.isna().any():
         notes.append(f"{path.name}: {int(dur_us.isna().sum())} row(s) without a Duration(us) "
+                     "are counted as 0 µs")
+    if (dur_us < 0).any():
+        notes.append(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
                      "are counted as 0 µs")
     core = _text(_optional(df, "Accelerator Core"))
     columns: dict[str, object] = {
@@ -237,9 +242,13 @@ def _placement_via_queue(alloc_ns: np.ndarray, queue: pd.DataFrame) -> tuple[np.
     ok[ok] = alloc_ns[ok] <= deq["end_ns"].to_numpy()[idx[ok]]
     covered[:] = ok
     enq = queue[queue["kind"] == "enqueue"].drop_duplicates("correlation", keep="last")
-    enq_start = pd.Series(enq["start_ns"].to_numpy(), index=enq["correlation"].to_numpy())
     corr = deq["correlation"].to_numpy()[idx[ok]]
-    place[ok] = enq_start.reindex(corr).fillna(-1).to_numpy(dtype="int64")
+    # An index lookup, not ``reindex``: one missing enqueue would turn every start into float64
+    # and round it to 256 ns.
+    pos = pd.Index(enq["correlation"].to_numpy()).get_indexer(corr)
+    found = np.full(len(corr), -1, dtype="int64")
+    found[pos >= 0] = enq["start_ns"].to_numpy()[pos[pos >= 0]]
+    place[ok] = found
     return place, covered
 
 

@@ -140,6 +140,7 @@ class _Events:
     ts_ns: np.ndarray
     dur_ns: np.ndarray
     is_complete: np.ndarray  # an X event with a valid ts
+    bad_dur: int  # complete events whose dur is missing, not a number or negative (read as 0)
 
     @classmethod
     def parse(cls, events: list[dict]) -> _Events:
@@ -151,6 +152,8 @@ class _Events:
 
         ph = text("ph")
         ts_ns = npu_files.us_text_to_ns(col("ts"))
+        dur_ns = float_us_to_ns(_floats(col("dur")))
+        is_complete = (ph == "X") & (ts_ns >= 0)
         return cls(
             raw=events,
             ph=ph,
@@ -159,8 +162,9 @@ class _Events:
             pid=_numbers(col("pid")),
             tid=_numbers(col("tid")),
             ts_ns=ts_ns,
-            dur_ns=np.maximum(float_us_to_ns(_floats(col("dur"))), 0),
-            is_complete=(ph == "X") & (ts_ns >= 0),
+            dur_ns=np.maximum(dur_ns, 0),
+            is_complete=is_complete,
+            bad_dur=int((is_complete & (dur_ns < 0)).sum()),
         )
 
     def flow_ids(self, rows: np.ndarray) -> np.ndarray:
@@ -322,7 +326,7 @@ def _fwdbwd(ev: _Events) -> tuple[pd.DataFrame, int]:
     ends = np.flatnonzero((ev.cat == "fwdbwd") & (ev.ph == "f"))
     backward_tid = int(ev.tid[ends[0]]) if len(ends) else -1
     table = frame(FWDBWD, {
-        "id": pd.to_numeric(pairs["id"], errors="coerce"),
+        "id": _numbers(pairs["id"].tolist()),
         "start_ts_ns": pairs["ts_s"],
         "start_tid": pairs["tid_s"],
         "end_ts_ns": pairs["ts_f"],
@@ -336,7 +340,7 @@ def _queue(ev: _Events) -> pd.DataFrame:
     rows = ev.complete(np.isin(ev.cat, ["enqueue", "dequeue"]))
     return frame(QUEUE, {
         "kind": ev.cat[rows],
-        "correlation": _values(ev.args(rows), "correlation_id"),
+        "correlation": _numbers(_values(ev.args(rows), "correlation_id")),
         "start_ns": ev.ts_ns[rows],
         "end_ns": ev.ts_ns[rows] + ev.dur_ns[rows],
     }, n=len(rows))
@@ -388,7 +392,7 @@ def _hardware_tasks(ev: _Events, layout: _Layout) -> tuple[pd.DataFrame, np.ndar
     table = frame(KERNELS, {
         "name": ev.name[rows],
         "task_type": _texts(args, "Task Type"),
-        "stream": _values(args, "Stream Id"),
+        "stream": _numbers(_values(args, "Stream Id")),
         "task_id": _texts(args, "Task Id"),
         "start_ns": ev.ts_ns[rows],
         "dur_ns": ev.dur_ns[rows],
@@ -505,7 +509,7 @@ def _link(targets: pd.DataFrame, flows: pd.DataFrame, ops: pd.DataFrame) -> tupl
     hits = flows.merge(keyed, left_on=["pid_f", "tid_f", "ts_f"], right_on=["pid", "tid", "start_ns"])
     hits = hits.drop_duplicates("target", keep="first")
     target = hits["target"].to_numpy()
-    link[target] = pd.to_numeric(hits["id"], errors="coerce").fillna(-1).to_numpy(dtype="int64")
+    link[target] = _numbers(hits["id"].tolist())
     op_row[target] = _innermost_op(ops, hits["pid_s"].to_numpy(), hits["tid_s"].to_numpy(),
                                   hits["ts_s"].to_numpy())
     return link, op_row
@@ -628,6 +632,9 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     notes = list(src.notes)
     with _gc_paused():
         ev = _Events.parse(_read_events(src.trace))
+    if ev.bad_dur:
+        notes.append(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
+                     "negative dur are counted as 0 µs")
     layout = _layout(ev, notes)
     if layout.hardware_pid is None:
         notes.append("no Ascend Hardware process in trace_view.json: no device tasks")

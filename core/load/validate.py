@@ -36,9 +36,12 @@ def check_file(path: Path, force: bool, cap: int | None = None) -> os.stat_resul
         return st
     limit = cap if cap is not None else _CAPS.get(path.suffix.lower())
     if limit is not None and st.st_size > limit:
+        size, most = _human(st.st_size), _human(limit)
+        if size == most:  # "10.0 GB, over the 10.0 GB limit" says nothing: give the bytes
+            size, most = f"{st.st_size:,} bytes", f"{limit:,}-byte"
         raise InputError(
             path,
-            f"is {_human(st.st_size)}, over the {_human(limit)} limit for {path.suffix} files; "
+            f"is {size}, over the {most} limit for {path.suffix} files; "
             "pass --force to read it anyway",
         )
     uid = os.geteuid() if hasattr(os, "geteuid") else None

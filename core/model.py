@@ -225,7 +225,11 @@ def frame(schema: Schema, columns: Mapping[str, object] | None = None, n: int | 
             if dt == STR:
                 s = s.fillna("").astype(str)
             elif dt == I64:
-                s = pd.to_numeric(s, errors="coerce").fillna(-1).astype("int64")
+                num = pd.to_numeric(s, errors="coerce")
+                if num.dtype.kind == "f":
+                    # inf / NaN / values beyond int64 are "absent", not INT64_MIN or a crash
+                    num = num.where(np.isfinite(num) & (num.abs() < 2.0**63), np.nan)
+                s = num.fillna(-1).astype("int64")
             elif dt == F64:
                 s = pd.to_numeric(s, errors="coerce").astype("float64")
             elif dt == BOOL:

@@ -1,8 +1,8 @@
-"""Load the two sides of a comparison, in parallel processes.
+"""Load the two sides of a comparison at the same time.
 
-Parsing JSON holds the GIL, so two threads would take as long as one after the other and would
-freeze a UI running in the same process. Each side is therefore parsed in its own worker process
-and the finished :class:`Profile` (numpy-backed DataFrames, cheap to pickle) comes back.
+Parsing JSON holds the GIL, so two threads would take as long as one after the other. The
+comparison side is therefore parsed in a worker process while this process parses the base side;
+the finished :class:`Profile` (numpy-backed DataFrames, cheap to pickle) comes back.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from .load import load_profile
 from .model import Profile
@@ -19,46 +18,9 @@ from .options import LoadOptions
 
 
 def _context() -> mp.context.BaseContext:
-    # fork is fastest (no re-import of pandas) and safe from our single-threaded CLI; callers
-    # that run threads (the TUI) pass "spawn" / "forkserver" explicitly.
+    # fork is fastest (no re-import of pandas). Callers are single-threaded: the CLI, or the
+    # TUI's comparison child, which talks to the app over a Pipe (no feeder thread).
     return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-
-
-def load_pair(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    *,
-    parallel: bool | None = None,
-    context: mp.context.BaseContext | None = None,
-    on_done: Callable[[str, Profile], None] | None = None,
-) -> tuple[Profile, Profile]:
-    """Load BASE and COMP (in two processes when ``parallel``; default: when ≥ 2 CPUs).
-
-    Errors surface exactly as in a serial load: the base side's error wins when both fail, so the
-    message names the base file first, as the reference does.
-    """
-    if parallel is None:
-        parallel = (os.cpu_count() or 1) >= 2
-    if not parallel:
-        b = load_profile(base, base_opts)
-        if on_done:
-            on_done("base", b)
-        c = load_profile(comp, comp_opts)
-        if on_done:
-            on_done("comparison", c)
-        return b, c
-    with ProcessPoolExecutor(max_workers=2, mp_context=context or _context()) as pool:
-        fb: Future[Profile] = pool.submit(load_profile, base, base_opts)
-        fc: Future[Profile] = pool.submit(load_profile, comp, comp_opts)
-        b = fb.result()
-        if on_done:
-            on_done("base", b)
-        c = fc.result()
-        if on_done:
-            on_done("comparison", c)
-        return b, c
 
 
 def _load_into(q: Any, path: str, opts: LoadOptions) -> None:

@@ -17,3 +17,4 @@ def test_model_doc_lists_every_column() -> None:
         body = section[1].split("### `", 1)[0]
         for col, dtype in schema.items():
             assert f"| `{col}` | {dtype} |" in body, f"docs/model.md: {table}.{col} ({dtype}) missing"
+

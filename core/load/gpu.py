@@ -406,14 +406,20 @@ def _render(values: list[Any]) -> list[str]:
     return out
 
 
-def _ops(ev: _Events) -> pd.DataFrame:
-    rows = ev.rows(_OP)
+def _nested(ev: _Events, role: int) -> tuple[np.ndarray, ...]:
+    """Rows of ``role`` in interval order with start, end, pid, tid and per-thread nesting."""
+    rows = ev.rows(role)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
     idx = _interval_order(start, end, ev.order[rows])
     rows, start, end = rows[idx], start[idx], end[idx]
     pid, tid = ev.pid[rows], ev.tid[rows]
     parent, depth = nest(_thread_key(pid, tid), start, end)
+    return rows, start, end, pid, tid, parent, depth
+
+
+def _ops(ev: _Events) -> pd.DataFrame:
+    rows, start, end, pid, tid, parent, depth = _nested(ev, _OP)
     names = ev.names(rows)
     args = ev.args(rows)
     runtime = np.flatnonzero(np.isin(ev.cat[rows], RUNTIME_CATS))
@@ -536,13 +542,7 @@ def _flow_pairs(ev: _Events, role: int) -> pd.DataFrame:
 
 
 def _pyfuncs(ev: _Events) -> pd.DataFrame:
-    rows = ev.rows(_PYFUNC)
-    start = ev.ts[rows]
-    end = start + ev.dur[rows]
-    idx = _interval_order(start, end, ev.order[rows])
-    rows, start, end = rows[idx], start[idx], end[idx]
-    pid, tid = ev.pid[rows], ev.tid[rows]
-    parent, depth = nest(_thread_key(pid, tid), start, end)
+    rows, start, end, pid, tid, parent, depth = _nested(ev, _PYFUNC)
     names = ev.names(rows)
     return frame(PYFUNCS, {
         "name": names, "pid": pid, "tid": tid, "start_ns": start, "end_ns": end,

@@ -14,7 +14,7 @@ carry a trailing tab, ``Input Shapes`` keeps literal double quotes after CSV par
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 

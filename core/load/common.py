@@ -59,25 +59,6 @@ def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
     parent[order[has]] = order[sp[has]]
     depth[order] = sorted_depth
     return parent, depth
-    order = np.lexsort((-end, start, tid_key))
-    tids = tid_key[order].tolist()
-    starts = start[order].tolist()
-    ends = end[order].tolist()
-    rows = order.tolist()
-    stack: list[int] = []  # positions into the sorted lists
-    prev_tid = None
-    for i in range(n):
-        if tids[i] != prev_tid:
-            stack.clear()
-            prev_tid = tids[i]
-        e, s = ends[i], starts[i]
-        while stack and not (starts[stack[-1]] <= s and e <= ends[stack[-1]]):
-            stack.pop()
-        if stack:
-            parent[rows[i]] = rows[stack[-1]]
-            depth[rows[i]] = len(stack)
-        stack.append(i)
-    return parent, depth
 
 
 def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.DataFrame:

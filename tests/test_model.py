@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import pytest
 
 from perfcmp_core import model
 
@@ -12,6 +14,32 @@ def test_frame_maps_unrepresentable_integers_to_absent() -> None:
     df = model.frame(model.STEPS, {"step": [1, np.inf, 1e30, None, 5], "start_ns": [1, 2, 3, 4, 5]})
     assert df["step"].tolist() == [1, -1, -1, -1, 5]
     assert df["end_ns"].tolist() == [-1] * 5
+
+
+@pytest.mark.parametrize("values, expected", [
+    (pd.Series(["a", "b"], dtype=object), ["a", "b"]),  # all str: the fast path
+    (pd.Series(["a", None, np.nan, 3], dtype=object), ["a", "", "", "3"]),
+    (pd.Series([], dtype=object), []),
+    (pd.Series(["a", None], dtype="str"), ["a", ""]),  # a string column with a missing value
+    (["x", None], ["x", ""]),
+    ([1, 2], ["1", "2"]),
+])
+def test_frame_text_columns_fill_missing_and_convert_the_rest(values: object, expected: list[str]) -> None:
+    """Text columns: missing values become "", anything else goes through str, whether or not
+    the input was all str already (the fast path must not change a value or the dtype)."""
+    df = model.frame({"name": model.STR}, {"name": values})
+    assert df["name"].tolist() == expected
+    assert all(type(v) is str for v in df["name"])
+    assert df["name"].dtype == model.frame({"name": model.STR}, {"name": [""]})["name"].dtype
+
+
+def test_frame_keeps_int64_columns_and_converts_others() -> None:
+    df = model.frame(model.STEPS, {"step": np.array([3, -1, 7]), "start_ns": pd.Series([1.0, np.nan, 2.0]),
+                                   "end_ns": np.array([1, 2, 3], dtype="int32")})
+    assert df["step"].tolist() == [3, -1, 7]
+    assert df["start_ns"].tolist() == [1, -1, 2]
+    assert df["end_ns"].tolist() == [1, 2, 3]
+    model.check(df, model.STEPS, "steps")
 
 
 def test_nest_per_thread_with_full_containment() -> None:

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfcmp_core.compare.api import compare_api, self_ns
+from perfcmp_core.compare.api import compare_api, group_sums, per_name, self_ns
+from perfcmp_core.compare.masks import TextIndex
 from perfcmp_core.model import OPS, Profile, ProfileMeta, frame
 
 US = 1000
@@ -134,3 +135,30 @@ def test_real_pair_against_reference(real_pair: tuple[Profile, Profile]) -> None
     assert round(d.at["cudaMemcpyAsync", "base_self"], 2) == round(d.at["cudaMemcpyAsync", "base_total"], 2) == 77.04
     assert d.at["aten::empty_strided", "comp_self"] > 0
     assert (d["base_self"] >= 0).all() and (d["comp_self"] >= 0).all()
+
+
+def test_group_sums_are_exact_int64() -> None:
+    codes = np.array([1, 0, 1, 3])
+    values = np.array([5, 7, 2**40, 1], dtype="int64")
+    assert group_sums(codes, values, 4).tolist() == [7, 2**40 + 5, 0, 1]
+    # Beyond float64's exact range bincount would round; the exact path takes over.
+    big = np.array([2**62, 1, 2**62], dtype="int64")
+    assert group_sums(np.array([0, 0, 1]), big, 2).tolist() == [2**62 + 1, 2**62]
+    assert group_sums(np.array([], dtype="int64"), np.array([], dtype="int64"), 2).tolist() == [0, 0]
+
+
+def test_per_name_orders_by_first_kept_row_and_reuses_a_given_index() -> None:
+    """Names come in the order of their first non-step row: "X" is first seen on the step op
+    (row 0, excluded), so it comes after the names of rows 1 and 2."""
+    p = make_profile([
+        ("X", 1, 0, 1000, -1),
+        ("aten::b", 1, 10, 20, 0),
+        ("aten::a", 1, 50, 60, 0),
+        ("X", 1, 70, 75, 0),
+        ("aten::b", 1, 80, 85, 0),
+    ])
+    p.ops["is_step"] = np.array([True, False, False, False, False])
+    got = per_name(p.ops)
+    assert got.index.tolist() == ["aten::b", "aten::a", "X"]
+    assert got["total"].tolist() == [15 * US, 10 * US, 5 * US] and got["calls"].tolist() == [2, 1, 1]
+    assert per_name(p.ops, TextIndex(p.ops["name"])).equals(got)

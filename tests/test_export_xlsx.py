@@ -367,6 +367,37 @@ def test_text_escaping_and_illegal_characters(tmp_path: Path) -> None:
     assert ws["B8"].fill.fill_type is None  # "INF" outside a ratio column is just text
 
 
+def test_long_text_with_markup_and_illegal_characters_is_cut_then_escaped(tmp_path: Path) -> None:
+    """Only the kept head of a long cell is cleaned and escaped: U+FFFD for the forbidden
+    character in it, nothing of the tail (whose lone surrogate must not break the cut)."""
+    texts = ["<k>&\x00" + "k" * 32_745 + "\ud800" * 10 + "z" * 9_000, "\x01" + "é" * 20_000]
+    path = write_workbook(make_result(module_compare(texts)), tmp_path, now=NOW)
+    ws = openpyxl.load_workbook(path)["ModuleCompare"]
+    # 41,760 characters; the 23-character marker leaves 32,744 of them.
+    assert ws["B4"].value == "<k>&\ufffd" + "k" * 32_739 + "…[truncated 9016 chars]"
+    assert ws["B5"].value == "\ufffd" + "é" * 20_000  # 20,001 units: fits, cleaned whole
+
+
+def test_legal_replaces_only_characters_xml_forbids() -> None:
+    from perfcmp_core.export.xlsx import _legal
+
+    assert _legal("tab\tlf\ncr\r <&> ok") == "tab\tlf\ncr\r <&> ok"
+    assert _legal("a\x00b\x1f\x0b") == "a\ufffdb\ufffd\ufffd"
+    assert _legal("é\x01\ud800\ufffe\uffff€") == "é\ufffd\ufffd\ufffd\ufffd€"
+    assert _legal("") == ""
+
+
+def test_uniform_cells_render_like_cell() -> None:
+    """The single-style column fast path gives exactly what ``cell`` gives, value by value."""
+    from perfcmp_core.export.xlsx import _SheetXml, _uniform_cells
+
+    values = [1.5, 0.1 + 0.2, -0.0, float("inf"), float("-inf"), None, 7, -3, True, "a<b>&c", "x\x00",
+              np.str_("np"), 2**70, 1e300]
+    xml = _SheetXml()
+    got = _uniform_cells(xml, "C", range(4, 4 + len(values)), values, 5)
+    assert got == [xml.cell(f"C{r}", v, 5) for r, v in zip(range(4, 4 + len(values)), values)]
+
+
 def test_numpy_and_nullable_values(tmp_path: Path) -> None:
     table = op_stat()
     data = table.data.copy()

@@ -105,6 +105,31 @@ def test_forest_adopts_other_thread_roots_and_sums_subtrees() -> None:
     assert f.pre[6] < f.pre[7] < f.pre[8] < f.pre[6] + f.size[6]
 
 
+def test_tree_levels_visit_every_row_once_by_depth() -> None:
+    """Hand-built forest: 0 → (1 → (3, 4), 2), 5 → 6; children listed in row order."""
+    from perfcmp_core.compare.optree import children_csr, children_of, level_depths, tree_levels
+
+    parent = np.array([-1, 0, 0, 1, 1, -1, 5])
+    ptr, idx = children_csr(parent)
+    assert children_of(np.array([5, 0]), ptr, idx).tolist() == [6, 1, 2]
+    assert children_of(np.array([3, 6]), ptr, idx).tolist() == []
+    levels = tree_levels(parent, ptr, idx)
+    assert [lv.tolist() for lv in levels] == [[0, 5], [1, 2, 6], [3, 4]]
+    assert level_depths(levels, len(parent)).tolist() == [0, 1, 1, 2, 2, 0, 1]
+    assert tree_levels(np.zeros(0, dtype="int64"), *children_csr(np.zeros(0, dtype="int64"))) == []
+
+
+def test_float_text_is_python_repr() -> None:
+    """Durations and sizes print as Python's repr, each distinct value formatted once (by its
+    bits, so -0.0 and 0.0 keep their own text)."""
+    from perfcmp_core.compare.operators import float_text
+
+    values = np.array([333.0, 65.5, 0.1 + 0.2, 333.0, -0.0, 0.0, np.nan, np.inf, 1e16, 1e-05, 65.5])
+    assert float_text(values).tolist() == [repr(float(v)) for v in values]
+    assert float_text(values).dtype == object
+    assert float_text(np.zeros(0)).tolist() == []
+
+
 def test_adoption_needs_strict_containment() -> None:
     """A thread-2 op that outlives the thread-1 op it starts in, and one with the identical
     interval, stay roots (the reference's start-only stack would nest the first)."""

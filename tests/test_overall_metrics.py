@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfcmp_core.compare.masks import DEFAULT_MASKS, Masks, load_masks
@@ -643,6 +644,53 @@ def test_masks_dataclass_has_a_field_per_ini_key() -> None:
     from perfcmp_core.compare.masks import KEYS
 
     assert set(KEYS.values()) == set(Masks.__dataclass_fields__)
+
+
+def test_first_seen_codes_number_values_by_first_appearance() -> None:
+    from perfcmp_core.compare.masks import first_seen_codes
+
+    codes, distinct = first_seen_codes(np.array(["b", "a", "b", "c", "a"], dtype=object))
+    assert codes.tolist() == [0, 1, 0, 2, 1] and codes.dtype == np.int64
+    assert distinct == ["b", "a", "c"]
+    codes, distinct = first_seen_codes(np.array([], dtype=object))
+    assert codes.tolist() == [] and distinct == []
+
+
+def test_text_index_matches_and_groups_by_distinct_text() -> None:
+    from perfcmp_core.compare.masks import TextIndex
+
+    idx = TextIndex(pd.Series(["aten::MM", "Default/_backbone-Net/AllGatherMatmul-op12", "aten::mm", "aten::MM"]))
+    assert idx.codes.tolist() == [0, 1, 2, 0]
+    assert idx.distinct.tolist() == ["aten::MM", "Default/_backbone-Net/AllGatherMatmul-op12", "aten::mm"]
+    assert idx.contains_any(("mm",)).tolist() == [True, False, True, True]
+    assert idx.equals_any(("aten::mm",)).tolist() == [True, False, True, True]
+    assert idx.leaf().equals_any(("allgathermatmul",)).tolist() == [False, True, False, False]
+    assert idx.leaf().contains_any(("back",)).tolist() == [False] * 4  # "_backbone" is scope, not leaf
+    sub = idx.subset(np.array([False, True, True, False]))
+    assert sub.startswith("aten").tolist() == [False, True]
+
+
+def test_text_indexes_are_built_once_per_column_and_shared_through_the_context() -> None:
+    from perfcmp_core.compare import Context
+    from perfcmp_core.options import CompareOptions
+
+    base = profile("gpu", kernels=[kern("k1", 0, 1), kern("k2", 2, 1)])
+    comp = profile("gpu", kernels=[kern("k3", 0, 1)])
+    ctx = Context(base, comp, CompareOptions())
+    texts = ctx.texts(base)
+    assert ctx.texts(base) is texts and ctx.texts(comp) is not texts
+    assert texts("kernels", "name") is texts("kernels", "name")
+    assert texts("kernels", "name").distinct.tolist() == ["k1", "k2"]
+    assert ctx.texts(comp)("kernels", "name").distinct.tolist() == ["k3"]
+    with pytest.raises(ValueError):
+        ctx.texts(profile("gpu"))
+    # Shared indexes (already built by another step) or private ones give the same metrics.
+    from perfcmp_core.compare.masks import TextIndexes
+
+    npu = text_classification_profile()
+    shared = TextIndexes(npu)
+    overall_metrics(npu, DEFAULT_MASKS, shared)
+    assert overall_metrics(npu, DEFAULT_MASKS, shared) == overall_metrics(npu, DEFAULT_MASKS)
 
 
 # ---------------------------------------------------------------------------------------------

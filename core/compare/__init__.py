@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..model import Profile
 from ..options import CompareOptions
+from .masks import TextIndexes
 from .result import Table
 
 
@@ -39,14 +40,28 @@ class Context:
             self.cache["masks"] = load_masks(self.opts.config_path)
         return self.cache["masks"]
 
+    def texts(self, profile: Profile) -> TextIndexes:
+        """The text-column indexes of ``profile`` (base or comparison), shared by every step:
+        OverallMetrics and ApiCompare both factorise the host-op names, the costliest part of
+        each on a large trace."""
+        if profile is self.base:
+            key = "texts:base"
+        elif profile is self.comp:
+            key = "texts:comp"
+        else:
+            raise ValueError("texts() takes the context's base or comparison profile")
+        if key not in self.cache:
+            self.cache[key] = TextIndexes(profile)
+        return self.cache[key]
+
     def side_metrics(self) -> tuple[Any, Any]:
         """OverallMetrics per side (computed once; the summary and advisor reuse them)."""
         if "metrics" not in self.cache:
             from .overall_metrics import overall_metrics
 
             masks = self.masks()
-            self.cache["metrics"] = (overall_metrics(self.base, masks),
-                                     overall_metrics(self.comp, masks))
+            self.cache["metrics"] = (overall_metrics(self.base, masks, self.texts(self.base)),
+                                     overall_metrics(self.comp, masks, self.texts(self.comp)))
         return self.cache["metrics"]
 
     def operator_match(self) -> Any:
@@ -110,7 +125,7 @@ def _memory(ctx: Context) -> Outcome:
 def _api(ctx: Context) -> Outcome:
     from .api import compare_api
 
-    return [compare_api(ctx.base, ctx.comp)]
+    return [compare_api(ctx.base, ctx.comp, ctx.texts(ctx.base), ctx.texts(ctx.comp))]
 
 
 def _kernels(ctx: Context) -> Outcome:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..model import Profile
 
 SECTION = "OP_MASK"
 
@@ -91,57 +92,98 @@ def load_masks(config_path: str | Path | None) -> Masks:
     return Masks(**{f.name: overrides.get(f.name, getattr(DEFAULT_MASKS, f.name)) for f in fields(Masks)})
 
 
+def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, list[object]]:
+    """Code of every cell (0, 1, … numbered by first appearance) and the distinct values in that
+    order.
+
+    ``map(dict.setdefault, …)`` records each cell's first row in one C-level pass with no Python
+    frame per cell, reusing the strings' cached hashes (pd.factorize re-hashes the UTF-8 bytes
+    of every cell, ~10x slower on long GPU kernel names); a lookup table then renumbers the
+    first rows 0..k-1, which keeps first-appearance order because first rows increase with it.
+    """
+    n = len(values)
+    seen: dict[object, int] = {}
+    first = np.fromiter(map(seen.setdefault, values, range(n)), dtype=np.int64, count=n)
+    number = np.empty(n, dtype=np.int64)
+    number[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
+    return number[first], list(seen)
+
+
 class TextIndex:
-    """A text column reduced to its distinct lower-cased values, for keyword tests.
+    """A text column reduced to its distinct values, for keyword tests and grouping.
 
     Profiles repeat the same few hundred op/kernel names tens of thousands of times, so every
     test runs on the distinct values and is broadcast back through the factorisation codes.
+    ``codes`` (per row) and ``distinct`` (the values, first-appearance order) also serve to group
+    rows by their exact text.
     """
 
+    codes: np.ndarray
+    distinct: pd.Series
+    _lower: pd.Series
+
     def __init__(self, text: pd.Series) -> None:
-        # A dict over the Python strings reuses their cached hashes; pd.factorize re-hashes the
-        # UTF-8 bytes of every cell, which is ~10x slower on long GPU kernel names (10 ms vs
-        # 0.9 ms for 9.5k names) and no faster on short op names.
-        seen: dict[str, int] = {}
-        values = text.to_numpy(dtype=object)
-        self._codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.int64, count=len(values))
-        self._lower = pd.Series(list(seen), dtype=object).str.lower()
+        self.codes, distinct = first_seen_codes(text.to_numpy(dtype=object))
+        self.distinct = pd.Series(distinct, dtype=object)
+        self._lower = self.distinct.str.lower()
+
+    @classmethod
+    def _of(cls, codes: np.ndarray, distinct: pd.Series, lower: pd.Series) -> TextIndex:
+        out = cls.__new__(cls)
+        out.codes, out.distinct, out._lower = codes, distinct, lower
+        return out
 
     def subset(self, rows: np.ndarray) -> TextIndex:
         """The index of ``text[rows]`` (bool mask or positions) without re-factorising."""
-        out = TextIndex.__new__(TextIndex)
-        out._codes = self._codes[rows]
-        out._lower = self._lower
-        return out
+        return self._of(self.codes[rows], self.distinct, self._lower)
 
     def leaf(self) -> TextIndex:
         """The same rows keyed by their *own* name: the last ``/`` segment without a MindSpore
         ``-op<n>`` suffix (``Default/network-WithLossCell/_backbone-Net/AllGatherMatmul-op12`` →
-        ``allgathermatmul``). Keyword tests on full MindSpore scope paths misfire: every op
-        under ``_backbone`` would contain "back" and count as backward."""
+        ``allgathermatmul``), lower-cased (also in ``distinct``). Keyword tests on full MindSpore
+        scope paths misfire: every op under ``_backbone`` would contain "back" and count as
+        backward."""
         leaves = self._lower.str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
         codes, uniques = pd.factorize(leaves)
-        out = TextIndex.__new__(TextIndex)
-        out._codes = codes[self._codes]
-        out._lower = pd.Series(uniques, dtype=object)
-        return out
+        keys = pd.Series(uniques, dtype=object)
+        return self._of(codes[self.codes], keys, keys)
 
     def _back(self, hit: pd.Series | np.ndarray) -> np.ndarray:
-        return np.asarray(hit, dtype=bool)[self._codes]
+        return np.asarray(hit, dtype=bool)[self.codes]
 
     def contains_any(self, words: tuple[str, ...]) -> np.ndarray:
         """Contains any of ``words`` (lower-case) as a substring; no words → all False."""
-        if not words or len(self._codes) == 0:
-            return np.zeros(len(self._codes), dtype=bool)
+        if not words or len(self.codes) == 0:
+            return np.zeros(len(self.codes), dtype=bool)
         pattern = "|".join(re.escape(w) for w in words)
         return self._back(self._lower.str.contains(pattern, regex=True))
 
     def equals_any(self, words: tuple[str, ...]) -> np.ndarray:
-        if len(self._codes) == 0:
+        if len(self.codes) == 0:
             return np.zeros(0, dtype=bool)
         return self._back(self._lower.isin(list(words)))
 
     def startswith(self, prefix: str) -> np.ndarray:
-        if len(self._codes) == 0:
+        if len(self.codes) == 0:
             return np.zeros(0, dtype=bool)
         return self._back(self._lower.str.startswith(prefix))
+
+
+class TextIndexes:
+    """The :class:`TextIndex` of each text column of one profile, built on first use.
+
+    Factorising a column touches every cell's string object, which is the costliest part of
+    OverallMetrics and ApiCompare on a large trace (half a million host-op names); steps that
+    share one instance (through :class:`~perfcmp_core.compare.Context`) pay for it once.
+    """
+
+    def __init__(self, profile: Profile) -> None:
+        self._profile = profile
+        self._built: dict[tuple[str, str], TextIndex] = {}
+
+    def __call__(self, table: str, column: str) -> TextIndex:
+        """The index of ``profile.<table>[column]``."""
+        index = self._built.get((table, column))
+        if index is None:
+            index = self._built[(table, column)] = TextIndex(getattr(self._profile, table)[column])
+        return index

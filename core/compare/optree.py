@@ -130,10 +130,11 @@ def build_forest(profile: Profile) -> OpForest:
     end = ops["end_ns"].to_numpy()
     thread = ops.groupby(["pid", "tid"], sort=False).ngroup().to_numpy() if n else np.zeros(0, "int64")
     parent = adopt_roots(ops["parent"].to_numpy().astype("int64"), thread, start, end)
-    depth = depths(parent)
     child_ptr, child_idx = children_csr(parent)
-    size = subtree_sizes(parent, depth)
-    pre = preorder(parent, depth, size, child_ptr, child_idx)
+    levels = tree_levels(parent, child_ptr, child_idx)
+    depth = level_depths(levels, n)
+    size = subtree_sizes(parent, levels)
+    pre = preorder(parent, levels, size, child_ptr, child_idx)
 
     k = profile.kernels
     counted = (k["in_trace"].to_numpy() & ~k["task_type"].isin(UNCOUNTED_TASK_TYPES).to_numpy()
@@ -158,14 +159,15 @@ def adopt_roots(parent: np.ndarray, thread: np.ndarray, start: np.ndarray, end: 
     goes to a longer interval and can never form a cycle. Per other thread the candidate is the
     last op starting at or before the root, walked up its (same-thread) ancestors until one ends
     at or after the root; across threads the latest-starting (then shortest) candidate wins.
-    Relies on rows being sorted by start (the OPS contract).
+    Relies on rows being sorted by start (the OPS contract); ``thread`` numbers the threads
+    0, 1, … (a group number, as ``ngroup`` gives).
     """
     out = parent.copy()
     roots = np.flatnonzero(parent < 0)
     if len(roots) == 0 or thread.max(initial=0) == 0:
         return out
     best = np.full(len(roots), -1, dtype="int64")
-    for t in np.unique(thread):
+    for t in np.flatnonzero(np.bincount(thread)):  # the thread numbers in use, ascending
         rows_t = np.flatnonzero(thread == t)
         sel = np.flatnonzero(thread[roots] != t)
         r = roots[sel]
@@ -186,17 +188,6 @@ def adopt_roots(parent: np.ndarray, thread: np.ndarray, start: np.ndarray, end: 
     return out
 
 
-def depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node (0 at roots), one vectorised pass per tree level."""
-    depth = np.zeros(len(parent), dtype="int64")
-    has = parent >= 0
-    while True:
-        nxt = np.where(has, depth[np.maximum(parent, 0)] + 1, 0)
-        if np.array_equal(nxt, depth):
-            return depth
-        depth = nxt
-
-
 def children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Children lists in row (= start) order as CSR arrays."""
     n = len(parent)
@@ -206,20 +197,43 @@ def children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(([0], np.cumsum(counts))).astype("int64"), child_idx.astype("int64")
 
 
-def _levels(depth: np.ndarray) -> list[np.ndarray]:
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(depth.max(initial=-1) + 2))
-    return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+def tree_levels(parent: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray) -> list[np.ndarray]:
+    """Rows of each tree level, roots first, found breadth-first through the children lists:
+    every row is visited once (sorting rows by depth, or iterating depths to a fixpoint, costs
+    several passes over all rows). Within a level, rows come grouped by parent."""
+    out: list[np.ndarray] = []
+    level = np.flatnonzero(parent < 0)
+    while len(level):
+        out.append(level)
+        level = children_of(level, child_ptr, child_idx)
+    return out
 
 
-def subtree_sizes(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+def children_of(rows: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray) -> np.ndarray:
+    """The children of ``rows``, concatenated in ``rows`` order (each one's in start order)."""
+    lo = child_ptr[rows]
+    counts = child_ptr[rows + 1] - lo
+    # Child slot of the t-th output: t - (outputs before its row) + that row's first slot.
+    skip = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return child_idx[np.arange(len(skip)) + skip]
+
+
+def level_depths(levels: list[np.ndarray], n: int) -> np.ndarray:
+    """Depth of every row (0 at roots) from :func:`tree_levels`."""
+    depth = np.zeros(n, dtype="int64")
+    for d, rows in enumerate(levels):
+        depth[rows] = d
+    return depth
+
+
+def subtree_sizes(parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
     size = np.ones(len(parent), dtype="int64")
-    for rows in reversed(_levels(depth)[1:]):
+    for rows in reversed(levels[1:]):
         np.add.at(size, parent[rows], size[rows])
     return size
 
 
-def preorder(parent: np.ndarray, depth: np.ndarray, size: np.ndarray, child_ptr: np.ndarray,
+def preorder(parent: np.ndarray, levels: list[np.ndarray], size: np.ndarray, child_ptr: np.ndarray,
              child_idx: np.ndarray) -> np.ndarray:
     """Depth-first preorder positions (roots and children in start order), top-down by level."""
     n = len(parent)
@@ -235,7 +249,7 @@ def preorder(parent: np.ndarray, depth: np.ndarray, size: np.ndarray, child_ptr:
     group_start = np.repeat(excl[child_ptr[:-1][counts > 0]], counts[counts > 0])
     offset = np.zeros(n, dtype="int64")
     offset[child_idx] = excl - group_start
-    for rows in _levels(depth)[1:]:
+    for rows in levels[1:]:
         pre[rows] = pre[parent[rows]] + 1 + offset[rows]
     return pre
 

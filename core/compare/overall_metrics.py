@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..model import Kind, Profile
 from .intervals import Spans
-from .masks import BACKWARD_WORDS, Masks, TextIndex
+from .masks import BACKWARD_WORDS, Masks, TextIndex, TextIndexes
 
 GIB = 1024**3
 
@@ -219,15 +219,20 @@ class SideMetrics:
         return f"{pg}: {group}" if pg else group
 
 
-def overall_metrics(profile: Profile, masks: Masks) -> SideMetrics:
-    """Compute one side's OverallMetrics (the profile is already step-filtered)."""
+def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = None) -> SideMetrics:
+    """Compute one side's OverallMetrics (the profile is already step-filtered).
+
+    ``texts`` are the profile's text-column indexes when the caller shares them with other
+    steps; by default they are built here.
+    """
+    texts = TextIndexes(profile) if texts is None else texts
     kind = profile.meta.kind
     if kind == "gpu":
-        side = _gpu(profile, masks)
+        side = _gpu(profile, masks, texts)
     elif kind == "npu_text":
-        side = _npu_text(profile, masks)
+        side = _npu_text(profile, masks, texts)
     else:
-        side = _npu_db(profile, masks)
+        side = _npu_db(profile, masks, texts)
     side.memory_gb = _memory_gb(profile)
     if side.is_npu:
         side.rdma_bandwidth_gbps = float(profile.meta.rdma_bandwidth_gbps)
@@ -241,12 +246,12 @@ def overall_metrics(profile: Profile, masks: Masks) -> SideMetrics:
 # ---------------------------------------------------------------------------------------------
 
 
-def _gpu(profile: Profile, masks: Masks) -> SideMetrics:
+def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="gpu")
-    task = k["task_type"].str.lower().to_numpy()
-    is_kernel = task == "kernel"
-    used = is_kernel | (task == "gpu_memcpy")  # memset events are ignored entirely
+    task = texts("kernels", "task_type")
+    is_kernel = task.equals_any(("kernel",))
+    used = is_kernel | task.equals_any(("gpu_memcpy",))  # memset events are ignored entirely
     stream = k["stream"].to_numpy()
     start = k["start_ns"].to_numpy()
     end = start + k["dur_ns"].to_numpy()
@@ -257,7 +262,7 @@ def _gpu(profile: Profile, masks: Masks) -> SideMetrics:
     if timed.any():
         side.e2e_ns = int(end[timed].max() - start[timed].min())
 
-    names = TextIndex(k["name"])
+    names = texts("kernels", "name")
     compute_stream = _most_common(stream[is_kernel & ~nccl & has_stream])
     if compute_stream is None:
         side.notes.append("no non-NCCL kernel carries a stream id: SDMA time is 0")
@@ -273,28 +278,29 @@ def _gpu(profile: Profile, masks: Masks) -> SideMetrics:
     side.compute_ns = busy.length
     side.uncovered_ns = comm_spans.length - (comm_spans & busy).length
 
-    sub = k[compute]
+    n = int(compute.sum())
     sub_names = names.subset(compute)
-    launch_cls, launch_bwd = _launch_classes(profile, sub["op_row"].to_numpy(), masks, conv_tid=True)
+    launch_cls, launch_bwd = _launch_classes(profile, k["op_row"].to_numpy()[compute], masks, texts,
+                                             conv_tid=True)
     codes = _classify(
-        sub_names, TextIndex(sub["op_type"]), masks, sub_names.contains_any(masks.cube),
-        np.zeros(len(sub), dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
+        sub_names, texts("kernels", "op_type").subset(compute), masks, sub_names.contains_any(masks.cube),
+        np.zeros(n, dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
     )
-    _fill_buckets(side, sub["dur_ns"].to_numpy(), codes)
+    _fill_buckets(side, k["dur_ns"].to_numpy()[compute], codes)
     return side
 
 
-def _npu_text(profile: Profile, masks: Masks) -> SideMetrics:
+def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="npu_text")
     # Ascend Hardware tasks (HCCL ops may also be listed as is_comm kernels; they are counted
     # from comm_ops below)
     hw = k["in_trace"].to_numpy() & ~k["is_comm"].to_numpy()
-    names = TextIndex(k["name"])
+    names = texts("kernels", "name")
     dur = k["dur_ns"].to_numpy()
 
     side.lccl = _bucket(dur, hw & names.equals_any((_LCCL,))) + _bucket(
-        profile.comm_ops["dur_ns"].to_numpy(), TextIndex(profile.comm_ops["name"]).equals_any((_LCCL,))
+        profile.comm_ops["dur_ns"].to_numpy(), texts("comm_ops", "name").equals_any((_LCCL,))
     )
     stream = k["stream"].to_numpy()
     task = k["task_type"].to_numpy()
@@ -323,18 +329,17 @@ def _npu_text(profile: Profile, masks: Masks) -> SideMetrics:
         aiv_vec = k["aiv_vec_us"].to_numpy()
         mac = k["mac_us"].to_numpy()
         valid = k["has_details"].to_numpy() & ~(np.isnan(aiv_vec) & np.isnan(mac))
-        sub = k[valid]
-        cube = (np.nan_to_num(sub["mac_us"].to_numpy()) > 0) | (np.nan_to_num(sub["aicore_us"].to_numpy()) > 0)
-        launch = _launch_time(profile, sub["op_row"].to_numpy())
+        cube = (np.nan_to_num(mac[valid]) > 0) | (np.nan_to_num(k["aicore_us"].to_numpy()[valid]) > 0)
+        launch = _launch_time(profile, k["op_row"].to_numpy()[valid])
         sqe = k[hw & (k["name"].to_numpy() == _C_CORE_SQE)]
-        _classify_npu(side, profile, sub, masks, cube, order=np.argsort(launch, kind="stable"), sqe=sqe,
-                      conv_tid=True, fa_types=("flashattention", "fusedinferattention"))
+        _classify_npu(side, profile, valid, masks, texts, cube, order=np.argsort(launch, kind="stable"),
+                      sqe=sqe, conv_tid=True, fa_types=("flashattention", "fusedinferattention"))
 
     side.groups, side.pairs = _text_groups(profile, uncovered)
     return side
 
 
-def _npu_db(profile: Profile, masks: Masks) -> SideMetrics:
+def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="npu_db")
     hw = k["in_trace"].to_numpy()
@@ -348,7 +353,7 @@ def _npu_db(profile: Profile, masks: Masks) -> SideMetrics:
     op_start = ops["start_ns"].to_numpy()
     op_end = op_start + ops["dur_ns"].to_numpy()
 
-    side.lccl = _bucket(ops["dur_ns"].to_numpy(), TextIndex(ops["name"]).equals_any((_LCCL,)))
+    side.lccl = _bucket(ops["dur_ns"].to_numpy(), texts("comm_ops", "name").equals_any((_LCCL,)))
     known = stream >= 0
     side.sdma_stream = _sdma_on_compute_streams(
         stream, dur, task, wait_rows=hw & known, compute_rows=det & known, sdma_rows=hw & known
@@ -368,13 +373,13 @@ def _npu_db(profile: Profile, masks: Masks) -> SideMetrics:
     else:
         side.notes.append("no compute task, communication op or device task: E2E is 0")
 
-    sub = k[det]
     if profile.meta.has_pmu:
-        cube = (np.nan_to_num(sub["aicore_us"].to_numpy()) != 0) | (np.nan_to_num(sub["mac_us"].to_numpy()) != 0)
+        aicore, mac = k["aicore_us"].to_numpy()[det], k["mac_us"].to_numpy()[det]
+        cube = (np.nan_to_num(aicore) != 0) | (np.nan_to_num(mac) != 0)
     else:
-        cube = np.isin(sub["task_type"].to_numpy(), list(_DB_CUBE_TASKS))
+        cube = np.isin(task[det], list(_DB_CUBE_TASKS))
     sqe = k[hw & (task == _C_CORE_SQE)]
-    _classify_npu(side, profile, sub, masks, cube, order=np.argsort(sub["link"].to_numpy(), kind="stable"),
+    _classify_npu(side, profile, det, masks, texts, cube, order=np.argsort(k["link"].to_numpy()[det], kind="stable"),
                   sqe=sqe, conv_tid=False, fa_types=("flashattention",))
 
     side.groups, side.pairs = _db_groups(profile, active - busy)
@@ -396,7 +401,7 @@ def _launch_time(profile: Profile, op_row: np.ndarray) -> np.ndarray:
 
 
 def _launch_classes(
-    profile: Profile, op_row: np.ndarray, masks: Masks, conv_tid: bool
+    profile: Profile, op_row: np.ndarray, masks: Masks, texts: TextIndexes, conv_tid: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Class (FA / Conv / Matmul / none) and backward flag of the "cube" host op that was running
     when each kernel was launched.
@@ -413,7 +418,7 @@ def _launch_classes(
     linked = (op_row >= 0) & (op_row < len(ops))
     if not linked.any():
         return cls, bwd
-    names = TextIndex(ops["name"])
+    names = texts("ops", "name")
     fa = names.contains_any(masks.fa)
     conv = names.contains_any(masks.conv)
     mm = names.contains_any(masks.matmul)
@@ -500,23 +505,26 @@ def _fill_buckets(side: SideMetrics, dur: np.ndarray, codes: np.ndarray) -> None
 def _classify_npu(
     side: SideMetrics,
     profile: Profile,
-    sub: pd.DataFrame,
+    rows: np.ndarray,
     masks: Masks,
+    texts: TextIndexes,
     cube: np.ndarray,
     order: np.ndarray,
     sqe: pd.DataFrame,
     conv_tid: bool,
     fa_types: tuple[str, ...],
 ) -> None:
-    """Classify NPU compute kernels and measure MC2 kernels (``order`` = processing order)."""
-    launch_cls, launch_bwd = _launch_classes(profile, sub["op_row"].to_numpy(), masks, conv_tid=conv_tid)
-    names = TextIndex(sub["name"])
-    codes = _classify(names, TextIndex(sub["op_type"]), masks, cube, names.contains_any(masks.trans),
+    """Classify the NPU compute kernels ``kernels[rows]`` (a bool mask) and measure MC2 kernels
+    (``order`` = processing order, positions among those rows)."""
+    k = profile.kernels
+    launch_cls, launch_bwd = _launch_classes(profile, k["op_row"].to_numpy()[rows], masks, texts, conv_tid=conv_tid)
+    names = texts("kernels", "name").subset(rows)
+    codes = _classify(names, texts("kernels", "op_type").subset(rows), masks, cube, names.contains_any(masks.trans),
                       launch_cls, launch_bwd, npu=True, fa_types=fa_types)
-    _fill_buckets(side, sub["dur_ns"].to_numpy(), codes)
+    _fill_buckets(side, k["dur_ns"].to_numpy()[rows], codes)
     is_mc2 = codes[order] == _MC2
     if is_mc2.any():
-        side.mc2 = _mc2_times(sub.iloc[order[is_mc2]], sqe)
+        side.mc2 = _mc2_times(k.iloc[np.flatnonzero(rows)[order[is_mc2]]], sqe)
 
 
 def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:

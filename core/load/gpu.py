@@ -102,9 +102,10 @@ def _nested(ev: Events, role: int) -> tuple[np.ndarray, ...]:
 
 def _ops(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, OP)
-    names = pd.Series(ev.field(OP, "name", rows), dtype=object)
+    f = ev.at(OP, rows)
+    names = pd.Series(f["name"], dtype=object)
     runtime = np.isin(ev.cat[rows], RUNTIME_CATS)
-    link = np.where(runtime, ev.field(OP, "correlation", rows), -1)
+    link = np.where(runtime, f["correlation"], -1)
     # Only names mentioning the marker go through the (slower) regex test.
     maybe_step = np.flatnonzero(["ProfilerStep#" in n for n in names])
     is_step = np.zeros(len(rows), dtype=bool)
@@ -116,9 +117,9 @@ def _ops(ev: Events) -> pd.DataFrame:
         "tid": tid,
         "start_ns": start,
         "end_ns": end,
-        "input_dims": ev.field(OP, "Input Dims", rows),
-        "input_types": ev.field(OP, "Input type", rows),
-        "call_stack": ev.field(OP, "Call stack", rows),
+        "input_dims": f["Input Dims"],
+        "input_types": f["Input type"],
+        "call_stack": f["Call stack"],
         "link": link,
         "parent": parent,
         "depth": depth,
@@ -129,9 +130,10 @@ def _ops(ev: Events) -> pd.DataFrame:
 def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     rows = ev.rows(KERNEL)
     rows = rows[np.lexsort((ev.order[rows], ev.ts[rows]))]
-    names = pd.Series(ev.field(KERNEL, "name", rows), dtype=object)
+    f = ev.at(KERNEL, rows)
+    names = pd.Series(f["name"], dtype=object)
     start = ev.ts[rows]
-    link = ev.field(KERNEL, "correlation", rows)
+    link = f["correlation"]
     op_row = _by_correlation(link, ops)
     missing = op_row < 0
     if missing.any():
@@ -140,7 +142,7 @@ def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame
     return frame(KERNELS, {
         "name": names,
         "task_type": ev.cat[rows],
-        "stream": ev.field(KERNEL, "stream", rows),
+        "stream": f["stream"],
         "start_ns": start,
         "dur_ns": ev.dur[rows],
         "step": assign_step(start, steps),
@@ -212,7 +214,7 @@ def _flow_pairs(ev: Events, role: int) -> pd.DataFrame:
 
 def _pyfuncs(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, PYFUNC)
-    names = pd.Series(ev.field(PYFUNC, "name", rows), dtype=object)
+    names = pd.Series(ev.at(PYFUNC, rows)["name"], dtype=object)
     return frame(PYFUNCS, {
         "name": names, "pid": pid, "tid": tid, "start_ns": start, "end_ns": end,
         "is_module": names.str.lower().str.startswith("nn.module:").to_numpy(dtype=bool),
@@ -237,13 +239,13 @@ def _memory(ev: Events, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     by_time = np.lexsort((ev.order[rows], ev.ts[rows]))
     rows, device = rows[by_time], device[by_time]
     ts = ev.ts[rows]
+    f = ev.at(_MEMORY, rows)
     memory = frame(MEMORY, {
         "ts_ns": ts, "device": device,
-        "total_reserved_bytes": ev.field(_MEMORY, "Total Reserved", rows),
-        "total_allocated_bytes": ev.field(_MEMORY, "Total Allocated", rows),
+        "total_reserved_bytes": f["Total Reserved"],
+        "total_allocated_bytes": f["Total Allocated"],
     })
-    return memory, _op_memory(ts, ev.field(_MEMORY, "Bytes", rows),
-                              ev.field(_MEMORY, "Addr", rows).tolist(), notes)
+    return memory, _op_memory(ts, f["Bytes"], f["Addr"].tolist(), notes)
 
 
 def _op_memory(ts: np.ndarray, size: np.ndarray, addr: list[Any], notes: list[str]) -> pd.DataFrame:

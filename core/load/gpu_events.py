@@ -64,6 +64,7 @@ FIELDS: dict[int, dict[str, int]] = {
              "Addr": _RAW},
 }
 _TOP_LEVEL = frozenset({"name", "id"})
+_NO_ARGS: dict[str, Any] = {}  # read only: stands for a missing or non-object ``args``
 
 #: Above 2**43 µs a float64 step exceeds 1 ns, so a fractional ``ts`` parsed as a float no longer
 #: converts to the exact ns the file holds (epoch-based "ns resolution" traces: step 0.25 µs).
@@ -102,10 +103,14 @@ class Events:
             self._rows[role] = np.flatnonzero(self.role == role)
         return self._rows[role]
 
-    def field(self, role: int, key: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """``key`` of the events at ``rows`` (all rows of ``role``, in file order, when None)."""
-        values = self.fields[role][key]
-        return values if rows is None else values[np.searchsorted(self.rows(role), rows)]
+    def field(self, role: int, key: str) -> np.ndarray:
+        """``key`` of every event of ``role``, in file order."""
+        return self.fields[role][key]
+
+    def at(self, role: int, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Every field of ``role`` for the events at ``rows`` (rows of that role, any order)."""
+        pos = np.searchsorted(self.rows(role), rows)
+        return {key: values[pos] for key, values in self.fields[role].items()}
 
 
 def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[str, Any], Events]:
@@ -333,7 +338,9 @@ class _Builder:
                 self._add_fields(r, keys, [sub[i] for i in at])
 
     def _add_fields(self, role: int, keys: dict[str, int], events: list[dict[str, Any]]) -> None:
-        args = [a if type(a := e.get("args")) is dict else {} for e in events]
+        args = list(map(dict.get, events, repeat("args"), repeat(_NO_ARGS)))
+        if not set(map(type, args)) <= {dict}:
+            args = [a if type(a) is dict else _NO_ARGS for a in args]
         for key, kind in keys.items():
             values = list(map(dict.get, events if key in _TOP_LEVEL else args, repeat(key)))
             if kind == _INT:
@@ -347,34 +354,31 @@ class _Builder:
 
     def _names(self, values: list[Any]) -> list[str]:
         """Names as text ("" for none), each distinct name stored once for the whole file."""
+        if not set(map(type, values)) <= {str}:
+            values = [n if type(n) is str else "" if n is None else str(n) for n in values]
+        return self._shared(values)
+
+    def _shared(self, texts: list[str]) -> list[str]:
+        """``texts`` with equal strings replaced by one object (names repeat every step: this
+        keeps the profile, and its pickle to the parent process, small)."""
         share = self.strings.setdefault
-        if set(map(type, values)) <= {str}:
-            return list(map(share, values, values))
-        return [share(t, t) for t in
-                (n if type(n) is str else "" if n is None else str(n) for n in values)]
+        return list(map(share, texts, texts))
 
     def _render(self, values: list[Any]) -> list[str]:
         """``str()`` of each value ("" for None), as the reference shows list arguments; equal
-        values are rendered and stored once (shapes and call stacks repeat every step)."""
-        share = self.strings.setdefault
+        values are rendered and stored once (shapes and call stacks repeat every step), found by
+        their JSON text so that only C-level loops touch every value."""
+        if set(map(type, values)) <= {str}:  # call stacks: no JSON text needed
+            return self._shared(values)
+        try:
+            keys = list(map(orjson.dumps, values))
+        except orjson.JSONEncodeError:  # only after the stdlib fallback (ints beyond 64 bits)
+            return list(map(_text, values))
         cache = self.rendered
-        out = []
-        for v in values:
-            if v is None:
-                out.append("")
-            elif type(v) is str:
-                out.append(share(v, v))
-            else:
-                try:
-                    key = orjson.dumps(v)
-                except orjson.JSONEncodeError:  # only after the stdlib fallback (huge ints)
-                    out.append(str(v))
-                    continue
-                text = cache.get(key)
-                if text is None:
-                    text = cache[key] = str(v)
-                out.append(text)
-        return out
+        for key, value in dict(zip(keys, values)).items():
+            if key not in cache:
+                cache[key] = _text(value)
+        return list(map(cache.__getitem__, keys))
 
     def finish(self, notes: list[str]) -> Events:
         """The columns of all pieces, with the notes on what was skipped or approximated."""
@@ -401,6 +405,10 @@ class _Builder:
                   for r, keys in self.fields.items()}
         return Events(col["role"], col["ph"], col["cat"], col["pid"], col["tid"], col["ts"],
                       col["dur"], fields)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else value if type(value) is str else str(value)
 
 
 def _joined(parts: list[Any], kind: int) -> np.ndarray:

@@ -7,26 +7,42 @@ closes the generator, which terminates the child at once.
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import os
 import signal
+import sys
+import threading
 import traceback
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Union
 
 from .errors import InputError
 from .events import Event, Failed, Finished
 from .options import CompareOptions, LoadOptions
 
 _POLL_S = 0.1
+PIPELINE = "perfcmp_core.pipeline:comparison_events"
 
 
-def _child(conn: Any, target: Callable[..., Iterator[Event]], kwargs: dict[str, Any]) -> None:
+#: What a child runs: a generator function, or its ``"module:function"`` name. A name is
+#: imported in the child only, so the parent starts it without importing pandas first.
+Target = Union[Callable[..., Iterator[Event]], str]
+
+
+def _resolve(target: Target) -> Callable[..., Iterator[Event]]:
+    if callable(target):
+        return target
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child(conn: Any, target: Target, kwargs: dict[str, Any]) -> None:
     if hasattr(os, "setpgid"):
         # Own process group: cancelling kills the loader processes this child starts, too, and
         # a Ctrl+C in the terminal reaches only the app (which then cancels us).
         os.setpgid(0, 0)
     try:
-        for event in target(**kwargs):
+        for event in _resolve(target)(**kwargs):
             conn.send(event)
     except InputError as exc:
         conn.send(Failed(exc.message, is_input=True))
@@ -57,15 +73,32 @@ def prepare() -> None:
     resource_tracker.ensure_running()
 
 
-class ChildRun:
-    """A comparison started in a spawned child process at construction.
+def start_method() -> str:
+    """How the next child starts: ``fork`` while this process runs no other thread, else
+    ``spawn``.
 
-    Starting it before the UI is imported and built lets the child's imports and parsing overlap
-    with the app's own start-up (≈ 1 s on the real GPU pair).
+    The CLI starts the app's first run before Textual (and its threads) exist: a forked child
+    shares the modules already imported here and starts at once, where a spawned one would first
+    start an interpreter and import pandas again (≈ 0.5 s of CPU, on the critical path and
+    competing with the app's start-up). A run started from the running app (a retry) is spawned:
+    a child forked while other threads run can deadlock on a lock one of them held. Not on macOS,
+    where system libraries do not survive a fork.
+    """
+    if ("fork" in mp.get_all_start_methods() and sys.platform != "darwin"
+            and threading.active_count() == 1):
+        return "fork"
+    return "spawn"
+
+
+class ChildRun:
+    """A comparison started in a child process at construction (see :func:`start_method`).
+
+    Starting it before the UI is imported and built lets the child's parsing overlap with the
+    app's own start-up (≈ 1 s on the real GPU pair).
     """
 
-    def __init__(self, target: Callable[..., Iterator[Event]], **kwargs: Any) -> None:
-        ctx = mp.get_context("spawn")
+    def __init__(self, target: Target, **kwargs: Any) -> None:
+        ctx = mp.get_context(start_method())
         # A Pipe, not a Queue: Queue.put starts a feeder thread in the child, and the child forks
         # (loader and background workers), which must not happen while another thread runs.
         self._reader, writer = ctx.Pipe(duplex=False)
@@ -73,6 +106,7 @@ class ChildRun:
                                  name="perfcmp-compare")
         self._proc.start()
         writer.close()  # the child holds the only write end: EOF means it is gone
+        self._closed = False
 
     def events(self, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
         """The child's events as they arrive. ``should_stop`` is polled every 100 ms even while
@@ -97,7 +131,11 @@ class ChildRun:
             self.close()
 
     def close(self) -> None:
-        """Kill the child and everything it started (idempotent)."""
+        """Kill the child and everything it started (idempotent: once reaped, its pid may be
+        another process's)."""
+        if self._closed:
+            return
+        self._closed = True
         proc = self._proc
         _kill_group(proc)
         if proc.is_alive():
@@ -110,7 +148,7 @@ class ChildRun:
 
 
 def stream_in_process(
-    target: Callable[..., Iterator[Event]],
+    target: Target,
     should_stop: Callable[[], bool] = lambda: False,
     **kwargs: Any,
 ) -> Iterator[Event]:
@@ -126,8 +164,13 @@ def start_comparison(
     compare_opts: CompareOptions,
     advisor_config: str | None = None,
 ) -> ChildRun:
-    """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child."""
-    from .pipeline import comparison_events
+    """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child.
 
-    return ChildRun(comparison_events, base=base, comp=comp, base_opts=base_opts,
+    Forked, the child inherits the pipeline (and pandas) imported here first; the app needs
+    pandas anyway. Spawned, the pipeline is named, not imported: importing it here would only
+    delay the start of the child, which imports it again.
+    """
+    if start_method() == "fork":
+        importlib.import_module(PIPELINE.partition(":")[0])
+    return ChildRun(PIPELINE, base=base, comp=comp, base_opts=base_opts,
                     comp_opts=comp_opts, compare_opts=compare_opts, advisor_config=advisor_config)

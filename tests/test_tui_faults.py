@@ -22,10 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _spawned_children() -> set[int]:
-    """PIDs of multiprocessing children (spawned comparison runs and their workers)."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return {int(line.split(None, 1)[0]) for line in out.splitlines()
-            if "multiprocessing" in line and str(EXE.parent) in line}
+    """PIDs of multiprocessing children: spawned ones name multiprocessing on their command line;
+    forked ones (the app's first comparison run and its workers) repeat the app's command line
+    under a parent that runs it too."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    procs = {}
+    for line in out.splitlines():
+        pid, ppid, *args = line.split(None, 2)
+        procs[int(pid)] = (int(ppid), args[0] if args else "")
+    ours = {pid for pid, (_, args) in procs.items() if str(EXE.parent) in args}
+    return {pid for pid in ours
+            if "multiprocessing" in procs[pid][1] or procs[pid][0] in ours}
 
 
 @aio

@@ -292,6 +292,7 @@ class PerfCmpApp(App[int]):
     def action_pane(self, pane_id: str) -> None:
         self.query_one("#panes", ContentSwitcher).current = f"pane-{pane_id}"
         self.query_one(TabBar).active = pane_id
+        self.pane.activate()
         if self.pane.current is not None:
             self.pane.frame.focus()
         else:  # keys must not reach the table of the screen left behind

@@ -1,4 +1,10 @@
-"""One screen of the app: the tables of one comparison, switchable views, drill-down, call stacks."""
+"""One screen of the app: the tables of one comparison, switchable views, drill-down, call stacks.
+
+A screen that is not shown only records what arrives: its table is drawn when it is first shown
+(:meth:`TablePane.activate`), and the call-stack panel is built the first time it opens. Start-up
+then builds and styles only what the first screen needs, and results arriving for other screens
+cost the app next to nothing while the user already reads the overall one.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from perfcmp_core.compare.result import IS_TOTAL, Table
-from perfcmp_core.view import TableView
+from perfcmp_core.view import TableView, display_header
 
 from ..panes import DRILLS, MATCH_ALL, PaneSpec
 from .frame_view import FrameView
@@ -34,17 +40,17 @@ class TablePane(Vertical):
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
         self._cursors: dict[str, int] = {}  # cursor per view, restored when it shows again
+        #: The current view is not drawn yet (it arrived while the pane was hidden).
+        self._stale = False
+        #: The call-stack panel and its two texts, built when first opened.
+        self._stacks: Horizontal | None = None
+        self._stack_texts: dict[str, Static] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
-        with Horizontal(id="stacks", classes="hidden"):
-            with VerticalScroll(classes="stack-side"):
-                yield Static("", id="stack-base")
-            with VerticalScroll(classes="stack-side"):
-                yield Static("", id="stack-comp")
         yield Input(placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
                     id="filter", classes="hidden")
 
@@ -77,7 +83,7 @@ class TablePane(Vertical):
         self._cursors.clear()
         self.back.clear()
         self.current = None
-        self.finished = self._chosen = False
+        self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
         self.frame.add_class("hidden")
         self.query_one("#message").remove_class("hidden")
@@ -101,15 +107,25 @@ class TablePane(Vertical):
         self._status()
 
     def show(self, name: str) -> None:
-        if self.current is not None:
+        """Make ``name`` the current view; drawn now if the pane is shown, else when it is."""
+        if self.current is not None and not self._stale:
             self._cursors[self.current] = self.frame.cursor
         self.current = name
+        self._stale = not self.display
+        if self._stale:
+            self._status()
+            return
         self.frame.set_view(self.views[name])
         self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
         self.update_stacks()
+
+    def activate(self) -> None:
+        """The pane is now shown: draw the view that arrived while it was hidden."""
+        if self._stale and self.current is not None:
+            self.show(self.current)
 
     # -- state --------------------------------------------------------------------------------
     def empty_reason(self) -> str:
@@ -131,8 +147,7 @@ class TablePane(Vertical):
         table = view.table
         parts = [table.title or table.name, f"{len(view):,}/{len(table.data):,} rows"]
         if view.sort_key:
-            header = next(h for c, h in zip(self.frame.columns, self.frame.headers)
-                          if c.key == view.sort_key)
+            header = display_header(table.column(view.sort_key), table)
             parts.append(f"sort {header} {'▼' if view.descending else '▲'}")
         if view.focus_label:
             parts.append(f"rows of {view.focus_label} (q: back)")
@@ -279,20 +294,31 @@ class TablePane(Vertical):
 
     def update_stacks(self) -> None:
         keys = self._stack_keys()
-        box = self.query_one("#stacks")
-        box.set_class(not (self.show_stacks and keys), "hidden")
-        if not self.show_stacks or keys is None or self.view is None:
+        shown = bool(self.show_stacks and keys) and not self._stale
+        if self._stacks is not None:
+            self._stacks.set_class(not shown, "hidden")
+        if not shown or keys is None or self.view is None:
             return
         row = self.frame.current_row
         df = self.view.table.data
         base = comp = ""
         if row is not None:
             base, comp = (_text(df[k].iat[row]) for k in keys)
+        texts = {}
         for side, title, stack in (("base", "Base call stack", base),
                                    ("comp", "Comparison call stack", comp)):
-            text = Text(title + "\n", style="bold")
-            text.append(_stack_text(stack), style="")
-            self.query_one(f"#stack-{side}", Static).update(text)
+            texts[side] = Text(title + "\n", style="bold")
+            texts[side].append(_stack_text(stack), style="")
+        if self._stacks is None:  # first opened: build the panel with its texts
+            self._stack_texts = {side: Static(text, id=f"stack-{side}")
+                                 for side, text in texts.items()}
+            self._stacks = Horizontal(
+                *(VerticalScroll(w, classes="stack-side") for w in self._stack_texts.values()),
+                id="stacks")
+            self.mount(self._stacks, after=self.frame)
+            return
+        for side, text in texts.items():
+            self._stack_texts[side].update(text)
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
         self.update_stacks()

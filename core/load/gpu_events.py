@@ -287,7 +287,6 @@ class _Builder:
         self.bad_dur = 0
         self.inexact_ts = False
         self.strings: dict[str, str] = {}
-        self.rendered: dict[bytes, str] = {}
 
     def add(self, events: list[Any], text: bytes | bytearray) -> None:
         """Classify the events of one piece (``text``: its JSON) and keep their columns."""
@@ -366,19 +365,11 @@ class _Builder:
 
     def _render(self, values: list[Any]) -> list[str]:
         """``str()`` of each value ("" for None), as the reference shows list arguments; equal
-        values are rendered and stored once (shapes and call stacks repeat every step), found by
-        their JSON text so that only C-level loops touch every value."""
-        if set(map(type, values)) <= {str}:  # call stacks: no JSON text needed
-            return self._shared(values)
-        try:
-            keys = list(map(orjson.dumps, values))
-        except orjson.JSONEncodeError:  # only after the stdlib fallback (ints beyond 64 bits)
-            return list(map(_text, values))
-        cache = self.rendered
-        for key, value in dict(zip(keys, values)).items():
-            if key not in cache:
-                cache[key] = _text(value)
-        return list(map(cache.__getitem__, keys))
+        texts are stored once (shapes and call stacks repeat every step). ``str`` of a small
+        list costs a third of hashing it by its JSON text, so every value is rendered."""
+        if not set(map(type, values)) <= {str}:  # call stacks are text already
+            values = list(map(_text, values))
+        return self._shared(values)
 
     def finish(self, notes: list[str]) -> Events:
         """The columns of all pieces, with the notes on what was skipped or approximated."""

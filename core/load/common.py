@@ -24,41 +24,57 @@ def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
     threads, start-only test, inclusive end), an op that outlives its would-be parent or lives on
     another thread is never nested under it, so self times cannot go negative.
 
-    Inputs are parallel arrays in any order; outputs refer to positions in those arrays. The walk
-    is one stack pass per thread over rows sorted by (thread, start, longest first): O(n), and
-    cheap next to parsing (≈ 40 ms per 100k ops).
+    Inputs are parallel arrays in any order; outputs refer to positions in those arrays.
+
+    With rows sorted by (thread, start, longest first) every earlier row of the thread starts
+    no later, so the innermost container is simply the *nearest earlier row whose end is not
+    before this one's* (the classic "previous greater element"; a stack walk finds the same
+    row). That is found for all rows at once by binary lifting over a table of window maxima
+    of the ends, and depths by pointer jumping up the parents: O(n log n) in numpy, instead of
+    a Python loop per row (0.77 → 0.1 s for the 520k ops of an 8× trace).
     """
     n = len(start)
     if n == 0:
         return np.full(0, -1, dtype="int64"), np.zeros(0, dtype="int64")
     order = np.lexsort((-end, start, tid_key))
-    tids = tid_key[order].tolist()
-    starts = start[order].tolist()
-    ends = end[order].tolist()
-    # Results are collected in sorted order in plain lists (element-wise numpy writes cost
-    # ~100 ns each) and scattered back to the input order once at the end.
-    sorted_parent = [-1] * n
-    sorted_depth = [0] * n
-    stack: list[int] = []  # positions into the sorted lists
-    prev_tid = None
-    for i in range(n):
-        if tids[i] != prev_tid:
-            stack.clear()
-            prev_tid = tids[i]
-        e, s = ends[i], starts[i]
-        while stack and not (starts[stack[-1]] <= s and e <= ends[stack[-1]]):
-            stack.pop()
-        if stack:
-            sorted_parent[i] = stack[-1]
-            sorted_depth[i] = len(stack)
-        stack.append(i)
-    sp = np.array(sorted_parent, dtype="int64")
+    ends = end[order]
+    tids = tid_key[order]
+    first = np.flatnonzero(np.r_[True, tids[1:] != tids[:-1]])  # first row of each thread
+    thread_start = np.repeat(first, np.diff(np.r_[first, n]))
+    # window_max[k][p] = max(ends[p - 2**k + 1 .. p]) (only read where the window fits).
+    window_max = [ends]
+    while (1 << len(window_max)) <= n:
+        prev, half = window_max[-1], 1 << (len(window_max) - 1)
+        window_max.append(np.r_[prev[:half], np.maximum(prev[half:], prev[:-half])])
+    # Skip back over the longest run of rows right before each row that all end before it.
+    pos = np.arange(n)
+    for k in range(len(window_max) - 1, -1, -1):
+        rows = np.flatnonzero(pos >= (1 << k))
+        skip = window_max[k][pos[rows] - 1] < ends[rows]
+        pos[rows[skip]] -= 1 << k
+    sorted_parent = np.where(pos - 1 >= thread_start, pos - 1, -1)
+    sorted_depth = _depths(sorted_parent)
     parent = np.full(n, -1, dtype="int64")
-    depth = np.zeros(n, dtype="int64")
-    has = sp >= 0
-    parent[order[has]] = order[sp[has]]
+    has = sorted_parent >= 0
+    parent[order[has]] = order[sorted_parent[has]]
+    depth = np.empty(n, dtype="int64")
     depth[order] = sorted_depth
     return parent, depth
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of each node of a forest given by parent positions (-1: root), by
+    pointer jumping: each round adds the distance to the current ancestor and jumps to its
+    ancestor, so ``log2(depth)`` rounds suffice."""
+    dist = (parent >= 0).astype("int64")
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        target = up[live]
+        dist[live] += dist[target]
+        up[live] = up[target]
+        live = live[up[live] >= 0]
+    return dist
 
 
 def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.DataFrame:

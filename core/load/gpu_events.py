@@ -365,10 +365,13 @@ class _Builder:
 
     def _render(self, values: list[Any]) -> list[str]:
         """``str()`` of each value ("" for None), as the reference shows list arguments; equal
-        texts are stored once (shapes and call stacks repeat every step). ``str`` of a small
-        list costs a third of hashing it by its JSON text, so every value is rendered."""
+        texts are stored once (shapes and call stacks repeat every step). Lists cannot be
+        hashed to find repeats before rendering, and ``str`` through ``map`` is the cheapest
+        per-value step there is (a third of keying them by their JSON text)."""
+        if None in values:
+            values = ["" if v is None else v for v in values]
         if not set(map(type, values)) <= {str}:  # call stacks are text already
-            values = list(map(_text, values))
+            values = list(map(str, values))
         return self._shared(values)
 
     def finish(self, notes: list[str]) -> Events:
@@ -396,10 +399,6 @@ class _Builder:
                   for r, keys in self.fields.items()}
         return Events(col["role"], col["ph"], col["cat"], col["pid"], col["tid"], col["ts"],
                       col["dur"], fields)
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else value if type(value) is str else str(value)
 
 
 def _joined(parts: list[Any], kind: int) -> np.ndarray:

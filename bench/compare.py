@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side benchmark: ``perfcmp-tui export`` against ``msprof-analyze compare`` (26.2.0).
 
-    .venv/bin/python bench/compare.py                     # everything (≈ 18 min on 2 idle cores)
+    .venv/bin/python bench/compare.py                     # everything (≈ 25 min on 2 idle cores)
     .venv/bin/python bench/compare.py --inputs real --runs 3 --scaling ""   # quick look
     .venv/bin/python bench/compare.py --write-doc         # also refresh docs/performance.md
 
@@ -20,10 +20,12 @@ median wall time of each tool, the ratio (reference / ours), CPU time and peak m
 
 Ours runs with ``--no-cache`` (every run parses its inputs, a fair comparison); a second row,
 "ours, cached", reopens the same pair with a warm profile cache, which is what a user sees the
-second time. Peak memory is the peak over time of the summed PSS of the whole process tree
-(our loader workers included), sampled every 50 ms, and never less than the largest single
-process's maximum RSS reported by the kernel. The reference is taken from /tmp/peer when present,
-else installed into ``bench/data/peer-venv``.
+second time. Timed runs are not watched (sampling /proc costs CPU the tools compete for: +10 %
+on our real-pair time); peak memory comes from ``--mem-runs`` extra runs per tool: the peak over
+time of the summed PSS of the whole process tree (loader/generator workers included), sampled
+every 50 ms, and never less than the largest single process's maximum RSS reported by the
+kernel. The reference is taken from /tmp/peer when present, else installed into
+``bench/data/peer-venv``.
 """
 
 from __future__ import annotations
@@ -110,19 +112,27 @@ def _pss_kb(pid: int) -> int:
         return 0
 
 
-def measure(cmd: list[str], env: dict[str, str], log: Path) -> Run:
-    """Run ``cmd`` to completion, sampling the memory of its process tree."""
+def measure(cmd: list[str], env: dict[str, str], log: Path, sample: bool = False) -> Run:
+    """Run ``cmd`` to completion; with ``sample``, also sample the memory of its process tree.
+
+    Sampling reads ``/proc`` every :data:`SAMPLE_S` and costs CPU (``smaps_rollup`` walks the
+    page tables of a large process), which a tool that keeps both cores busy feels more than a
+    mostly single-core one; so timed runs do not sample, and memory is taken from runs of its
+    own.
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as fh:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         peak_kb = 0
-        while True:
+        while sample:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             peak_kb = max(peak_kb, sum(_pss_kb(p) for p in _tree(proc.pid)))
             time.sleep(SAMPLE_S)
+        else:
+            pid, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     max_rss_mb = usage.ru_maxrss / 1024
@@ -235,6 +245,9 @@ class Result:
     ours: list[Run] = field(default_factory=list)
     peer: list[Run] = field(default_factory=list)
     cached: list[Run] = field(default_factory=list)
+    #: Memory-sampled runs (not timed: sampling slows the tool it watches).
+    ours_mem: list[Run] = field(default_factory=list)
+    peer_mem: list[Run] = field(default_factory=list)
 
     @staticmethod
     def _median(runs: list[Run]) -> float | None:
@@ -244,8 +257,8 @@ class Result:
     def summary(self) -> dict[str, float | None]:
         ours, peer, cached = self._median(self.ours), self._median(self.peer), self._median(self.cached)
 
-        def peak(runs: list[Run]) -> float | None:
-            good = [r.peak_mb for r in runs if r.ok]
+        def peak(runs: list[Run], sampled: list[Run] = ()) -> float | None:  # type: ignore[assignment]
+            good = [r.peak_mb for r in sampled if r.ok] + [r.max_rss_mb for r in runs if r.ok]
             return max(good) if good else None
 
         def cpu(runs: list[Run]) -> float | None:
@@ -257,33 +270,36 @@ class Result:
             "ratio": peer / ours if ours and peer else None,
             "ratio_cached": peer / cached if cached and peer else None,
             "ours_cpu_s": cpu(self.ours), "peer_cpu_s": cpu(self.peer),
-            "ours_peak_mb": peak(self.ours), "peer_peak_mb": peak(self.peer),
+            "ours_peak_mb": peak(self.ours, self.ours_mem),
+            "peer_peak_mb": peak(self.peer, self.peer_mem),
             "cached_peak_mb": peak(self.cached),
         }
 
 
-def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: int) -> Result:
+def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: int,
+             mem_runs: int) -> Result:
     res = Result(pair.name, str(pair.base.relative_to(ROOT)), str(pair.comp.relative_to(ROOT)),
                  _size_mb(pair.base) + _size_mb(pair.comp))
     work = OUT / pair.name
     ours = ours_command()
 
-    def run_ours(label: str, cache: bool) -> Run:
+    def run_ours(label: str, cache: bool, sample: bool = False) -> Run:
         out = work / "ours"
         shutil.rmtree(out, ignore_errors=True)
         cmd = [*ours, "export", str(pair.base), str(pair.comp), "-o", str(out), "--force"]
-        r = measure(cmd if cache else [*cmd, "--no-cache"], env, work / f"ours-{label}.log")
+        r = measure(cmd if cache else [*cmd, "--no-cache"], env, work / f"ours-{label}.log",
+                    sample)
         if r.ok and not any(out.glob("*.xlsx")):
             r.ok, r.error = False, "no workbook written"
         return r
 
-    def run_peer(label: str) -> Run:
+    def run_peer(label: str, sample: bool = False) -> Run:
         assert peer is not None
         out = work / "peer"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         r = measure([str(peer), "compare", "-d", str(pair.comp), "-bp", str(pair.base),
-                     "-o", str(out), "--force"], env, work / f"peer-{label}.log")
+                     "-o", str(out), "--force"], env, work / f"peer-{label}.log", sample)
         if r.ok and not any(out.glob("*.xlsx")):
             r.ok, r.error = False, "no workbook written"
         return r
@@ -296,8 +312,16 @@ def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: in
             r = run_ours(str(i), cache=False) if who == "ours" else run_peer(str(i))
             (res.ours if who == "ours" else res.peer).append(r)
             print(f"  {pair.name:<10} run {i + 1}/{pair.runs} {who:<5} "
-                  + (f"{r.wall_s:7.2f} s  {r.peak_mb:7.0f} MB" if r.ok else f"FAILED: {r.error}"),
-                  flush=True)
+                  + (f"{r.wall_s:7.2f} s" if r.ok else f"FAILED: {r.error}"), flush=True)
+    for i in range(mem_runs):
+        for who in ("ours", "peer"):
+            if who == "peer" and peer is None:
+                continue
+            r = run_ours(f"mem-{i}", cache=False, sample=True) if who == "ours" else \
+                run_peer(f"mem-{i}", sample=True)
+            (res.ours_mem if who == "ours" else res.peer_mem).append(r)
+            print(f"  {pair.name:<10} memory run {i + 1}/{mem_runs} {who:<5} "
+                  + (f"{r.peak_mb:7.0f} MB" if r.ok else f"FAILED: {r.error}"), flush=True)
     if cached_runs:
         shutil.rmtree(Path(env["XDG_CACHE_HOME"]), ignore_errors=True)
         prime = run_ours("prime", cache=True)  # parses and stores the profiles
@@ -398,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs per tool per scaling point not measured above (default 1)")
     ap.add_argument("--cached-runs", type=int, default=3,
                     help="runs of ours with a warm profile cache per input (default 3; 0 skips)")
+    ap.add_argument("--mem-runs", type=int, default=1,
+                    help="memory-sampled runs per tool per input, not timed (default 1; 0: peak "
+                         "memory is the largest single process's max RSS)")
     ap.add_argument("--no-peer", action="store_true", help="only time ours")
     ap.add_argument("--write-doc", action="store_true",
                     help=f"replace the figures in {DOC.relative_to(ROOT)}")
@@ -427,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     for pair in pairs:
         print(f"{pair.name}: {pair.base.relative_to(ROOT)} vs {pair.comp.relative_to(ROOT)}",
               flush=True)
-        results.append(run_pair(pair, env, peer, args.cached_runs))
+        results.append(run_pair(pair, env, peer, args.cached_runs, args.mem_runs))
 
     scaling: list[tuple[int, Result]] = []
     for factor in args.scaling:
@@ -435,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         if done is None:
             pair = Pair(f"gpu {factor}×", *scaled_pair(factor), args.scaling_runs, factor)
             print(f"scaling {factor}×: {pair.base.relative_to(ROOT)}", flush=True)
-            done = run_pair(pair, env, peer, 0)
+            done = run_pair(pair, env, peer, 0, args.mem_runs)
         scaling.append((factor, done))
 
     elapsed = time.perf_counter() - t_start

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pytest
 
@@ -149,6 +150,24 @@ def test_installed_console_script(tmp_path: Path) -> None:
     assert done.returncode == 0 and "NPU Db" in done.stdout
     bad = subprocess.run([exe, "info", str(tmp_path / "missing")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_console_script_export_delivers_all_output_before_its_fast_exit(tmp_path: Path) -> None:
+    """The console script ends headless commands with os._exit (no interpreter teardown): what
+    was printed into a pipe still arrives in full, the workbook is complete and nothing is left
+    running."""
+    exe = shutil.which("perfcmp-tui", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("console script not installed")
+    done = subprocess.run([exe, "export", *map(str, PAIRS["gpu"]), "-o", str(tmp_path / "out"),
+                           "--no-cache"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Model Profiling Time Distribution" in done.stdout
+    last = done.stdout.rstrip("\n").splitlines()[-1]
+    assert last.startswith("The comparison result file has been generated: ")
+    book = Path(last.split(": ", 1)[1])
+    assert book.exists() and openpyxl.load_workbook(book, read_only=True).sheetnames[0]
+    assert list((tmp_path / "out").iterdir()) == [book]  # no temporary file left behind
 
 
 def test_tui_bad_config_fails_before_the_app(capsys: pytest.CaptureFixture[str],

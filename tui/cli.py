@@ -310,10 +310,14 @@ def _tolerant_streams() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _command(args: Sequence[str]) -> str:
+    return args[0] if args and args[0] in SUBCOMMANDS else "tui"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     args = list(sys.argv[1:] if argv is None else argv)
-    command = args[0] if args and args[0] in SUBCOMMANDS else "tui"
+    command = _command(args)
     rest = args[1:] if command != "tui" else args
     debug = "--debug" in rest
     try:
@@ -339,5 +343,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def entry() -> None:
+    """The console script: run a command and end the process.
+
+    A headless command has, by the time it returns, written, closed and renamed every output
+    and joined every child process; all that is left is the interpreter freeing the two profiles
+    object by object, which took 0.11 s of a 1.4 s export of the real pair. So after flushing
+    the standard streams the process ends at once (``os._exit``). The app keeps the normal exit.
+    """
+    code = main()
+    if _command(sys.argv[1:]) == "tui":
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a reader that left (`| head`): nothing more to deliver
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -10,8 +10,8 @@ stored once), and its dicts are dropped before the next piece is parsed.
 A cut is only made at ``}`` ``,`` ``{``. Because every piece starts at a true event boundary, a
 cut that falls inside a string or a nested object leaves the piece unbalanced, which orjson
 rejects *at its very end*; the cut then moves to the next candidate. Anything else — a second
-``traceEvents`` key, a parse error inside a piece (NaN tokens, a broken file) — falls back to
-parsing the whole file at once, which also yields the precise error message.
+``traceEvents`` key after the events, a parse error inside a piece (NaN tokens, a broken file) —
+falls back to parsing the whole file at once, which also yields the precise error message.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def _parse_in_pieces(raw: bytes | bytearray, builder: _Builder) -> dict[str, Any
     object without its events; None when the file cannot be cut safely (``builder`` then holds
     part of the events and must be discarded)."""
     first = raw.find(_KEY)
-    if first < 0 or raw.find(_KEY, first + 1) >= 0:
+    if first < 0:
         return None
     opening = _ARRAY_OPEN.match(raw, first)
     if opening is None:
@@ -213,11 +213,15 @@ def _parse_in_pieces(raw: bytes | bytearray, builder: _Builder) -> dict[str, Any
 
 def _array_ends(raw: bytes | bytearray, start: int) -> Iterator[tuple[dict[str, Any], int]]:
     """Candidate ends of the events array that opens at ``start``, last first: ``(doc, end)``
-    where ``raw[end]`` is a ``]`` and ``doc`` the file parsed with the array emptied."""
+    where ``raw[end]`` is a ``]`` and ``doc`` the file parsed with the array emptied.
+
+    ``start`` follows the first ``"traceEvents"`` of the file; another one after the candidate
+    end could be a second top-level key (JSON readers keep the last), so none is accepted.
+    """
     end = len(raw)
     for _ in range(_TAIL_TRIES):
         end = raw.rfind(b"]", start, end)
-        if end < 0:
+        if end < 0 or raw.find(_KEY, end) >= 0:
             return
         try:
             doc = orjson.loads(raw[:start] + raw[end:])  # "traceEvents": [] in place of the events

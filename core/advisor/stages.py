@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compare.modules import innermost, thread_key
+from ..load.common import innermost, thread_key
 from ..model import Profile
 from .categories import Items, is_training
 from .rules import AdvisorConfig, Keywords

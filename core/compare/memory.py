@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..load.common import innermost, thread_key
 from ..model import Profile
 from ..options import CompareOptions
 from .operators import OperatorMatch, float_text, grouped, match_operators, rank_rows, side_text, take_rows
@@ -63,25 +64,21 @@ DETAIL_COLUMNS = (
 
 
 def attach(ops: pd.DataFrame, place_ns: np.ndarray) -> np.ndarray:
-    """Row of the innermost op (any thread) containing each time point, -1 when none does."""
+    """Row of the innermost op (any thread) containing each time point, -1 when none does: the
+    innermost one of each thread, then across threads the latest start (the shortest on ties)."""
     best = np.full(len(place_ns), -1, dtype="int64")
     if ops.empty or len(place_ns) == 0:
         return best
     start = ops["start_ns"].to_numpy()
     end = ops["end_ns"].to_numpy()
     parent = ops["parent"].to_numpy()
-    thread = ops.groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
-    for t in np.unique(thread):
-        rows_t = np.flatnonzero(thread == t)
-        pos = np.searchsorted(start[rows_t], place_ns, side="right") - 1
-        cand = np.where(pos >= 0, rows_t[np.maximum(pos, 0)], -1)
-        while True:
-            bad = (cand >= 0) & (end[np.maximum(cand, 0)] < place_ns)
-            if not bad.any():
-                break
-            cand[bad] = parent[cand[bad]]
+    key = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
+    for t in np.unique(key):
+        cand = innermost(key, start, end, parent, np.full(len(place_ns), t), place_ns,
+                         strict=False)
         c, p = np.maximum(cand, 0), np.maximum(best, 0)
-        better = (cand >= 0) & ((best < 0) | (start[c] > start[p]) | ((start[c] == start[p]) & (end[c] < end[p])))
+        better = (cand >= 0) & ((best < 0) | (start[c] > start[p]) |
+                                ((start[c] == start[p]) & (end[c] < end[p])))
         best[better] = cand[better]
     return best
 

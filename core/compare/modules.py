@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import nest
+from ..load.common import innermost, nest, thread_key
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align
@@ -57,55 +57,6 @@ _STACK_SEP = ";\n"
 # ---------------------------------------------------------------------------------------------
 # Interval lookups
 # ---------------------------------------------------------------------------------------------
-
-
-def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One int64 per (pid, tid) so that "same thread" is a single integer comparison."""
-    return (np.asarray(pid, dtype="int64") << 32) | (np.asarray(tid, dtype="int64") & 0xFFFFFFFF)
-
-
-def innermost(
-    iv_key: np.ndarray,
-    iv_start: np.ndarray,
-    iv_end: np.ndarray,
-    iv_parent: np.ndarray,
-    pt_key: np.ndarray,
-    pt_ts: np.ndarray,
-    strict: bool,
-) -> np.ndarray:
-    """Row of the innermost interval containing each point on the same thread, -1 for none.
-
-    ``iv_parent`` must be the containment nesting of the intervals (as :func:`nest` computes).
-    Containment is ``start <= ts <= end``, or ``start < ts < end`` when ``strict``. The candidate
-    is the last interval of the thread starting before the point (shortest first on ties); if it
-    ended too early, the answer is its nearest ancestor that did not — in a nested family every
-    interval containing the point is an ancestor of that candidate. One vectorised step per
-    nesting level, one ``searchsorted`` per thread.
-    """
-    out = np.full(len(pt_ts), -1, dtype="int64")
-    if len(pt_ts) == 0 or len(iv_start) == 0:
-        return out
-    order = np.lexsort((-iv_end, iv_start, iv_key))
-    sk, ss = iv_key[order], iv_start[order]
-    side = "left" if strict else "right"
-    for key in np.unique(pt_key):
-        lo, hi = np.searchsorted(sk, key, "left"), np.searchsorted(sk, key, "right")
-        if lo == hi:
-            continue
-        pts = np.flatnonzero(pt_key == key)
-        pos = np.searchsorted(ss[lo:hi], pt_ts[pts], side=side) - 1
-        ok = pos >= 0
-        out[pts[ok]] = order[lo + pos[ok]]
-    while True:
-        has = out >= 0
-        cur = out[has]
-        ends = iv_end[cur]
-        ts = pt_ts[has]
-        too_early = ends <= ts if strict else ends < ts
-        if not too_early.any():
-            return out
-        idx = np.flatnonzero(has)[too_early]
-        out[idx] = iv_parent[out[idx]]
 
 
 def _paths(names: np.ndarray, parent: np.ndarray, depth: np.ndarray, sep: str, root: str) -> np.ndarray:

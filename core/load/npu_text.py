@@ -40,7 +40,8 @@ from ..model import (
 )
 from ..options import LoadOptions
 from . import npu_files
-from .common import assign_step, float_us_to_ns, is_step_name, nest, steps_from_ops
+from .common import (assign_step, float_us_to_ns, innermost, is_step_name, nest, steps_from_ops,
+                     thread_key)
 from .detect import Source
 
 HARDWARE = "Ascend Hardware"
@@ -346,38 +347,6 @@ def _queue(ev: _Events) -> pd.DataFrame:
     }, n=len(rows))
 
 
-def _innermost_op(ops: pd.DataFrame, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Row of the innermost op on thread (pid, tid) whose [start, end] holds ``ts``; -1 if none.
-
-    Per thread: the last op starting at or before ``ts`` (the shortest one at equal starts, since
-    OPS is sorted longer-first) is the deepest candidate; climbing its parents until one still
-    runs at ``ts`` gives the innermost enclosing op. The climb is one vectorised step per level.
-    """
-    out = np.full(len(ts), -1, dtype="int64")
-    if ops.empty or len(ts) == 0:
-        return out
-    starts = ops["start_ns"].to_numpy()
-    ends = ops["end_ns"].to_numpy()
-    parents = ops["parent"].to_numpy()
-    by_thread = ops.groupby(["pid", "tid"], sort=False).indices
-    queries = pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).indices
-    for key, qpos in queries.items():
-        rows = by_thread.get(key)
-        if rows is None:
-            continue
-        q = ts[qpos]
-        pos = np.searchsorted(starts[rows], q, side="right") - 1
-        cand = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
-        while True:
-            stale = cand >= 0
-            stale[stale] = ends[cand[stale]] < q[stale]
-            if not stale.any():
-                break
-            cand[stale] = parents[cand[stale]]
-        out[qpos] = cand
-    return out
-
-
 # ------------------------------------------------------------------------------------------------
 # Device side: tasks, communication, overlap
 # ------------------------------------------------------------------------------------------------
@@ -510,8 +479,12 @@ def _link(targets: pd.DataFrame, flows: pd.DataFrame, ops: pd.DataFrame) -> tupl
     hits = hits.drop_duplicates("target", keep="first")
     target = hits["target"].to_numpy()
     link[target] = _numbers(hits["id"].tolist())
-    op_row[target] = _innermost_op(ops, hits["pid_s"].to_numpy(), hits["tid_s"].to_numpy(),
-                                  hits["ts_s"].to_numpy())
+    # The launching op: the innermost one on the flow start's thread running at its time.
+    op_row[target] = innermost(thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy()),
+                               ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(),
+                               ops["parent"].to_numpy(),
+                               thread_key(hits["pid_s"].to_numpy(), hits["tid_s"].to_numpy()),
+                               hits["ts_s"].to_numpy(), strict=False)
     return link, op_row
 
 

@@ -193,13 +193,13 @@ def _flow_pairs(ev: Events, role: int) -> pd.DataFrame:
     """Complete s/f pairs by ``id`` (a repeated end overrides the earlier one, as in the
     reference), ordered by the position of the ``s`` event."""
     rows = ev.rows(role)
+    ids = ev.field(role, "id")
     df = pd.DataFrame({
-        "id": pd.Series(ev.field(role, "id"), dtype=object),
+        "id": _flow_ids(ids),
         "ph": ev.ph[rows], "pid": ev.pid[rows], "tid": ev.tid[rows], "ts": ev.ts[rows],
         "order": ev.order[rows],
     })
     df = df[df["id"].notna()]
-    df["id"] = df["id"].map(str)
     s = df[df["ph"] == "s"].drop_duplicates("id", keep="last")
     f = df[df["ph"] == "f"].drop_duplicates("id", keep="last")
     pairs = s.merge(f, on="id", suffixes=("_s", "_f")).sort_values("order_s", kind="stable")
@@ -210,6 +210,19 @@ def _flow_pairs(ev: Events, role: int) -> pd.DataFrame:
         "f_pid": pairs["pid_f"].to_numpy(), "f_tid": pairs["tid_f"].to_numpy(),
         "f_ts": pairs["ts_f"].to_numpy(),
     })
+
+
+def _flow_ids(ids: np.ndarray) -> pd.Series:
+    """Flow ids as join keys: as text (an id may be written 7 or "7"; missing → None), or as
+    int64 when every id is an int — the same pairs, and a numeric merge is several times faster
+    than one on a million short strings."""
+    if set(map(type, ids)) <= {int}:
+        try:
+            return pd.Series(ids.astype("int64"))
+        except OverflowError:  # beyond int64: compared as text below
+            pass
+    text = pd.Series(ids, dtype=object)
+    return text.map(str).where(text.notna(), None)
 
 
 def _pyfuncs(ev: Events) -> pd.DataFrame:

@@ -41,9 +41,11 @@ MEMORY_NAME = "[memory]"
 # Event roles (one per event, like the reference's single-picker dispatch).
 NONE, OP, KERNEL, PYFUNC, FLOW, FWDBWD, MEMORY = range(7)
 
-#: Target size of one parsed piece of the ``traceEvents`` array. 8 MB keeps the live dicts of
-#: a piece near 60 MB while the per-piece overhead (a few dozen numpy calls) stays negligible.
-PIECE_BYTES = 8 << 20
+#: Target size of one parsed piece of the ``traceEvents`` array. The extraction makes about
+#: twenty passes over a piece's dicts (≈ 8 bytes of objects per byte of JSON): at 1 MB they stay
+#: in the CPU caches, and loading is ~20 % faster than with 8 MB pieces (0.59 → 0.45 s for the
+#: real 34 MB trace, 4.3 → 3.5 s for an 8× one); below ~256 kB per-piece overhead shows.
+PIECE_BYTES = 1 << 20
 #: Cuts tried per piece before giving up on splitting (each retry re-parses the piece).
 _CUT_TRIES = 32
 #: Closing brackets tried, from the end of the file, to find the end of ``traceEvents``.
@@ -416,7 +418,20 @@ def _joined(parts: list[Any], kind: int) -> np.ndarray:
 
 def factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
     """Codes (-1 for None) and unique values as text; unhashable values (lists, objects) are
-    compared by their repr."""
+    compared by their repr.
+
+    The common case — a few distinct strings (``ph``, ``cat``) over every event of a piece — is
+    numbered through a dict in C loops; anything else goes through pandas."""
+    try:
+        first = dict.fromkeys(values)
+    except TypeError:
+        first = {}
+    first.pop(None, None)
+    if first and set(map(type, first)) == {str}:
+        number = {v: i for i, v in enumerate(first)}
+        number[None] = -1  # type: ignore[index]
+        codes = np.fromiter(map(number.__getitem__, values), dtype=np.intp, count=len(values))
+        return codes, list(first)
     try:
         codes, uniq = pd.factorize(pd.Series(values, dtype=object))
     except TypeError:
@@ -489,8 +504,12 @@ def _timestamps(events: list[dict[str, Any]], sel: np.ndarray, sub: list[dict[st
     """
     values = list(map(dict.get, sub, repeat("ts")))
     ns, ok = _us_values(values)
-    floats = np.array([v for v in values if type(v) is float], dtype="float64")
-    if not len(floats) or np.abs(floats).max() < _FLOAT_EXACT_LIMIT:
+    kinds = set(map(type, values))
+    if float not in kinds:  # integer µs (the usual Kineto trace): exact already
+        return ns, ok, True
+    floats = np.array([v for v in values if type(v) is float] if kinds != {float} else values,
+                      dtype="float64")
+    if np.abs(floats).max() < _FLOAT_EXACT_LIMIT:
         return ns, ok, True
     texts = _ts_texts(events, raw)
     if texts is None:

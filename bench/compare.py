@@ -31,6 +31,7 @@ kernel. The reference is taken from /tmp/peer when present, else installed into
 from __future__ import annotations
 
 import argparse
+import compileall
 import gzip
 import json
 import os
@@ -435,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown --inputs: {', '.join(sorted(unknown))}")
 
     peer = None if args.no_peer else peer_command()
+    # pip compiles an installed package's bytecode (the reference's too); an editable install of
+    # this checkout is compiled on first import only, and not at all under
+    # PYTHONDONTWRITEBYTECODE, so every run would recompile what was edited since.
+    for package in ("core", "tui"):
+        compileall.compile_dir(ROOT / package, quiet=1)
     env = dict(os.environ, XDG_CACHE_HOME=str(DATA / "xdg-cache"), PYTHONWARNINGS="ignore")
 
     pairs: list[Pair] = []

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,8 @@ from hypothesis import strategies as st
 from perfcmp_core import pipeline
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
-from perfcmp_core.load import load_profile
+from perfcmp_core.load import gpu_events, load_profile
+from perfcmp_core.model import SCHEMAS
 from perfcmp_core.options import CompareOptions, LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -348,6 +350,47 @@ def test_gpu_trace_bytes(gpu_ws: Workspace, ops: list[ByteOp]) -> None:
 @given(ops=json_ops)
 def test_gpu_trace_values(gpu_ws: Workspace, ops: list[tuple[str, float, Any]]) -> None:
     _run(gpu_ws, gpu_ws.root, apply_json(gpu_ws.root, gpu_ws.originals[gpu_ws.root], ops))
+
+
+def _outcome_by(path: Path, pieces: bool) -> tuple[str, object]:
+    """Load ``path`` parsing the GPU trace in 2 kB pieces, or whole: the error message, or the
+    tables and metadata."""
+    with pytest.MonkeyPatch.context() as m:
+        if pieces:
+            m.setattr(gpu_events, "PIECE_BYTES", 2048)
+        else:
+            m.setattr(gpu_events, "_parse_in_pieces", lambda raw, builder: None)
+        with time_limit(BUDGET_S):
+            try:
+                profile = load_profile(str(path), NO_CACHE)
+            except InputError as exc:
+                return "input error", exc.message
+    return "loaded", profile
+
+
+@FUZZ
+@given(damage=st.one_of(st.tuples(st.just("bytes"), byte_ops), st.tuples(st.just("json"), json_ops)))
+def test_gpu_trace_in_pieces_reads_like_the_whole_file(gpu_ws: Workspace,
+                                                       damage: tuple[str, list[Any]]) -> None:
+    """Differential: a damaged trace (bytes flipped, cut, inserted; values replaced) gives the
+    same error, or the same tables, whether its events are parsed in pieces or all at once —
+    the cutting never accepts, drops or reorders what a whole-file parse would not."""
+    original = gpu_ws.originals[gpu_ws.root]
+    kind_of_damage, ops = damage
+    data = (apply_bytes(original, ops) if kind_of_damage == "bytes"
+            else apply_json(gpu_ws.root, original, ops))
+    with damaged(gpu_ws):
+        gpu_ws.root.write_bytes(data)
+        (kind, got), (want_kind, want) = (_outcome_by(gpu_ws.root, True),
+                                          _outcome_by(gpu_ws.root, False))
+        event(kind)
+    assert kind == want_kind
+    if kind == "input error":
+        assert got == want
+        return
+    for table in SCHEMAS:
+        pd.testing.assert_frame_equal(getattr(got, table), getattr(want, table), obj=table)
+    assert got.meta == want.meta  # type: ignore[attr-defined]
 
 
 @FUZZ

@@ -446,12 +446,19 @@ def _scalars(values: list[Any]) -> pd.Series:
 
 
 def _numeric_array(values: list[Any]) -> np.ndarray | None:
-    """A 1-D int64/float64 array when every value is a plain number (the fast, common case)."""
+    """A 1-D int64/float64 array when every value is a plain int or float (the fast, common
+    case), else None. Decided by the values' types, not by what numpy would coerce: ``true`` is
+    not a number here whatever else the list holds, so a piece of a file and the whole file
+    read every value alike."""
+    kinds = set(map(type, values))
     try:
-        arr = np.asarray(values)
-    except (ValueError, OverflowError):  # ragged nested lists
-        return None
-    return arr if arr.ndim == 1 and arr.dtype.kind in "if" else None
+        if kinds <= {int}:
+            return np.array(values, dtype="int64")
+        if kinds <= {int, float}:
+            return np.array(values, dtype="float64")
+    except OverflowError:  # ints beyond int64: the caller's general path
+        pass
+    return None
 
 
 def ints(values: list[Any]) -> np.ndarray:
@@ -523,7 +530,9 @@ def _ts_texts(events: list[dict[str, Any]], raw: bytes | bytearray) -> list[str 
     """The literal ``ts`` text of every event (None without ts), aligned by value with the
     ``"ts": <number>`` occurrences in ``raw``; None when they cannot be aligned."""
     found = _TS_RE.findall(raw)
-    with_ts = [i for i, e in enumerate(events) if isinstance(e.get("ts"), (int, float))]
+    # Numbers only: a ``true``/``false`` ts (bool is an int to isinstance) has no numeric text
+    # to align with, and counting it would fail the alignment of every other event.
+    with_ts = [i for i, e in enumerate(events) if type(e.get("ts")) in (int, float)]
     values = np.array([events[i]["ts"] for i in with_ts], dtype="float64")
     found_f = np.array(found, dtype=bytes).astype("float64") if found else np.empty(0)
     if len(found_f) == len(values) and np.array_equal(found_f, values):

@@ -387,15 +387,32 @@ def test_legal_replaces_only_characters_xml_forbids() -> None:
     assert _legal("") == ""
 
 
-def test_uniform_cells_render_like_cell() -> None:
-    """The single-style column fast path gives exactly what ``cell`` gives, value by value."""
-    from perfcmp_core.export.xlsx import _SheetXml, _uniform_cells
+def test_cell_renders_every_kind_of_value() -> None:
+    """``cell`` recognises plain floats, strings and ints by exact type first; every other value
+    (bools, NaN/inf, None, numpy scalars, ints beyond 64 bits) must still take its own form."""
+    from perfcmp_core.export.xlsx import _SheetXml
 
-    values = [1.5, 0.1 + 0.2, -0.0, float("inf"), float("-inf"), None, 7, -3, True, "a<b>&c", "x\x00",
-              np.str_("np"), 2**70, 1e300]
+    def inline(text: str) -> str:
+        return f'<c r="C4" s="5" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
+
+    expected = [
+        (1.5, '<c r="C4" s="5"><v>1.5</v></c>'),
+        (0.1 + 0.2, '<c r="C4" s="5"><v>0.30000000000000004</v></c>'),
+        (-0.0, '<c r="C4" s="5"><v>-0.0</v></c>'),
+        (float("inf"), inline("INF")),
+        (float("-inf"), inline("-INF")),
+        (float("nan"), '<c r="C4" s="5"/>'),
+        (None, '<c r="C4" s="5"/>'),
+        (7, '<c r="C4" s="5"><v>7</v></c>'),
+        (True, '<c r="C4" s="5" t="b"><v>1</v></c>'),
+        ("a<b>&c", inline("a&lt;b&gt;&amp;c")),
+        ("x\x00", inline("x\ufffd")),
+        (np.str_("np"), inline("np")),
+        (np.float64(2.5), '<c r="C4" s="5"><v>2.5</v></c>'),
+        (2**70, f'<c r="C4" s="5"><v>{2**70}</v></c>'),
+    ]
     xml = _SheetXml()
-    got = _uniform_cells(xml, "C", range(4, 4 + len(values)), values, 5)
-    assert got == [xml.cell(f"C{r}", v, 5) for r, v in zip(range(4, 4 + len(values)), values)]
+    assert [xml.cell("C4", v, 5) for v, _ in expected] == [want for _, want in expected]
 
 
 def test_numpy_and_nullable_values(tmp_path: Path) -> None:

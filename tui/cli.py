@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import gc
 import os
 import sys
 import traceback
-from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from perfcmp_core.errors import InputError, UsageError
+from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
 
 PROG = "perfcmp-tui"
@@ -239,23 +238,6 @@ def _check_configs(advisor_config: str | None, copts: CompareOptions) -> None:
     load_masks(copts.config_path)
 
 
-@contextmanager
-def _imports() -> Iterator[None]:
-    """Import with the cyclic garbage collector paused.
-
-    The app's imports (pandas, Textual) allocate hundreds of thousands of objects and free next
-    to none: the collector's passes over them are wasted, ≈ 10 % of the import time.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def cmd_tui(ns: argparse.Namespace) -> int:
     from perfcmp_core.runner import prepare, start_comparison, start_method
 
@@ -270,12 +252,12 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     # imports everything itself: it starts first, and the checks run meanwhile.
     forked = start_method() == "fork"
     if forked:
-        with _imports():
+        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
             _check_configs(ns.advisor_config, copts)
             import perfcmp_core.pipeline  # noqa: F401
     run = start_comparison(base, comp, base_opts, comp_opts, copts, ns.advisor_config)
     try:
-        with _imports():
+        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
             if not forked:
                 _check_configs(ns.advisor_config, copts)
             from perfcmp_tui.app import run_app

@@ -14,9 +14,6 @@ kernel_details joins are exact matches on it.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,23 +50,6 @@ FLOW_CAT = "async_npu"
 # ------------------------------------------------------------------------------------------------
 # Raw events → columns
 # ------------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while millions of event dicts are created.
-
-    Every allocation of a container counts towards a collection, so parsing a large trace
-    triggers repeated full passes over all the dicts made so far; none of them forms a cycle.
-    Pausing halves the parse time (2.8 s → 1.4 s for 1.1 M events).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _read_events(path: Path) -> list[dict]:
@@ -603,8 +583,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     """Read an NPU Text export found by :func:`~perfcmp_core.load.detect.detect`."""
     assert src.trace is not None
     notes = list(src.notes)
-    with _gc_paused():
-        ev = _Events.parse(_read_events(src.trace))
+    ev = _Events.parse(_read_events(src.trace))  # the collector is paused by the caller
     if ev.bad_dur:
         notes.append(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
                      "negative dur are counted as 0 µs")

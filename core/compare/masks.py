@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..load.common import first_seen_codes
 from ..model import Profile
 
 SECTION = "OP_MASK"
@@ -90,23 +91,6 @@ def load_masks(config_path: str | Path | None) -> Masks:
         raise InputError(path, f"unknown key(s) in [{SECTION}]: {', '.join(unknown)} (expected: {', '.join(KEYS)})")
     overrides = {KEYS[k]: parse_items(v) for k, v in parser[SECTION].items()}
     return Masks(**{f.name: overrides.get(f.name, getattr(DEFAULT_MASKS, f.name)) for f in fields(Masks)})
-
-
-def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, list[object]]:
-    """Code of every cell (0, 1, … numbered by first appearance) and the distinct values in that
-    order.
-
-    ``map(dict.setdefault, …)`` records each cell's first row in one C-level pass with no Python
-    frame per cell, reusing the strings' cached hashes (pd.factorize re-hashes the UTF-8 bytes
-    of every cell, ~10x slower on long GPU kernel names); a lookup table then renumbers the
-    first rows 0..k-1, which keeps first-appearance order because first rows increase with it.
-    """
-    n = len(values)
-    seen: dict[object, int] = {}
-    first = np.fromiter(map(seen.setdefault, values, range(n)), dtype=np.int64, count=n)
-    number = np.empty(n, dtype=np.int64)
-    number[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
-    return number[first], list(seen)
 
 
 class TextIndex:

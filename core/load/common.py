@@ -129,6 +129,23 @@ def innermost(
         out[idx] = iv_parent[out[idx]]
 
 
+def first_seen_codes(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:
+    """Code of every cell (0, 1, … numbered by first appearance) and the distinct values in that
+    order.
+
+    ``map(dict.setdefault, …)`` records each cell's first row in one C-level pass with no Python
+    frame per cell, reusing the strings' cached hashes (pd.factorize re-hashes the UTF-8 bytes
+    of every cell, ~10x slower on long GPU kernel names); a lookup table then renumbers the
+    first rows 0..k-1, which keeps first-appearance order because first rows increase with it.
+    """
+    n = len(values)
+    seen: dict[object, int] = {}
+    first = np.fromiter(map(seen.setdefault, values, range(n)), dtype=np.int64, count=n)
+    number = np.empty(n, dtype=np.int64)
+    number[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
+    return number[first], list(seen)
+
+
 def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.DataFrame:
     """The STEPS table from ``ProfilerStep#N`` host ops (first occurrence of each id wins)."""
     ids = names.str.extract(_STEP_RE, expand=False)

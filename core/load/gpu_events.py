@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..options import JSON_CAP, LoadOptions
-from .common import float_us_to_ns, us_to_ns
+from .common import first_seen_codes, float_us_to_ns, us_to_ns
 
 OP_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime")
 KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -421,17 +421,18 @@ def factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
     compared by their repr.
 
     The common case — a few distinct strings (``ph``, ``cat``) over every event of a piece — is
-    numbered through a dict in C loops; anything else goes through pandas."""
+    numbered by :func:`first_seen_codes` (C loops over a dict); anything else goes through pandas."""
+    distinct: list[object] | None
     try:
-        first = dict.fromkeys(values)
-    except TypeError:
-        first = {}
-    first.pop(None, None)
-    if first and set(map(type, first)) == {str}:
-        number = {v: i for i, v in enumerate(first)}
-        number[None] = -1  # type: ignore[index]
-        codes = np.fromiter(map(number.__getitem__, values), dtype=np.intp, count=len(values))
-        return codes, list(first)
+        codes, distinct = first_seen_codes(values)
+    except TypeError:  # unhashable values (lists, objects): by their repr, below
+        distinct = None
+    if distinct is not None and set(map(type, distinct)) <= {str, type(None)}:
+        if None in distinct:
+            gap = distinct.index(None)
+            codes = np.where(codes == gap, -1, codes - (codes > gap))
+            del distinct[gap]
+        return codes, distinct  # type: ignore[return-value]
     try:
         codes, uniq = pd.factorize(pd.Series(values, dtype=object))
     except TypeError:

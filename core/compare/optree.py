@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..load.common import thread_groups
 from ..model import Profile
 
 #: Kernel task types that never count as operator device time (the reference ignores memsets).
@@ -128,7 +129,7 @@ def build_forest(profile: Profile) -> OpForest:
     n = len(ops)
     start = ops["start_ns"].to_numpy()
     end = ops["end_ns"].to_numpy()
-    thread = ops.groupby(["pid", "tid"], sort=False).ngroup().to_numpy() if n else np.zeros(0, "int64")
+    thread = thread_groups(ops["pid"].to_numpy(), ops["tid"].to_numpy())
     parent = adopt_roots(ops["parent"].to_numpy().astype("int64"), thread, start, end)
     child_ptr, child_idx = children_csr(parent)
     levels = tree_levels(parent, child_ptr, child_idx)

@@ -77,6 +77,13 @@ def _depths(parent: np.ndarray) -> np.ndarray:
     return dist
 
 
+def thread_groups(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One group number per distinct (pid, tid) pair of these arrays, exact for ids of any size
+    (hash grouping; a MultiIndex factorize is 10x slower). The numbers mean nothing outside
+    this call: to compare threads across tables, use :func:`thread_key`."""
+    return pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
+
+
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) so that "same thread" is a single integer comparison.
 

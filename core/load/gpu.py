@@ -31,7 +31,7 @@ from ..model import (
     frame,
 )
 from ..options import LoadOptions
-from .common import assign_step, is_step_name, nest, steps_from_ops
+from .common import assign_step, is_step_name, nest, steps_from_ops, thread_groups
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints, read_trace
@@ -84,10 +84,6 @@ def _interval_order(start: np.ndarray, end: np.ndarray, order: np.ndarray) -> np
     return np.lexsort((order, -end, start))
 
 
-def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    return pd.DataFrame({"p": pid, "t": tid}).groupby(["p", "t"], sort=False).ngroup().to_numpy()
-
-
 def _nested(ev: Events, role: int) -> tuple[np.ndarray, ...]:
     """Rows of ``role`` in interval order with start, end, pid, tid and per-thread nesting."""
     rows = ev.rows(role)
@@ -96,7 +92,7 @@ def _nested(ev: Events, role: int) -> tuple[np.ndarray, ...]:
     idx = _interval_order(start, end, ev.order[rows])
     rows, start, end = rows[idx], start[idx], end[idx]
     pid, tid = ev.pid[rows], ev.tid[rows]
-    parent, depth = nest(_thread_key(pid, tid), start, end)
+    parent, depth = nest(thread_groups(pid, tid), start, end)
     return rows, start, end, pid, tid, parent, depth
 
 

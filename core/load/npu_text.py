@@ -38,7 +38,7 @@ from ..model import (
 from ..options import LoadOptions
 from . import npu_files
 from .common import (assign_step, float_us_to_ns, innermost, is_step_name, nest, steps_from_ops,
-                     thread_key)
+                     thread_groups, thread_key)
 from .detect import Source
 
 HARDWARE = "Ascend Hardware"
@@ -233,11 +233,6 @@ def _layout(ev: _Events, notes: list[str]) -> _Layout:
 # ------------------------------------------------------------------------------------------------
 
 
-def _thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One integer per (pid, tid) pair (hash grouping; a MultiIndex factorize is 10x slower)."""
-    return pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
-
-
 def _order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Row order by start, longer first at equal starts (enclosing ops before their children)."""
     return np.lexsort((-end, start))
@@ -249,7 +244,7 @@ def _ops(ev: _Events) -> pd.DataFrame:
     start = ev.ts_ns[rows]
     rows = rows[_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
-    parent, depth = nest(_thread_keys(ev.pid[rows], ev.tid[rows]), start, end)
+    parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
     names = pd.Series(ev.name[rows], dtype=object)
     args = ev.args(rows)
     return frame(OPS, {
@@ -273,7 +268,7 @@ def _pyfuncs(ev: _Events) -> pd.DataFrame:
     start = ev.ts_ns[rows]
     rows = rows[_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
-    parent, depth = nest(_thread_keys(ev.pid[rows], ev.tid[rows]), start, end)
+    parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
     names = ev.name[rows]
     return frame(PYFUNCS, {
         "name": names,

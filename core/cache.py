@@ -57,7 +57,7 @@ RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
 _NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
 #: Code whose source decides what a profile contains (relative to this package).
-_CODE = ("load/*.py", "model.py", "options.py", "cache.py")
+_CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 _SUFFIX = ".npz"
 _TMP_PREFIX = ".tmp-"
 #: A temporary file older than this is left over from a killed writer.

@@ -38,15 +38,17 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
-from .load.detect import Source
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
+
+if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
+    from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
 FORMAT = 1

@@ -38,15 +38,17 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
-from .load.detect import Source
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
+
+if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
+    from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
 FORMAT = 1
@@ -57,7 +59,7 @@ RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
 _NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
 #: Code whose source decides what a profile contains (relative to this package).
-_CODE = ("load/*.py", "model.py", "options.py", "cache.py")
+_CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 _SUFFIX = ".npz"
 _TMP_PREFIX = ".tmp-"
 #: A temporary file older than this is left over from a killed writer.

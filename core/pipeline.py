@@ -137,19 +137,38 @@ def run_export(
     out: TextIO | None = None,
 ) -> int:
     """``perfcmp-tui export`` / ``summary``: compare, print the summary, write outputs."""
-    out = out or sys.stdout
-    from .export.json_out import write_json
-    from .export.safe_write import check_dir
-    from .export.xlsx import NothingToWrite
-    from .export.xlsx import write_workbook as write_xlsx
+    check_outputs(out_dir, json_path, write_workbook)
+    result = collect(comparison_events(request), request.base, request.comp)
+    return report_and_write(result, out_dir=out_dir, json_path=json_path,
+                            write_workbook=write_workbook, out=out)
 
-    # Fail on an unusable destination before a long comparison, but create nothing yet: a run
-    # that then fails on its input must leave no (empty) output folder behind.
+
+def check_outputs(out_dir: str | None, json_path: str | None, write_workbook: bool) -> None:
+    """Fail on an unusable destination before a long comparison, but create nothing yet: a run
+    that then fails on its input must leave no (empty) output folder behind."""
+    from .export.safe_write import check_dir
+
     if write_workbook:
         check_dir(out_dir or ".")
     if json_path:
         check_dir(Path(json_path).parent)
-    result = collect(comparison_events(request), request.base, request.comp)
+
+
+def report_and_write(
+    result: ComparisonResult,
+    *,
+    out_dir: str | None,
+    json_path: str | None,
+    write_workbook: bool,
+    out: TextIO | None = None,
+) -> int:
+    """Print the summary, top regressions, advisor findings and notes of ``result``; write the
+    JSON and the workbook when asked."""
+    out = out or sys.stdout
+    from .export.json_out import write_json
+    from .export.xlsx import NothingToWrite
+    from .export.xlsx import write_workbook as write_xlsx
+
     summary = result.summary or {}
     print(summary.get("text") or "Model Profiling Time Distribution: not available "
           "(profiling comparison disabled or no kernels)", file=out)

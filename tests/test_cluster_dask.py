@@ -21,6 +21,7 @@ from perfcmp_core.cluster import ClusterOptions, cluster_inputs, compare_cluster
 from perfcmp_core.cluster import dask_map
 from perfcmp_core.errors import InputError, UsageError
 from perfcmp_core.options import LoadOptions
+from perfcmp_tui.cli import main
 
 from test_cluster_fixtures import CLUSTER, rank_folders
 
@@ -71,6 +72,17 @@ def test_dask_gives_the_process_pool_results(scheduler: str) -> None:
 
 
 @needs_dask
+def test_the_command_prints_the_same_on_dask(scheduler: str, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = []
+    for where in (scheduler, "local"):
+        assert main(["summary", str(NPU_BASE), str(NPU_COMP), "--no-cache", "--scheduler", where]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert f"on Dask {scheduler}" in out[0] if where == scheduler else "on local processes" in out[0]
+        outputs.append(out[1:])  # the headline says where and how long
+    assert outputs[0] == outputs[1]
+
+
+@needs_dask
 def test_a_rank_that_fails_on_a_worker_is_reported_while_the_others_compare(scheduler: str, tmp_path: Path) -> None:
     comp = tmp_path / "comp"
     shutil.copytree(NPU_COMP, comp)
@@ -93,6 +105,24 @@ def test_workers_that_cannot_read_the_rank_folders(scheduler: str, tmp_path: Pat
                                          r"folders at the same path as this machine") as err:
         compare_cluster(inputs, OPTS, OPTS, ClusterOptions(scheduler=scheduler))
     assert err.value.path == gone
+
+
+@needs_dask
+def test_the_command_fails_in_one_line_when_workers_cannot_read(
+        scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Detection sees the folders; the workers' probe does not (simulated by hiding them from
+    the probe only, as a worker without the shared mount would)."""
+    real = dask_map.probe
+
+    def elsewhere(paths: list[str]) -> dict[str, object]:
+        return real([p + "-not-mounted" for p in paths])
+
+    monkeypatch.setattr(dask_map, "probe", elsewhere)
+    code = main(["summary", str(NPU_BASE), str(NPU_COMP), "--scheduler", scheduler])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "cannot read it" in err and "same path as this machine" in err
 
 
 @needs_dask

@@ -83,15 +83,19 @@ class ClusterTables:
     summaries: dict[tuple[str, int], RankSummary] = field(default_factory=dict)
 
     def focus_rank(self) -> int | None:
-        """The rank pair worth opening first: the largest regression, else the slowest rank, else
-        the lowest rank loaded on both sides (None when no rank was)."""
-        df = self.ranks.data
-        for flag in (LARGEST_REGRESSION, SLOWEST):
-            hit = df[df["flag"].str.contains(flag, regex=False)]
-            if len(hit):
-                return int(hit["rank"].iloc[0])
-        both = df[df["base_e2e"].notna() & df["comp_e2e"].notna()]
-        return int(both["rank"].iloc[0]) if len(both) else None
+        return focus_rank(self.ranks)[0]
+
+
+def focus_rank(ranks: Table) -> tuple[int | None, str]:
+    """The rank pair worth opening first, and why: the largest regression, else the slowest
+    rank, else the lowest rank loaded on both sides ((None, "") when no rank was)."""
+    df = ranks.data
+    for flag in (LARGEST_REGRESSION, SLOWEST):
+        hit = df[df["flag"].str.contains(flag, regex=False)]
+        if len(hit):
+            return int(hit["rank"].iloc[0]), flag
+    both = df[df["base_e2e"].notna() & df["comp_e2e"].notna()]
+    return (int(both["rank"].iloc[0]), "lowest rank compared") if len(both) else (None, "")
 
 
 def tolerance(comp_e2e_ns: np.ndarray) -> float:

@@ -97,6 +97,11 @@ SHEET_HELP = {
     "KernelCompare": "NPU kernels grouped by type and input shapes.",
     "KernelTypeCompare": "NPU kernels grouped by type and core type.",
     ADVISOR_SHEET: "Per side: stage/category shares and rule findings; diff rows: what grew and which operators drive it.",
+    "ClusterCompare": "Cluster comparisons: one row per rank — E2E, computing, uncovered communication"
+    " (wait), free time per side and their diffs, per-step E2E spread, flags (slowest, largest"
+    " regression, missing). The sheets before it compare one rank pair (Options: detail_rank).",
+    "ClusterCommGroups": "Cluster comparisons: wait and transmit time per communication group and"
+    " rank; the rank with the least wait is the one the others wait for.",
 }
 
 _THIN = Side(style="thin")

@@ -9,14 +9,14 @@
 Each side is a folder of N copies of the NPU Text fixture (``fixtures/npu_text/base_ascend_pt`` /
 ``comp_ascend_pt``, or ``make_fixtures.py --scale S`` with ``--npu-scale S``), one rank folder per
 copy with its own ``profiler_info_<rank>.json``; the large files are hard links, so 64 ranks cost
-no disk. The command timed is ``perfcmp-tui summary BASE COMP --no-cache``: every rank of both
-sides loaded and summarised in the process pool (``--jobs``, default: every core), the two
-cluster tables, then the detailed comparison of the rank pair they single out, which costs the
-same at every N. Per N it prints the median wall time and per rank, the time with a warm profile
-cache (the second open), and peak memory: the largest sum of PSS over the whole process tree
-(pool workers included), sampled every 50 ms in a run of its own (``bench/compare.py`` explains
-why sampling runs are not timed). Inputs go to ``bench/data/cluster/``, raw results to
-``bench/out/cluster-<date>.json``.
+no disk. The command timed is ``perfcmp-tui summary BASE COMP --ranks 0-<N-1> --no-cache``:
+every rank of both sides loaded and summarised in the process pool (``--jobs``, default: every
+core), the two cluster tables, then the detailed comparison of the rank pair they single out,
+which costs the same at every N. Per N it prints the median wall time and per rank, the time with
+a warm profile cache (the second open), and peak memory: the largest sum of PSS over the whole
+process tree (pool workers included), sampled every 50 ms in a run of its own
+(``bench/compare.py`` explains why sampling runs are not timed). Inputs go to
+``bench/data/cluster/``, raw results to ``bench/out/cluster-<date>.json``.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def run_point(n: int, base: Path, comp: Path, args: argparse.Namespace, env: dic
     make_side(comp, c_dir, n)
     point = Point(n, mb)
     work = OUT / "cluster" / f"n{n}"
-    cmd = [*ours_command(), "summary", str(b_dir), str(c_dir), "--force"]
+    # --ranks keeps cluster mode at N = 1 too (a folder of one rank folder is a single profile)
+    cmd = [*ours_command(), "summary", str(b_dir), str(c_dir), "--force", "--ranks", f"0-{n - 1}"]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
     if args.scheduler:

@@ -201,7 +201,7 @@ def test_step_spread_is_the_spread_of_the_per_step_e2e() -> None:
 def test_group_view_names_the_rank_the_others_wait_for() -> None:
     groups = compare(NPU_BASE, NPU_COMP).groups
     rows = by_rank(groups.data)
-    assert {r["group"] for r in rows.values()} == {"dp: 10.20.0.11%enp189s0f0_60000_0_1736413970118842"}
+    assert {r["group"] for r in rows.values()} == {"dp (10.20.0.11%enp189s0f0_60000_0_1736413970118842)"}
     # README: waits +0.600 (ranks 0, 2), 0 (rank 1), +0.300 (rank 3); only rank 3's transfer grew
     assert {r: round(row["diff_wait"], 9) for r, row in rows.items()} == {0: 0.6, 1: 0.0, 2: 0.6, 3: 0.3}
     assert {r: round(row["diff_transmit"], 9) for r, row in rows.items()} == {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.3}

@@ -30,7 +30,7 @@ from perfcmp_core.insight import Headline, gap_sentence, headlines
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 
-from .panes import PANES, panes_of
+from .panes import PANES, PaneSpec
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog
@@ -82,8 +82,10 @@ class PerfCmpApp(App[int]):
         *,
         out_dir: str = ".",
         timings: bool = True,
+        panes: tuple[PaneSpec, ...] = PANES,
     ) -> None:
-        """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
+        """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots);
+        ``panes``: the screens, the first one shown at start (the cluster app adds Ranks).
 
         Under NO_COLOR the app draws with the terminal's own default colours and attributes only
         (bold, reverse): Textual alone would still paint grey tones.
@@ -91,6 +93,7 @@ class PerfCmpApp(App[int]):
         super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.base_path, self.comp_path = base, comp
         self.source = source
+        self.panes = panes
         self.out_dir = out_dir
         self.timings = timings
         self.animation_level = "none"
@@ -106,9 +109,9 @@ class PerfCmpApp(App[int]):
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(self._inputs_text(), id="inputs")
-        yield TabBar(id="tabs")
-        with ContentSwitcher(initial="pane-overall", id="panes"):
-            for p in PANES:
+        yield TabBar(self.panes, id="tabs")
+        with ContentSwitcher(initial=f"pane-{self.panes[0].id}", id="panes"):
+            for p in self.panes:
                 yield TablePane(p)
         with Vertical(id="progress"):
             with Horizontal(id="progress-head"):
@@ -195,7 +198,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, Skipped):
             if event.reason not in self.result.notes:
                 self.result.notes.append(event.reason)
-            for pane_id in {p for name in event.names for p in panes_of(name)}:
+            for pane_id in {p for name in event.names for p in self.panes_of(name)}:
                 self._pane(pane_id).add_reason(event.reason)
         elif isinstance(event, SummaryReady):
             self.result.summary = {"figures": event.figures, "text": event.text}
@@ -210,7 +213,7 @@ class PerfCmpApp(App[int]):
     def _add_table(self, event: TableReady) -> None:
         table = event.table
         self.result.add(table)
-        for pane_id in panes_of(table.name):
+        for pane_id in self.panes_of(table.name):
             self._pane(pane_id).add_table(table)
             self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
@@ -281,12 +284,16 @@ class PerfCmpApp(App[int]):
         return 2 if self.failed.is_input else 1
 
     # -- panes --------------------------------------------------------------------------------
+    def panes_of(self, table: str) -> tuple[str, ...]:
+        """Ids of the screens that can show ``table``."""
+        return tuple(p.id for p in self.panes if table in p.tables)
+
     def _pane(self, pane_id: str) -> TablePane:
         return self.query_one(f"#pane-{pane_id}", TablePane)
 
     @property
     def pane(self) -> TablePane:
-        current = self.query_one("#panes", ContentSwitcher).current or "pane-overall"
+        current = self.query_one("#panes", ContentSwitcher).current or f"pane-{self.panes[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
     def action_pane(self, pane_id: str) -> None:
@@ -302,7 +309,7 @@ class PerfCmpApp(App[int]):
         self.action_pane(message.pane_id)
 
     def action_next_pane(self, step: int) -> None:
-        ids = [p.id for p in PANES]
+        ids = [p.id for p in self.panes]
         self.action_pane(ids[(ids.index(self.pane.spec.id) + step) % len(ids)])
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -383,7 +390,7 @@ class PerfCmpApp(App[int]):
 
         partial = " (partial: the comparison is still running)" if self.running else ""
         try:
-            path = write_workbook(self.result, folder)
+            path = write_workbook(self.export_result(), folder)
         except (InputError, NothingToWrite, OSError) as exc:
             message = exc.message if isinstance(exc, InputError) else str(exc)
             self.call_from_thread(self.notify, f"export failed: {message}", severity="error",
@@ -391,6 +398,10 @@ class PerfCmpApp(App[int]):
             return
         self.call_from_thread(self.notify, f"workbook written: {path}{partial}", timeout=8,
                               markup=False)
+
+    def export_result(self) -> ComparisonResult:
+        """What ``e`` writes: everything that arrived."""
+        return self.result
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -434,7 +445,7 @@ class PerfCmpApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for p in PANES:
+        for p in self.panes:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
         yield SystemCommand("Sort by Diff (d)", "sort the table by Diff; again to flip",
@@ -479,6 +490,11 @@ def run_app(
     first_run: ChildRun | None = None,
 ) -> int:
     """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
+    return run_in_terminal(lambda: build_app(request, out_dir=out_dir, first_run=first_run), mouse)
+
+
+def run_in_terminal(build: Callable[[], PerfCmpApp], mouse: bool) -> int:
+    """Build an app and run it in this terminal; its exit code."""
     from perfcmp_core.runner import prepare
 
     prepare()
@@ -486,6 +502,6 @@ def run_app(
     # the environment: a stale exported value would pin the app to it and ignore every resize.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-    app = build_app(request, out_dir=out_dir, first_run=first_run)
+    app = build()
     app.run(mouse=mouse)
     return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

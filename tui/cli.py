@@ -286,14 +286,24 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     # inherits all of it, so it starts parsing at once.
     with gc_paused():  # imports: hundreds of thousands of objects, no cycles
         request = run_request(ns)
-    run = start_comparison(request)
+        cluster = cluster_request(ns, request)
+    if cluster is not None:
+        from perfcmp_core.cluster.events import start_cluster
+
+        run = start_cluster(cluster)
+    else:
+        run = start_comparison(request)
     try:
         with gc_paused():
             from perfcmp_tui.app import run_app
+            from perfcmp_tui.cluster_app import run_cluster_app
     except BaseException:
         run.close()
         raise
     try:
+        if cluster is not None:
+            return run_cluster_app(cluster, out_dir=ns.output, mouse=not ns.no_mouse,
+                                   first_run=run)
         return run_app(request, out_dir=ns.output, mouse=not ns.no_mouse, first_run=run)
     finally:
         run.close()  # already closed when the app ran; not when it failed to start

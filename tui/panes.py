@@ -35,9 +35,11 @@ PANES: tuple[PaneSpec, ...] = (
 )
 
 
-def panes_of(table: str) -> tuple[str, ...]:
-    """Ids of the panes that can show ``table``."""
-    return tuple(p.id for p in PANES if table in p.tables)
+#: The first screen of a cluster comparison (two folders of ranks); Enter on a rank opens that
+#: rank pair in the screens above.
+RANKS = PaneSpec("ranks", "0", "Ranks", ("ClusterCompare", "ClusterCommGroups"),
+                 "needs two folders of rank folders or per-rank traces")
+CLUSTER_PANES: tuple[PaneSpec, ...] = (RANKS, *PANES)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,17 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..events import Event, Finished, Phase, Planned, Skipped, TableReady
+from ..gcpause import gc_paused
+from ..runner import ChildRun, start_method
 from .request import ClusterRequest
 from .run import map_ranks, rank_tasks
-from .summary import RankFailure, RankOutcome
+from .summary import RankFailure, RankOutcome, import_workers_modules
 from .tables import CLUSTER_GROUPS, cluster_tables
 
 LOAD_PHASE = "load ranks"
 TABLE_PHASE = "ClusterCompare"
+#: What the app's comparison child runs (named: a spawned child imports it itself).
+TARGET = "perfcmp_core.cluster.events:cluster_events"
 
 
 @dataclass
@@ -63,3 +67,15 @@ def cluster_events(request: ClusterRequest) -> Iterator[Event | RankLoaded]:
         yield TableReady(tables.groups)
     yield Phase(TABLE_PHASE, done=True, seconds=time.perf_counter() - t0)
     yield Finished(time.perf_counter() - t_start, notes=tables.notes)
+
+
+def start_cluster(request: ClusterRequest) -> ChildRun:
+    """Start :func:`cluster_events` in a child process (the app's first run, and its retry).
+
+    Forked, the child inherits the loaders and metrics imported here first, and so do the pool
+    processes it forks in turn.
+    """
+    if start_method() == "fork":
+        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
+            import_workers_modules()
+    return ChildRun(TARGET, request=request)

@@ -57,19 +57,19 @@ RANK_COLUMNS: tuple[Column, ...] = (
     *(Column(f"base_{k}", h, "base", "float", "ms", 16) for k, h in (*_FIGURES, _SPREAD)),
     *(Column(f"comp_{k}", h, "comparison", "float", "ms", 16) for k, h in (*_FIGURES, _SPREAD)),
     *(Column(f"diff_{k}", f"Diff {h}", "diff", "float", "ms", 16) for k, h in _FIGURES),
-    Column("flag", "Flag", "text", "text", "", 30),
+    Column("flag", "Flag", "flag", "text", "", 30),
 )
 
 GROUP_COLUMNS: tuple[Column, ...] = (
-    Column("group", "Group", "key", "bold", "", 40),
-    Column("rank", "Rank", "key", "int", "", 8),
+    Column("group", "Group", "key", "text", "", 40),
+    Column("rank", "Rank", "key", "bold", "", 8),
     Column("base_wait", "Wait Time(ms)", "base", "float", "ms", 16),
     Column("base_transmit", "Transmit Time(ms)", "base", "float", "ms", 16),
     Column("comp_wait", "Wait Time(ms)", "comparison", "float", "ms", 16),
     Column("comp_transmit", "Transmit Time(ms)", "comparison", "float", "ms", 16),
     Column("diff_wait", "Diff Wait Time(ms)", "diff", "float", "ms", 16),
     Column("diff_transmit", "Diff Transmit Time(ms)", "diff", "float", "ms", 16),
-    Column("flag", "Flag", "text", "text", "", 30),
+    Column("flag", "Flag", "flag", "text", "", 30),
 )
 
 
@@ -251,7 +251,7 @@ def _group_table(inputs: ClusterInputs, summaries: dict[tuple[str, int], RankSum
             for g in s.groups if s else ():
                 if g.name:
                     names.setdefault(g.group, g.name)
-    data["group"] = [f"{names[g]}: {g}" if g in names else g for g in data["group"]]
+    data["group"] = [f"{names[g]} ({g})" if g in names else g for g in data["group"]]
     data["diff_wait"] = data["comp_wait"] - data["base_wait"]
     data["diff_transmit"] = data["comp_transmit"] - data["base_transmit"]
     data["flag"] = _waited_for(data)

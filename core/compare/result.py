@@ -15,7 +15,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Role = Literal["key", "base", "comparison", "diff", "ratio", "text"]
+#: ``flag``: a short verdict on the row ("slowest", "only in base"), shown next to its name.
+Role = Literal["key", "base", "comparison", "diff", "ratio", "text", "flag"]
 Fmt = Literal["int", "float", "percent", "text", "bold"]
 
 #: Headers whose cells get the "degradation" fill when > 1 (the reference's red-fill rule).

@@ -1,0 +1,199 @@
+"""The app on two cluster folders: `perfcmp-tui RUNS_V1/ RUNS_V2/`.
+
+It opens on the **Ranks** screen (`0`): the ``ClusterCompare`` table, one row per rank, and with
+`v` the ``ClusterCommGroups`` view of who waits for whom. Enter on a rank starts the comparison of
+that rank pair — in a child process, like any comparison — and fills the usual screens `1` … `8`
+with it; Enter on another rank replaces it. The ranks' tables stay; `e` writes the open rank
+pair's sheets followed by the cluster's, as ``perfcmp-tui export`` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import ProgressBar, Static
+
+from perfcmp_core.cluster.events import RankLoaded
+from perfcmp_core.cluster.request import ClusterRequest
+from perfcmp_core.cluster.tables import CLUSTER_COMPARE, CLUSTER_GROUPS
+from perfcmp_core.compare.result import ComparisonResult
+from perfcmp_core.errors import InputError
+from perfcmp_core.events import Event, Failed, Finished, TableReady
+from perfcmp_core.runner import ChildRun
+
+from .app import EventSource, PerfCmpApp, run_in_terminal
+from .panes import CLUSTER_PANES, RANKS
+from .widgets.frame_view import FrameView
+from .widgets.pane import TablePane
+from .widgets.tab_bar import TabBar
+
+CLUSTER_TABLES = (CLUSTER_COMPARE, CLUSTER_GROUPS)
+#: ``open_rank(rank)``: the event source of that rank pair's comparison (raises InputError when
+#: the rank cannot be compared).
+RankSource = Callable[[int], EventSource]
+NOT_OPEN = "no rank pair open yet: Enter on a rank of the Ranks screen (0) compares it"
+
+
+class ClusterApp(PerfCmpApp):
+    BINDINGS = [Binding("0", "pane('ranks')", "Ranks", show=False)]
+
+    def __init__(self, base: str, comp: str, source: EventSource, open_rank: RankSource, *,
+                 ranks: tuple[int, int], out_dir: str = ".", timings: bool = True) -> None:
+        """``source``: the cluster's events; ``ranks``: how many ranks each side holds."""
+        super().__init__(base, comp, source, out_dir=out_dir, timings=timings, panes=CLUSTER_PANES)
+        self.open_rank_source = open_rank
+        self.rank_counts = ranks
+        self.rank: int | None = None  # the rank pair shown on screens 1 … 8
+        self.cluster = ComparisonResult(base, comp)  # the cluster tables and their notes
+
+    # -- header -------------------------------------------------------------------------------
+    def _inputs_text(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (tag, path, side) in enumerate((("BASE", self.base_path, "base"),
+                                               ("COMP", self.comp_path, "comparison"))):
+            text.append(tag, style="bold")
+            text.append(f" {path}  · {self.rank_counts[i]} ranks")
+            info = self.loaded.get(side, {}) if self.rank is not None else {}
+            if self.rank is not None:
+                text.append("  · ")
+                text.append(f"rank {self.rank}", style="bold")
+                text.append(f" {Path(info.get('path', '')).name or '…'}")
+                if info:
+                    steps = info.get("steps") or []
+                    text.append(f" · {info.get('label', '?')} · {len(steps)} step"
+                                f"{'s' if len(steps) != 1 else ''}")
+            elif i == 0 and CLUSTER_COMPARE in self.cluster.tables:
+                text.append("  · Enter on a rank compares that rank pair")
+            if side == "base":
+                text.append("\n")
+        return text
+
+    # -- events -------------------------------------------------------------------------------
+    def handle_event(self, event: Event | RankLoaded) -> None:  # type: ignore[override]
+        if isinstance(event, RankLoaded):
+            self.query_one("#bar", ProgressBar).update(total=event.total + 2, progress=event.done)
+            self.query_one("#phase-now", Static).update(Text(
+                f"loading ranks {event.done}/{event.total} …  Esc / q cancels"))
+            return
+        if self.rank is None and isinstance(event, Finished):
+            self._cluster_finished(event)
+            self._show_phases()
+            return
+        super().handle_event(event)
+
+    def _add_table(self, event: TableReady) -> None:
+        super()._add_table(event)
+        if event.table.name in CLUSTER_TABLES:  # kept apart: screens 1 … 8 are one rank pair's
+            self.cluster.add(self.result.tables.pop(event.table.name))
+            self.query_one("#inputs", Static).update(self._inputs_text())
+
+    def _cluster_finished(self, event: Finished) -> None:
+        self.running = False
+        self.finished = True
+        self.cluster.notes.extend(n for n in [*self.result.notes, *event.notes]
+                                  if n not in self.cluster.notes)
+        self.result = ComparisonResult(self.base_path, self.comp_path)
+        for pane in self.query(TablePane):
+            if pane.spec.id != RANKS.id:
+                pane.add_reason(NOT_OPEN)
+            pane.mark_finished()
+            self.query_one(TabBar).set_empty(pane.spec.id, pane.current is None)
+        self.query_one("#progress").add_class("hidden")
+        if self.timings:
+            self.notify(f"{self.rank_counts[0]} + {self.rank_counts[1]} ranks loaded in "
+                        f"{event.seconds:.2f} s", timeout=3)
+
+    # -- opening a rank pair ------------------------------------------------------------------
+    def on_frame_view_activated(self, event: FrameView.Activated) -> None:
+        pane = self.pane
+        if pane.spec.id != RANKS.id or event.frame_view is not pane.frame or pane.view is None:
+            super().on_frame_view_activated(event)
+            return
+        rank = int(pane.view.table.data["rank"].iat[event.row])
+        flag = str(self.cluster.tables[CLUSTER_COMPARE].data.set_index("rank")["flag"].get(rank, ""))
+        if "failed to load" in flag or flag.startswith("only in"):
+            self.notify(f"rank {rank}: {flag}, nothing to compare (the notes say why)",
+                        severity="warning", timeout=5, markup=False)
+            return
+        self.open_rank(rank)
+
+    def open_rank(self, rank: int) -> None:
+        """Compare rank pair ``rank`` on screens 1 … 8 (replacing the one open)."""
+        try:
+            source = self.open_rank_source(rank)
+        except InputError as exc:
+            self.notify(exc.message, severity="warning", timeout=5, markup=False)
+            return
+        self.workers.cancel_group(self, "compare")
+        self.rank = rank
+        self.source = source
+        self.failed = None
+        self.result = ComparisonResult(self.base_path, self.comp_path)
+        self.loaded.clear()
+        self._summary, self._gap = [], ""
+        for pane in self.query(TablePane):
+            if pane.spec.id != RANKS.id:
+                pane.reset()
+                self.query_one(TabBar).set_empty(pane.spec.id, False)
+        self.query_one("#inputs", Static).update(self._inputs_text())
+        self.query_one("#progress").remove_class("hidden")
+        self.running, self.finished = True, False
+        self.run_comparison()
+        self.action_pane("overall")
+
+    def _after_error(self, choice: str | None) -> None:
+        if choice == "retry" and self.rank is not None:
+            self.open_rank(self.rank)  # the ranks stay; only the rank pair is compared again
+        else:
+            super()._after_error(choice)
+
+    def _failed(self, event: Failed) -> None:
+        super()._failed(event)
+        if self.rank is not None:  # Esc on the error goes back to what loaded: the Ranks stay
+            self.query_one("#progress").add_class("hidden")
+
+    # -- export -------------------------------------------------------------------------------
+    def export_result(self) -> ComparisonResult:
+        """The open rank pair's sheets first (the reference's layout), then the cluster's."""
+        merged = ComparisonResult(self.base_path, self.comp_path, summary=self.result.summary)
+        if self.rank is not None:
+            merged.options["detail_rank"] = self.rank
+        for table in (*self.result.tables.values(), *self.cluster.tables.values()):
+            merged.add(table)
+        merged.notes = self.cluster.notes + [n for n in self.result.notes if n not in self.cluster.notes]
+        return merged
+
+
+def build_cluster_app(request: ClusterRequest, *, out_dir: str = ".",
+                      first_run: ChildRun | None = None) -> ClusterApp:
+    """The app wired to the cluster's child process (call ``runner.prepare()`` first); each
+    rank pair opened starts a comparison child of its own."""
+    from perfcmp_core.cluster.events import start_cluster
+    from perfcmp_core.runner import start_comparison
+
+    pending = [first_run] if first_run is not None else []
+
+    def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+        run = pending.pop() if pending else start_cluster(request)
+        return run.events(should_stop)
+
+    def open_rank(rank: int) -> EventSource:
+        pair = request.rank_request(rank)
+
+        def rank_source(should_stop: Callable[[], bool]) -> Iterator[Event]:
+            return start_comparison(pair).events(should_stop)
+        return rank_source
+
+    counts = (len(request.inputs.base.ranks), len(request.inputs.comp.ranks))
+    return ClusterApp(request.base, request.comp, source, open_rank, ranks=counts,
+                      out_dir=str(Path(out_dir)))
+
+
+def run_cluster_app(request: ClusterRequest, *, out_dir: str = ".", mouse: bool = True,
+                    first_run: ChildRun | None = None) -> int:
+    """Run the cluster app in this terminal; its exit code."""
+    return run_in_terminal(lambda: build_cluster_app(request, out_dir=out_dir, first_run=first_run),
+                           mouse)

@@ -100,7 +100,7 @@ def test_empty_profile_has_no_device_time() -> None:
 
 
 def _fixture_profiles() -> list[Path]:
-    gpu = sorted(p for p in (FIX / "gpu").rglob("*.json*"))
+    gpu = sorted(p for d in ("gpu", "gpu_patterns") for p in (FIX / d).rglob("*.json*") if p.name != "empty.pt.trace.json")
     npu = sorted(p for p in FIX.glob("npu_*/*") if p.is_dir())
     return gpu + npu
 

@@ -111,18 +111,20 @@ def trace_without_events(d: Path) -> Bad:
     return Bad(p, p, "holds no profiler events")
 
 
-def trace_with_metadata_only(d: Path) -> Bad:
+def _without_events(d: Path, text: str) -> Bad:
     p = d / "comp.pt.trace.json"
-    p.write_text('{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, '
-                 '"args": {"name": "python3"}}, {"name": "Record Window End", "ph": "i", "s": "g", '
-                 '"pid": "", "tid": "", "ts": 1}]}')
+    p.write_text(text)
     return Bad(p, p, "holds no profiler events")
+
+
+def trace_with_metadata_only(d: Path) -> Bad:
+    return _without_events(d, '{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, '
+                              '"args": {"name": "python3"}}, {"name": "Record Window End", "ph": "i", '
+                              '"s": "g", "pid": "", "tid": "", "ts": 1}]}')
 
 
 def json_list_of_numbers(d: Path) -> Bad:
-    p = d / "comp.pt.trace.json"
-    p.write_text("[1, 2, 3]\n")
-    return Bad(p, p, "holds no profiler events")
+    return _without_events(d, "[1, 2, 3]\n")
 
 
 def db_without_profiler_tables(d: Path) -> Bad:

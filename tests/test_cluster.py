@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -112,13 +113,18 @@ def test_two_cluster_folders_pair_by_rank_whatever_their_names() -> None:
     assert inputs.comp.path(1) == str(rank_folders("npu_comp")[1])
 
 
-def test_single_profiles_are_not_clusters_and_mixing_them_is_an_error() -> None:
+def test_single_profiles_are_not_clusters() -> None:
+    """Two profiles, or one profile against a folder of ranks (which then needs --rank N, as
+    before): compared as one pair."""
     single = rank_folders("npu_base")[0]
     assert cluster_inputs(str(single), str(rank_folders("npu_comp")[0])) is None
-    with pytest.raises(InputError, match=r"is a single profile, but .*npu_comp holds 4 ranks.*--rank N"):
-        cluster_inputs(str(single), str(NPU_COMP))
+    assert cluster_inputs(str(single), str(NPU_COMP)) is None
+    with pytest.raises(InputError, match=r"holds 4 rank folders \(node-a_45213_.*\); pass --rank N"):
+        detect(str(NPU_COMP))
     with pytest.raises(UsageError, match="--ranks needs two folders of ranks"):
-        cluster_inputs(str(single), str(rank_folders("npu_comp")[0]), parse_ranks("0"))
+        cluster_inputs(str(single), str(NPU_COMP), parse_ranks("0"))
+    with pytest.raises(InputError, match="no such file or directory"):
+        cluster_inputs("/nonexistent/runs", str(NPU_COMP))
 
 
 def test_duplicate_and_unknown_ranks_are_errors_naming_the_members(tmp_path: Path) -> None:
@@ -308,7 +314,6 @@ def test_rank_summaries_use_the_profile_cache(tmp_path: Path, monkeypatch: pytes
     run = tmp_path / "r"
     shutil.copytree(rank_folders("npu_base")[0], run)
     for p in run.rglob("*"):  # older than the cache's 2 s "racy" window
-        import os
         os.utime(p, (1_700_000_000, 1_700_000_000))
     task = RankTask("base", 0, str(run), LoadOptions())
     first = summarize_rank(task)

@@ -127,9 +127,11 @@ def test_bad_cluster_options(capsys: pytest.CaptureFixture[str], args: tuple[str
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_single_profile_against_a_cluster_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_single_profile_against_a_cluster_asks_for_a_rank(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "export", rank_folders("npu_base")[0], NPU_COMP)
-    assert code == 2 and "is a single profile, but" in err and "holds 4 ranks" in err
+    assert code == 2 and f"{NPU_COMP}: holds 4 rank folders (" in err and "pass --rank N" in err
+    code, out, _ = run(capsys, "summary", rank_folders("npu_base")[0], NPU_COMP, "--rank", 3, "--no-cache")
+    assert code == 0 and "Model Profiling Time Distribution" in out
 
 
 def test_unreachable_scheduler_from_the_installed_command(tmp_path: Path) -> None:

@@ -13,8 +13,7 @@ import sys
 from typing import TextIO
 
 from ..compare.result import ComparisonResult
-from ..errors import InputError
-from ..events import Failed, Finished, Phase, Skipped, TableReady
+from ..events import Finished, Phase, Skipped, TableReady
 from ..pipeline import check_outputs, collect, comparison_events, report_and_write
 from .events import LOAD_PHASE, RankLoaded, cluster_events
 from .report import format_ranks, format_waits
@@ -73,8 +72,6 @@ def _cluster_result(request: ClusterRequest) -> tuple[ComparisonResult, float]:
             result.add(event.table)
         elif isinstance(event, Skipped):
             result.notes.append(event.reason)
-        elif isinstance(event, Failed):
-            raise InputError(None, event.message)
         elif isinstance(event, Finished):
             result.notes.extend(n for n in event.notes if n not in result.notes)
     return result, load_s

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, UsageError
-from ..load.detect import cluster_members, member_rank
+from ..load.detect import cluster_members, detect, member_rank
 from .ranks import RankSet, format_ranks, ranks_phrase
 
 
@@ -52,22 +52,20 @@ class ClusterInputs:
 
 def cluster_inputs(base: str, comp: str, selection: RankSet | None = None) -> ClusterInputs | None:
     """The cluster comparison of ``base`` and ``comp``, or None when they are not two folders of
-    ranks (a folder holding a single rank counts as a cluster when the other side holds several,
-    or when ``--ranks`` is given)."""
+    ranks, at least one holding several (or any two with ``--ranks``). A single profile against a
+    folder of ranks is None too: the single comparison then asks which rank (``--rank N``)."""
     found = {side: _members(path) for side, path in (("base", base), ("comp", comp))}
-    counts = {side: len(m) if m is not None else 0 for side, m in found.items()}
-    if max(counts.values()) < 2 and selection is None:
-        return None
-    for side, path, other in (("base", base, comp), ("comp", comp, base)):
-        members = found[side]
-        if members is None:
-            if max(counts.values()) < 2:
+    for side, path in (("base", base), ("comp", comp)):
+        if found[side] is None:
+            if selection is not None:
                 raise UsageError(f"--ranks needs two folders of ranks (rank folders or per-rank "
                                  f"traces); {path} is a single profile")
-            raise InputError(path, f"is a single profile, but {other} holds "
-                                   f"{max(counts.values())} ranks: give two cluster folders, or "
-                                   "pick one rank of it with --rank N")
-        if not members:
+            return None
+    counts = [len(m or ()) for m in found.values()]
+    if max(counts) < 2 and selection is None:
+        return None
+    for side, path in (("base", base), ("comp", comp)):
+        if not found[side]:
             raise InputError(path, "holds no rank folders (*_ascend_pt, *_ascend_ms) or per-rank "
                                    "traces (*.pt.trace.json)")
     sides = [_ranked(path, found[side] or []) for side, path in (("base", base), ("comp", comp))]
@@ -99,7 +97,7 @@ def cluster_inputs(base: str, comp: str, selection: RankSet | None = None) -> Cl
 def _members(given: str) -> list[Path] | None:
     path = Path(given).expanduser()
     if not path.exists():
-        raise InputError(given, "no such file or directory")
+        detect(given)  # raises the precise error: no such file, a broken symbolic link …
     return cluster_members(path.resolve())
 
 

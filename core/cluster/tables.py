@@ -75,12 +75,11 @@ GROUP_COLUMNS: tuple[Column, ...] = (
 
 @dataclass
 class ClusterTables:
-    """The reduce's output: both tables, the notes, and what each rank of each side gave."""
+    """The reduce's output: both tables and the notes."""
 
     ranks: Table
     groups: Table
     notes: list[str] = field(default_factory=list)
-    summaries: dict[tuple[str, int], RankSummary] = field(default_factory=dict)
 
     def focus_rank(self) -> int | None:
         return focus_rank(self.ranks)[0]
@@ -111,7 +110,7 @@ def cluster_tables(inputs: ClusterInputs, outcomes: list[RankOutcome]) -> Cluste
     notes = list(inputs.notes) + _failure_notes(failures) + _loader_notes(summaries)
     ranks = _rank_table(inputs, summaries, failures, inputs.base.given, inputs.comp.given)
     groups = _group_table(inputs, summaries)
-    return ClusterTables(ranks, groups, notes, summaries)
+    return ClusterTables(ranks, groups, notes)
 
 
 # ---------------------------------------------------------------------------------------------

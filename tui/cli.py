@@ -256,7 +256,7 @@ def _headless(ns: argparse.Namespace, *, out_dir: str | None, json_path: str | N
 
         return run_cluster_export(cluster, out_dir=out_dir, json_path=json_path,
                                   write_workbook=write_workbook)
-    from perfcmp_core.pipeline import run_export
+    from perfcmp_core.headless import run_export
 
     return run_export(request, out_dir=out_dir, json_path=json_path,
                       write_workbook=write_workbook)

@@ -14,40 +14,43 @@ from typing import Callable, Iterator
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import ProgressBar, Static
+from textual.widgets import Static
 
 from perfcmp_core.cluster.events import RankLoaded
 from perfcmp_core.cluster.request import ClusterRequest
-from perfcmp_core.cluster.tables import CLUSTER_COMPARE, CLUSTER_GROUPS
+from perfcmp_core.cluster.tables import CLUSTER_COMPARE, cluster_result
+from perfcmp_core.collect import ResultBuilder
+from perfcmp_core.compare import CLUSTER_SCREENS, RANKS
 from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.errors import InputError
-from perfcmp_core.events import Event, Failed, Finished, TableReady
+from perfcmp_core.events import Event, Finished
 from perfcmp_core.runner import ChildRun
 
 from .app import EventSource, PerfCmpApp, run_in_terminal
-from .panes import CLUSTER_PANES, RANKS
 from .widgets.frame_view import FrameView
 from .widgets.pane import TablePane
+from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
 
-CLUSTER_TABLES = (CLUSTER_COMPARE, CLUSTER_GROUPS)
 #: ``open_rank(rank)``: the event source of that rank pair's comparison (raises InputError when
-#: the rank cannot be compared).
+#: the rank is not on both sides).
 RankSource = Callable[[int], EventSource]
 NOT_OPEN = "no rank pair open yet: Enter on a rank of the Ranks screen (0) compares it"
 
 
 class ClusterApp(PerfCmpApp):
-    BINDINGS = [Binding("0", "pane('ranks')", "Ranks", show=False)]
+    BINDINGS = [Binding(RANKS.key, f"pane('{RANKS.id}')", RANKS.title, show=False)]
 
     def __init__(self, base: str, comp: str, source: EventSource, open_rank: RankSource, *,
                  ranks: tuple[int, int], out_dir: str = ".", timings: bool = True) -> None:
         """``source``: the cluster's events; ``ranks``: how many ranks each side holds."""
-        super().__init__(base, comp, source, out_dir=out_dir, timings=timings, panes=CLUSTER_PANES)
+        super().__init__(base, comp, source, out_dir=out_dir, timings=timings,
+                         screens=CLUSTER_SCREENS)
         self.open_rank_source = open_rank
         self.rank_counts = ranks
         self.rank: int | None = None  # the rank pair shown on screens 1 … 8
-        self.cluster = ComparisonResult(base, comp)  # the cluster tables and their notes
+        #: The cluster's run; ``self.outcome`` becomes the open rank pair's.
+        self.cluster = self.outcome
 
     # -- header -------------------------------------------------------------------------------
     def _inputs_text(self) -> Text:
@@ -56,8 +59,8 @@ class ClusterApp(PerfCmpApp):
                                                ("COMP", self.comp_path, "comparison"))):
             text.append(tag, style="bold")
             text.append(f" {path}  · {self.rank_counts[i]} ranks")
-            info = self.loaded.get(side, {}) if self.rank is not None else {}
             if self.rank is not None:
+                info = self.outcome.loaded.get(side, {})
                 text.append("  · ")
                 text.append(f"rank {self.rank}", style="bold")
                 text.append(f" {Path(info.get('path', '')).name or '…'}")
@@ -74,37 +77,14 @@ class ClusterApp(PerfCmpApp):
     # -- events -------------------------------------------------------------------------------
     def handle_event(self, event: Event | RankLoaded) -> None:  # type: ignore[override]
         if isinstance(event, RankLoaded):
-            self.query_one("#bar", ProgressBar).update(total=event.total + 2, progress=event.done)
-            self.query_one("#phase-now", Static).update(Text(
-                f"loading ranks {event.done}/{event.total} …  Esc / q cancels"))
-            return
-        if self.rank is None and isinstance(event, Finished):
-            self._cluster_finished(event)
-            self._show_phases()
+            self.query_one(RunProgress).count(event.done, event.total, "loading ranks")
             return
         super().handle_event(event)
-
-    def _add_table(self, event: TableReady) -> None:
-        super()._add_table(event)
-        if event.table.name in CLUSTER_TABLES:  # kept apart: screens 1 … 8 are one rank pair's
-            self.cluster.add(self.result.tables.pop(event.table.name))
+        if self.rank is None and isinstance(event, Finished):
             self.query_one("#inputs", Static).update(self._inputs_text())
-
-    def _cluster_finished(self, event: Finished) -> None:
-        self.running = False
-        self.finished = True
-        self.cluster.notes.extend(n for n in [*self.result.notes, *event.notes]
-                                  if n not in self.cluster.notes)
-        self.result = ComparisonResult(self.base_path, self.comp_path)
-        for pane in self.query(TablePane):
-            if pane.spec.id != RANKS.id:
-                pane.add_reason(NOT_OPEN)
-            pane.mark_finished()
-            self.query_one(TabBar).set_empty(pane.spec.id, pane.current is None)
-        self.query_one("#progress").add_class("hidden")
-        if self.timings:
-            self.notify(f"{self.rank_counts[0]} + {self.rank_counts[1]} ranks loaded in "
-                        f"{event.seconds:.2f} s", timeout=3)
+            for pane in self.query(TablePane):
+                if pane.spec.id != RANKS.id:
+                    pane.add_reason(NOT_OPEN)
 
     # -- opening a rank pair ------------------------------------------------------------------
     def on_frame_view_activated(self, event: FrameView.Activated) -> None:
@@ -128,43 +108,32 @@ class ClusterApp(PerfCmpApp):
             self.notify(exc.message, severity="warning", timeout=5, markup=False)
             return
         self.workers.cancel_group(self, "compare")
-        self.rank = rank
-        self.source = source
-        self.failed = None
-        self.result = ComparisonResult(self.base_path, self.comp_path)
-        self.loaded.clear()
-        self._summary, self._gap = [], ""
+        self.rank, self.source = rank, source
+        self.outcome = ResultBuilder(self.base_path, self.comp_path)
+        tabs = self.query_one(TabBar)
         for pane in self.query(TablePane):
             if pane.spec.id != RANKS.id:
                 pane.reset()
-                self.query_one(TabBar).set_empty(pane.spec.id, False)
+                tabs.set_empty(pane.spec.id, False)
         self.query_one("#inputs", Static).update(self._inputs_text())
         self.query_one("#progress").remove_class("hidden")
-        self.running, self.finished = True, False
+        self.running = True
         self.run_comparison()
-        self.action_pane("overall")
+        self.action_pane(self.screens[1].id)
 
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry" and self.rank is not None:
             self.open_rank(self.rank)  # the ranks stay; only the rank pair is compared again
         else:
             super()._after_error(choice)
-
-    def _failed(self, event: Failed) -> None:
-        super()._failed(event)
-        if self.rank is not None:  # Esc on the error goes back to what loaded: the Ranks stay
-            self.query_one("#progress").add_class("hidden")
+            self.cluster = self.outcome  # a retry of the cluster's own run starts it afresh
 
     # -- export -------------------------------------------------------------------------------
     def export_result(self) -> ComparisonResult:
         """The open rank pair's sheets first (the reference's layout), then the cluster's."""
-        merged = ComparisonResult(self.base_path, self.comp_path, summary=self.result.summary)
-        if self.rank is not None:
-            merged.options["detail_rank"] = self.rank
-        for table in (*self.result.tables.values(), *self.cluster.tables.values()):
-            merged.add(table)
-        merged.notes = self.cluster.notes + [n for n in self.result.notes if n not in self.cluster.notes]
-        return merged
+        detail = self.outcome.snapshot() if self.rank is not None else \
+            ComparisonResult(self.base_path, self.comp_path)
+        return cluster_result(self.cluster.snapshot(), detail, self.rank)
 
 
 def build_cluster_app(request: ClusterRequest, *, out_dir: str = ".",

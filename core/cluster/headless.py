@@ -12,13 +12,16 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from ..collect import ResultBuilder, collect
 from ..compare.result import ComparisonResult
-from ..events import Finished, Phase, Skipped, TableReady
-from ..pipeline import check_outputs, collect, comparison_events, report_and_write
+from ..events import Phase
+from ..headless import check_destinations, write_outputs
+from ..pipeline import comparison_events
+from ..report import terminal_report
 from .events import LOAD_PHASE, RankLoaded, cluster_events
 from .report import format_ranks, format_waits
 from .request import ClusterRequest
-from .tables import CLUSTER_COMPARE, CLUSTER_GROUPS, focus_rank
+from .tables import CLUSTER_COMPARE, CLUSTER_GROUPS, cluster_result, focus_rank
 
 
 def run_cluster_export(
@@ -30,8 +33,8 @@ def run_cluster_export(
     out: TextIO | None = None,
 ) -> int:
     out = out or sys.stdout
-    check_outputs(out_dir, json_path, write_workbook)
-    cluster, load_s = _cluster_result(request)
+    check_destinations(out_dir, json_path, write_workbook)
+    cluster, load_s = _run_cluster(request)
     ranks = cluster.tables[CLUSTER_COMPARE]
     print(format_ranks(ranks, _headline(request, load_s)), file=out)
     waits = format_waits(cluster.tables.get(CLUSTER_GROUPS))
@@ -44,37 +47,31 @@ def run_cluster_export(
     print(f"Rank {rank} in detail ({why}; --rank N shows another): {detail_request.base} vs "
           f"{detail_request.comp}", file=out)
     detail = collect(comparison_events(detail_request), detail_request.base, detail_request.comp)
-    merged = ComparisonResult(request.base, request.comp, summary=detail.summary,
-                              options={"detail_rank": rank, "detail_reason": why,
-                                       "detail_base": detail_request.base,
-                                       "detail_comp": detail_request.comp})
-    for table in (*detail.tables.values(), *cluster.tables.values()):
-        merged.add(table)  # the rank pair's sheets first, then the cluster's
-    merged.notes = cluster.notes + [n for n in detail.notes if n not in cluster.notes]
-    return report_and_write(merged, out_dir=out_dir, json_path=json_path,
-                            write_workbook=write_workbook, out=out)
+    merged = cluster_result(cluster, detail, rank, why)
+    merged.options.update({"detail_base": detail_request.base, "detail_comp": detail_request.comp})
+    print(terminal_report(merged), file=out)
+    return write_outputs(merged, out_dir=out_dir, json_path=json_path,
+                         write_workbook=write_workbook, out=out)
 
 
-def _cluster_result(request: ClusterRequest) -> tuple[ComparisonResult, float]:
-    """The cluster tables and notes; progress on stderr when it is a terminal."""
-    result = ComparisonResult(request.base, request.comp)
+def _run_cluster(request: ClusterRequest) -> tuple[ComparisonResult, float]:
+    """The cluster tables and notes, and the seconds the ranks took; progress on stderr when it
+    is a terminal."""
+    builder = ResultBuilder(request.base, request.comp)
     load_s = 0.0
     progress = sys.stderr.isatty()
     for event in cluster_events(request):
-        if isinstance(event, RankLoaded) and progress:
-            print(f"\rloading ranks on {request.options.engine}: {event.done}/{event.total}",
-                  end="", file=sys.stderr, flush=True)
-        elif isinstance(event, Phase) and event.done and event.name == LOAD_PHASE:
+        if isinstance(event, RankLoaded):
+            if progress:
+                print(f"\rloading ranks on {request.options.engine}: {event.done}/{event.total}",
+                      end="", file=sys.stderr, flush=True)
+            continue
+        builder.add(event)
+        if isinstance(event, Phase) and event.done and event.name == LOAD_PHASE:
             load_s = event.seconds
             if progress:
                 print("\r\x1b[K", end="", file=sys.stderr, flush=True)
-        elif isinstance(event, TableReady):
-            result.add(event.table)
-        elif isinstance(event, Skipped):
-            result.notes.append(event.reason)
-        elif isinstance(event, Finished):
-            result.notes.extend(n for n in event.notes if n not in result.notes)
-    return result, load_s
+    return builder.snapshot(), load_s
 
 
 def _headline(request: ClusterRequest, load_s: float) -> str:

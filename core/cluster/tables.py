@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..compare.result import Column, Table
+from ..compare import CLUSTER_SHEETS, declare
+from ..compare.result import Column, ComparisonResult, Table
 from .inputs import ClusterInputs
 from .ranks import format_ranks, ranks_phrase
 from .summary import BASE, COMPARISON, GroupTimes, RankFailure, RankOutcome, RankSummary
 
-CLUSTER_COMPARE = "ClusterCompare"
-CLUSTER_GROUPS = "ClusterCommGroups"
+CLUSTER_COMPARE, CLUSTER_GROUPS = (s.name for s in CLUSTER_SHEETS)  # declared with the others
 NS_PER_MS = 1_000_000
 #: A rank stands out when it is this share of the median comparison E2E above the median …
 FLAG_SHARE = 0.01
@@ -97,6 +97,19 @@ def focus_rank(ranks: Table) -> tuple[int | None, str]:
     return (int(both["rank"].iloc[0]), "lowest rank compared") if len(both) else (None, "")
 
 
+def cluster_result(cluster: ComparisonResult, detail: ComparisonResult, rank: int | None,
+          why: str = "") -> ComparisonResult:
+    """One result of a cluster comparison: the rank pair's tables first (the reference's
+    sheets, in their order), then the cluster's; the cluster's notes, then the pair's."""
+    merged = ComparisonResult(cluster.base_label, cluster.comp_label, summary=dict(detail.summary))
+    if rank is not None:
+        merged.options.update({"detail_rank": rank, **({"detail_reason": why} if why else {})})
+    for table in (*detail.tables.values(), *cluster.tables.values()):
+        merged.add(table)
+    merged.notes = cluster.notes + [n for n in detail.notes if n not in cluster.notes]
+    return merged
+
+
 def tolerance(comp_e2e_ns: np.ndarray) -> float:
     """How far a rank must stand out to be flagged (ns)."""
     median = float(np.median(comp_e2e_ns)) if len(comp_e2e_ns) else 0.0
@@ -108,8 +121,8 @@ def cluster_tables(inputs: ClusterInputs, outcomes: list[RankOutcome]) -> Cluste
     summaries = {(o.side, o.rank): o for o in outcomes if isinstance(o, RankSummary)}
     failures = {(o.side, o.rank): o for o in outcomes if isinstance(o, RankFailure)}
     notes = list(inputs.notes) + _failure_notes(failures) + _loader_notes(summaries)
-    ranks = _rank_table(inputs, summaries, failures, inputs.base.given, inputs.comp.given)
-    groups = _group_table(inputs, summaries)
+    ranks = declare(_rank_table(inputs, summaries, failures, inputs.base.given, inputs.comp.given))
+    groups = declare(_group_table(inputs, summaries))
     return ClusterTables(ranks, groups, notes)
 
 

@@ -8,11 +8,19 @@ requested name, else ``<stem>_1<suffix>``, ``<stem>_2<suffix>``… Publishing is
 fails instead of replacing an existing name) or, on file systems without hard links, an exclusive
 create of the final name followed by a rename onto it. On any failure the temporary file is
 removed, so a crash leaves either nothing or a complete file.
+
+A character device or a pipe given as the target (``/dev/stdout``, a FIFO) is written straight
+into: it holds no file that could be lost, and cannot be replaced by a rename.
+
+Whatever fails while writing — a full disk, a quota, a file system gone read-only — is a problem
+of the destination the user chose: :func:`safe_write` raises it as an :class:`InputError` naming
+that destination (one line, exit 2), for every writer alike.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from os import PathLike
@@ -80,13 +88,27 @@ def _candidates(target: Path) -> Iterator[Path]:
         yield target.with_name(f"{target.stem}_{n}{target.suffix}")
 
 
-def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None], *,
+               where: str | PathLike[str] | None = None) -> Path:
     """Run ``write(fh)`` on a temporary file next to ``target`` and publish it without clobbering.
 
-    ``fh`` is a seekable binary file (zip writers need to seek). Returns the path actually
-    written, which differs from ``target`` when that name was taken.
+    ``fh`` is a seekable binary file (zip writers need to seek), except for a device or pipe
+    target, which gets the stream itself. Returns the path actually written, which differs from
+    ``target`` when that name was taken. An ``OSError`` on the way becomes an ``InputError``
+    naming ``where`` (default: ``target``); the temporary file is gone by then.
     """
-    target = Path(target)
+    try:
+        return _write(Path(target), write)
+    except OSError as exc:
+        problem = f"cannot write the result here ({exc.strerror or exc})"
+        raise InputError(target if where is None else where, problem) from exc
+
+
+def _write(target: Path, write: Callable[[BinaryIO], None]) -> Path:
+    if _is_stream(target):
+        with open(target, "wb") as fh:
+            write(fh)
+        return target
     directory = ensure_dir(target.parent)
     if target.is_dir():
         raise InputError(target, "is a directory; expected a file name")
@@ -104,6 +126,18 @@ def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None]) -
         return _publish(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _is_stream(target: Path) -> bool:
+    """True for an existing character device or FIFO (a block device is refused: writing one
+    would destroy a disk)."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    if stat.S_ISBLK(mode):
+        raise InputError(target, "is a block device; expected a file name")
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _publish(tmp: Path, target: Path) -> Path:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..events import Event, Finished, Phase, Planned, Skipped, TableReady
 from ..gcpause import gc_paused
-from ..runner import ChildRun, start_method
+from ..processes import start_method
+from ..runner import ChildRun
 from .request import ClusterRequest
 from .run import map_ranks, rank_tasks
 from .summary import RankFailure, RankOutcome, import_workers_modules

@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import InputError
+from ..processes import start_method
 from .ranks import format_ranks, ranks_phrase
 from .summary import RankOutcome, RankTask, import_workers_modules, summarize_rank
 
@@ -38,9 +39,9 @@ def map_in_pool(tasks: Sequence[RankTask], jobs: int | None = None) -> Iterator[
         for task in tasks:
             yield summarize_rank(task)
         return
-    # fork: the workers share this process's imports (pandas …) instead of importing them again.
-    # Callers are single-threaded here (the CLI, or the app's comparison child).
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # Forked (the CLI, the app's comparison child), the workers share this process's imports
+    # instead of importing pandas and the loaders again.
+    method = start_method()
     if method == "fork":
         import_workers_modules()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))

@@ -61,6 +61,7 @@ from .detect import Source
 from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic
 from .npu_db_host import (fwdbwd_pairs, host_ops, python_functions, queue_rows, read_apis, read_connection_ids,
                           read_steps)
+from .npu_db_launch import enqueue_of
 from .npu_db_sql import INT, SID, TEXT, U32, Db, Select, check_header
 
 
@@ -95,7 +96,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
 
     steps = read_steps(db, ops, notes)
     comm_ops = communication_ops(db, steps)
-    kernels = device_kernels(db, comm_ops, op_conns, steps)
+    kernels = device_kernels(db, comm_ops, ops, op_conns, queue, steps)
     comm_tasks = communication_tasks(db, comm_ops, steps)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     fwdbwd = fwdbwd_pairs(ops, op_conns, kernels["link"].to_numpy())
@@ -139,7 +140,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         comm_tasks=comm_tasks,
         memory=memory,
         op_memory=op_memory,
-        queue=queue,
+        queue=queue.drop(columns=["gtid"]),
         op_statistic=op_statistic(kernels, steps, opts.step),
         steps=steps,
     )
@@ -177,7 +178,7 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     place = df["alloc_ns"].to_numpy(dtype="int64").copy()
     cann = df["name"].astype(str).str.contains("cann::", regex=False).to_numpy()
     if cann.any():
-        placed, ok = _enqueue_time(queue, place[cann])
+        placed, _, ok = enqueue_of(queue, place[cann])
         place[cann] = placed
         keep = np.ones(len(df), dtype=bool)
         keep[np.flatnonzero(cann)[~ok]] = False
@@ -189,22 +190,6 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     names = df["name"].where(df["name"].astype(str).str.contains("cann::", regex=False), "")
     return frame(OP_MEMORY, {"name": names, "size_bytes": df["size_bytes"], "place_ns": place,
                              "alloc_ns": df["alloc_ns"], "release_ns": df["release_ns"]}, n=len(df))
-
-
-def _enqueue_time(queue: pd.DataFrame, alloc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Enqueue start of the dequeue that starts last at or before each time and still covers it;
-    returns (times, found mask). Only enqueue/dequeue pairs sharing a correlation count."""
-    enq = queue[queue["kind"] == "enqueue"].drop_duplicates("correlation")
-    deq = queue[queue["kind"] == "dequeue"].drop_duplicates("correlation")
-    pairs = deq.merge(enq[["correlation", "start_ns"]], on="correlation", suffixes=("", "_enq"))
-    pairs = pairs.sort_values("start_ns", kind="stable")
-    starts, ends = pairs["start_ns"].to_numpy(), pairs["end_ns"].to_numpy()
-    idx = np.searchsorted(starts, alloc, side="right") - 1
-    ok = idx >= 0
-    ok[ok] = alloc[ok] <= ends[idx[ok]]
-    out = np.full(len(alloc), -1, dtype="int64")
-    out[ok] = pairs["start_ns_enq"].to_numpy()[idx[ok]]
-    return out, ok
 
 
 # ------------------------------------------------------------------------------------------ meta

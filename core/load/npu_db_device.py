@@ -8,7 +8,9 @@ import pandas as pd
 
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
 from .common import assign_step
-from .npu_db_sql import FLOAT, INT, INVALID_ID, SID, Db, Select
+from .npu_db_launch import launching_ops
+from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select
+from .shapes import normalise_shapes
 
 #: ``TASK_PMU_INFO`` metric name → KERNELS column.
 PMU_COLUMNS = {
@@ -18,10 +20,14 @@ PMU_COLUMNS = {
     "aiv_time": "aiv_us",
 }
 _PMU_NS_PER_US = 1000.0
+#: The instance part of an HCCL op name (``_<hash>_<index>_<n>`` after the op type).
+_OP_INSTANCE = r"_\d+_\d+_\d+$"
 
 
-def device_kernels(db: Db, comm_ops: pd.DataFrame, op_conns: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """TASK rows (with compute info, PMU and communication membership) plus the HCCL ops."""
+def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: pd.DataFrame, queue: pd.DataFrame,
+                   steps: pd.DataFrame) -> pd.DataFrame:
+    """TASK rows (with compute info, PMU and communication membership) plus the HCCL ops, each
+    linked to the op that launched it (:func:`~.npu_db_launch.launching_ops`)."""
     parts = _read_tasks(db)
     if len(comm_ops):  # HCCL ops are kernels too, so that host ops own the HCCL ops they launch
         parts = pd.concat([parts, pd.DataFrame({
@@ -32,12 +38,9 @@ def device_kernels(db: Db, comm_ops: pd.DataFrame, op_conns: pd.DataFrame, steps
         })], ignore_index=True)
     parts = parts.sort_values("start_ns", kind="stable").reset_index(drop=True)
     kernels = frame(KERNELS, {c: parts[c] for c in KERNELS if c in parts.columns}, n=len(parts))
-    # Link to the launching op; with several candidates the latest-starting (innermost) op wins
-    # (op rows are in start order, so that is the highest row).
-    if len(op_conns) and len(kernels):
-        by_conn = op_conns.sort_values("op_row", kind="stable").drop_duplicates("conn", keep="last")
-        op_row = kernels["link"].map(by_conn.set_index("conn")["op_row"]).fillna(-1).astype("int64")
-        kernels["op_row"] = op_row.where(~parts["comm_task"].to_numpy(dtype=bool), -1).to_numpy()
+    # HCCL tasks stay off their op: it owns them through their COMMUNICATION_OP row.
+    eligible = ~parts["comm_task"].to_numpy(dtype=bool)
+    kernels["op_row"] = launching_ops(db, kernels, eligible, ops, op_conns, queue)
     kernels["step"] = assign_step(kernels["start_ns"].to_numpy(), steps)
     return kernels
 
@@ -48,7 +51,8 @@ def _read_tasks(db: Db) -> pd.DataFrame:
     q = (Select(db).col("T", "TASK", "globalTaskId", "gid", INT)
          .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
          .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
-         .col("T", "TASK", "taskType", "task_type", SID))
+         .col("T", "TASK", "taskType", "task_type", SID).col("T", "TASK", "taskId", "hw_task", INT)
+         .col("T", "TASK", "contextId", "context", INT))
     joins: list[str] = []
     if db.has("COMPUTE_TASK_INFO", "globalTaskId"):
         joins.append("LEFT JOIN COMPUTE_TASK_INFO AS C ON C.globalTaskId = T.globalTaskId")
@@ -69,7 +73,10 @@ def _read_tasks(db: Db) -> pd.DataFrame:
         q.expr("0", "is_comm", INT).expr("-1", "comm_name", SID)
     df = durations(db, "TASK", q.fetch(f"FROM TASK AS T {' '.join(joins)} "
                                         "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
-    name = df["compute_name"].where(df["compute_name"] != "", df["comm_name"])
+    df = df[~_containers(df)].reset_index(drop=True)
+    df["input_shapes"] = normalise_shapes(df["input_shapes"])
+    comm_name = df["comm_name"].where(df["comm_name"] != NA, "")  # level 0 writes no task names
+    name = df["compute_name"].where(df["compute_name"] != "", comm_name)
     df["name"] = name.where(name != "", df["task_type"])
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
     df["has_details"] = df["has_details"].astype(bool)
@@ -83,7 +90,38 @@ def _read_tasks(db: Db) -> pd.DataFrame:
         aligned = pmu.reindex(gid)
         for col in pmu.columns:
             df[col] = aligned[col].to_numpy() / _PMU_NS_PER_US
-    return df.drop(columns=["gid", "compute_name", "comm_name"])
+    return df.drop(columns=["gid", "compute_name", "comm_name", "hw_task", "context"])
+
+
+def _containers(tasks: pd.DataFrame) -> np.ndarray:
+    """Mask of the TASK rows that only frame other rows: a task without a context id whose
+    (stream, task id) is shared by tasks *with* a context id that start inside its span.
+
+    An FFTS+ / mixed-core launch (``MIX_AIV`` ReduceSum: a 22.9 µs ``AI_CORE`` row around its
+    20.4 µs sub-task) and every HCCL op (an ``AI_CORE`` row of the op's full duration around its
+    Notify/SDMA/Write tasks, carrying the op's connection id) are recorded this way. The frame
+    is no work of its own: its sub-tasks and the ``COMMUNICATION_OP`` row already hold that time,
+    and the Text export of the same run has no such row. Counting it doubled every HCCL op in its
+    launching op's device time (AccumulateGrad 204 ms on the real level-1 Db, 106 ms in Text).
+    Task ids wrap around, hence the time test rather than the (stream, task id) key alone.
+    """
+    ctx = tasks["context"].to_numpy()
+    framed = (ctx >= 0) & (ctx != INVALID_ID)
+    out = np.zeros(len(tasks), dtype=bool)
+    if not framed.any():
+        return out
+    start, end = tasks["start_ns"].to_numpy(), tasks["start_ns"].to_numpy() + tasks["dur_ns"].to_numpy()
+    keys = ["stream", "hw_task"]
+    frames = tasks.loc[~framed, keys].assign(start_ns=start[~framed], row=np.flatnonzero(~framed))
+    inner = tasks.loc[framed, keys].assign(start_ns=start[framed])
+    # The latest frame of the same (stream, task id) starting at or before each sub-task; only
+    # row numbers travel through the as-of join (a miss makes a column float64).
+    hit = pd.merge_asof(inner.sort_values("start_ns", kind="stable"), frames.sort_values("start_ns", kind="stable"),
+                        on="start_ns", by=keys, direction="backward")
+    hit = hit[hit["row"].notna()]
+    rows = hit["row"].to_numpy(dtype="int64")
+    out[rows[hit["start_ns"].to_numpy(dtype="int64") <= end[rows]]] = True
+    return out
 
 
 def durations(db: Db, table: str, df: pd.DataFrame) -> pd.DataFrame:
@@ -126,11 +164,20 @@ def communication_ops(db: Db, steps: pd.DataFrame) -> pd.DataFrame:
     df = durations(db, op, df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
     out = frame(COMM_OPS, {
-        "name": df["name"], "op_type": df["op_type"], "group": df["grp"], "start_ns": df["start_ns"],
+        "name": df["name"], "op_type": comm_op_types(df["op_type"], df["name"]), "group": df["grp"], "start_ns": df["start_ns"],
         "dur_ns": df["dur_ns"], "link": df["link"], "step": assign_step(df["start_ns"].to_numpy(), steps),
     }, n=len(df))
     out["op_id"] = df["op_id"].to_numpy(dtype="int64")
     return out
+
+
+def comm_op_types(op_types: pd.Series, names: pd.Series) -> pd.Series:
+    """``COMMUNICATION_OP.opType``, or where it is absent (level 0 writes ``N/A``) the type spelt
+    in the op's name: ``hcom_allReduce__576_0_1`` → ``hcom_allReduce_``, exactly what level 1
+    writes as opType, so level-0 and level-1 runs key their collectives alike."""
+    derived = names.astype(str).str.replace(_OP_INSTANCE, "", regex=True)
+    known = (op_types != "") & (op_types != NA)
+    return op_types.where(known, derived)
 
 
 def communication_tasks(db: Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -140,9 +187,12 @@ def communication_tasks(db: Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> 
     df = (Select(db).col("I", info, "taskType", "name", SID).col("I", info, "groupName", "grp", SID)
           .col("I", info, "planeId", "plane_order", INT).col("I", info, "opId", "op_id", INT)
           .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
+          .col("T", "TASK", "taskType", "task_type", SID)
           .fetch("FROM COMMUNICATION_TASK_INFO AS I JOIN TASK AS T ON T.globalTaskId = I.globalTaskId "
                  "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
     df = durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    # Level 0 writes N/A task names; the runtime task type ("Notify Wait", "SDMA") still tells them apart.
+    df["name"] = df["name"].where((df["name"] != NA) & (df["name"] != ""), df["task_type"])
     plane = df["plane_order"].astype(str).where(df["plane_order"] >= 0, "")
     return frame(COMM_TASKS, {
         "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],

@@ -36,8 +36,20 @@ def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
             .expr("E.name", "api_type", TEXT)
             .fetch("FROM PYTORCH_API AS A LEFT JOIN ENUM_API_TYPE AS E ON E.id = A.type "
                    "WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+    if _swapped(apis["input_dims"], apis["input_types"]):
+        apis["input_dims"], apis["input_types"] = apis["input_types"], apis["input_dims"]
     apis["call_stack"] = _call_stacks(db, apis["chain"])
     return apis
+
+
+def _swapped(dims: pd.Series, dtypes: pd.Series) -> bool:
+    """Whether the shape and dtype columns are exchanged. Some torch_npu releases write the dtypes
+    (``float;\r\nScalar``) into ``inputShapes`` and the dims (``32,3,224,224;\r\n64``) into
+    ``inputDtypes`` (the real AlexNet Db export does); dims never contain a letter, dtype lists
+    nearly always do, so the column holding more letters is the dtype column."""
+    def lettered(col: pd.Series) -> int:
+        return int(col.astype(str).str.contains(r"[A-Za-z]", regex=True).sum())
+    return lettered(dims) > lettered(dtypes)
 
 
 def _call_stacks(db: Db, chain: pd.Series) -> pd.Series:
@@ -119,14 +131,17 @@ def python_functions(apis: pd.DataFrame) -> pd.DataFrame:
 
 
 def queue_rows(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> pd.DataFrame:
-    """Enqueue/Dequeue rows; the correlation is the first connection id of the row's list, which
-    is what torch_npu pairs an enqueue with its dequeue by."""
+    """Enqueue/Dequeue rows plus a ``gtid`` helper column (the thread, used to trace launches made
+    on the dequeue thread back to their enqueue); the correlation is the first connection id of the
+    row's list, which is what torch_npu pairs an enqueue with its dequeue by."""
     df = apis[apis["api_type"] == "queue"].sort_values("start_ns", kind="stable")
     names = df["name"].astype(str)
     kind = np.select([names.str.startswith("Enqueue"), names.str.startswith("Dequeue")], ["enqueue", "dequeue"], "")
     df, kind = df[kind != ""], kind[kind != ""]
-    return frame(QUEUE, {"kind": pd.Series(kind, dtype=object), "correlation": _first_conn(df["conn_ref"], conn_ids),
-                         "start_ns": df["start_ns"], "end_ns": df["end_ns"]}, n=len(df))
+    out = frame(QUEUE, {"kind": pd.Series(kind, dtype=object), "correlation": _first_conn(df["conn_ref"], conn_ids),
+                        "start_ns": df["start_ns"], "end_ns": df["end_ns"]}, n=len(df))
+    out["gtid"] = df["gtid"].to_numpy(dtype="int64")
+    return out
 
 
 def fwdbwd_pairs(ops: pd.DataFrame, op_conns: pd.DataFrame, launch_ids: np.ndarray) -> pd.DataFrame:

@@ -27,6 +27,8 @@ from .detect import SQLITE_MAGIC
 
 #: What the Db writes where an id is invalid (UINT32 max, torch_npu ``DB_INVALID_VALUE``).
 INVALID_ID = 4294967295
+#: What the exporters write where a text value is absent (level 0 op types, task names).
+NA = "N/A"
 #: Mask of the low 32 bits (``globalTid`` is ``pid << 32 | tid``).
 U32 = 0xFFFFFFFF
 

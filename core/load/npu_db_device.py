@@ -75,6 +75,8 @@ def _read_tasks(db: Db) -> pd.DataFrame:
                                         "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
     df = df[~_containers(df)].reset_index(drop=True)
     df["input_shapes"] = normalise_shapes(df["input_shapes"])
+    for col in ("op_type", "core", "input_dtypes"):  # level 0 writes N/A; the model keeps "" (as Text)
+        df[col] = df[col].where(df[col] != NA, "")
     comm_name = df["comm_name"].where(df["comm_name"] != NA, "")  # level 0 writes no task names
     name = df["compute_name"].where(df["compute_name"] != "", comm_name)
     df["name"] = name.where(name != "", df["task_type"])

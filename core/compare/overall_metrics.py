@@ -373,13 +373,19 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     else:
         side.notes.append("no compute task, communication op or device task: E2E is 0")
 
+    classified = det
     if profile.meta.has_pmu:
-        aicore, mac = k["aicore_us"].to_numpy()[det], k["mac_us"].to_numpy()[det]
-        cube = (np.nan_to_num(aicore) != 0) | (np.nan_to_num(mac) != 0)
+        # As in Text, a compute task without PMU data (DSA_SQE, AI_CPU) is in no Cube/Vector class:
+        # its time stays Other. The reference files it under Vector in Db only (spec: NonZero
+        # AI_CPU is Vector in Db, Other in Text), so one run's breakdown depended on the export.
+        aicore, mac, aiv = (k[c].to_numpy() for c in ("aicore_us", "mac_us", "aiv_us"))
+        classified = det & ~(np.isnan(aicore) & np.isnan(mac) & np.isnan(aiv))
+        cube = (np.nan_to_num(aicore[classified]) != 0) | (np.nan_to_num(mac[classified]) != 0)
     else:
         cube = np.isin(task[det], list(_DB_CUBE_TASKS))
     sqe = k[hw & (task == _C_CORE_SQE)]
-    _classify_npu(side, profile, det, masks, texts, cube, order=np.argsort(k["link"].to_numpy()[det], kind="stable"),
+    _classify_npu(side, profile, classified, masks, texts, cube,
+                  order=np.argsort(k["link"].to_numpy()[classified], kind="stable"),
                   sqe=sqe, conv_tid=False, fa_types=("flashattention",))
 
     side.groups, side.pairs = _db_groups(profile, active - busy)

@@ -66,15 +66,15 @@ def host_rows(profile: Profile, op_row: np.ndarray) -> np.ndarray:
 def work_items(profile: Profile) -> pd.DataFrame:
     """Rows of ``profile.kernels`` that are device work, each counted once.
 
-    Collectives: NPU Db lists a collective as a ``COMMUNICATION_OP`` row (``in_trace`` False) *and*
+    Collectives: NPU Db lists a collective as a ``COMMUNICATION_OP`` row (``task_type`` "") *and*
     as its tasks; NPU Text as an HCCL op (``in_trace``) plus a ``kernel_details`` row; GPU as the
     NCCL kernel. One row per collective is kept. Stream waits and profiler markers are not work.
     """
     k = profile.kernels
     is_comm = k["is_comm"].to_numpy()
     in_trace = k["in_trace"].to_numpy()
-    if profile.meta.kind == "npu_db":
-        comm = is_comm & ~in_trace
+    if profile.meta.kind == "npu_db":  # the COMMUNICATION_OP rows, not their tasks
+        comm = is_comm & (k["task_type"].to_numpy(dtype=object) == "")
     else:
         comm = is_comm & in_trace
     compute = ~is_comm & (in_trace | k["has_details"].to_numpy())

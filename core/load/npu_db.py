@@ -19,9 +19,9 @@ Why this module looks the way it does:
 * **Bad files are input errors.** A file that is empty, not SQLite, encrypted, truncated or
   corrupted raises :class:`InputError` naming the file.
 
-The loader is four modules: ``npu_db_sql`` (read-only typed SQLite access), ``npu_db_host``
-(host tables), ``npu_db_device`` (device and communication tables) and this one (entry point,
-memory and metadata).
+The loader is five modules: ``npu_db_sql`` (read-only typed SQLite access), ``npu_db_host``
+(host tables), ``npu_db_device`` (device and communication tables), ``npu_db_launch`` (which op
+launched each task) and this one (entry point, memory and metadata).
 
 Table mapping (schema: torch_npu ``TableColumnsManager`` / msprof export headers; names follow the
 reference's ``Constant.TABLE_*``):
@@ -33,15 +33,20 @@ reference's ``Constant.TABLE_*``):
   ``COMMUNICATION_OP`` rows are appended as well (``is_comm`` True, ``task_type`` "", stream -1,
   like the Text loader's HCCL-op kernels) so operator comparison attributes HCCL ops to the torch
   op that launched them. Communication *tasks* keep ``op_row`` -1 so that an op's device time
-  does not count both an HCCL op and its tasks.
+  does not count both an HCCL op and its tasks. ``TASK`` rows that only frame sub-tasks (no
+  context id, same stream and task id as rows with one: every HCCL op, FFTS+ launches) are not
+  kernels. Shapes lose their literal quotes (``load/shapes.py``, shared with the Text loader);
+  level-0 ``N/A`` types read as absent. ``op_row`` comes from ``npu_db_launch``.
 * OPS / QUEUE / PYFUNCS — ``PYTORCH_API`` rows of ``ENUM_API_TYPE`` ``op`` / ``queue`` / ``trace``.
   ``PYTORCH_API.connectionId`` points at a *list* in ``CONNECTION_IDS``: an op keeps one row (its
   ``link`` is the first id of the list) and kernels are attached through the whole list.
   ``globalTid`` is ``pid << 32 | tid``; nesting is per ``globalTid``. Call stacks come from
-  ``PYTORCH_CALLCHAINS`` when present.
+  ``PYTORCH_CALLCHAINS`` when present. ``inputShapes``/``inputDtypes`` exchanged (as real torch_npu
+  Dbs store them) are read the right way round.
 * FWDBWD — connection ids shared by exactly two torch ops (forward → backward), as the reference.
 * COMM_OPS / COMM_TASKS — ``COMMUNICATION_OP`` and ``COMMUNICATION_TASK_INFO`` ⋈ ``TASK``; a task
-  belongs to the op with the same ``opId`` (and group).
+  belongs to the op with the same ``opId`` (and group). Level 0 writes ``N/A`` op types and task
+  names: the type is read from the op name, task names from ``TASK.taskType``.
 * MEMORY / OP_MEMORY — ``MEMORY_RECORD`` / ``OP_MEMORY``; ``cann::`` allocations are re-timed to the
   enqueue of the dequeue that covers them, like the Text loader does.
 * STEPS — ``STEP_TIME`` (falling back to ``ProfilerStep#N`` ops when the table is absent or empty).

@@ -47,8 +47,10 @@ def _swapped(dims: pd.Series, dtypes: pd.Series) -> bool:
     (``float;\r\nScalar``) into ``inputShapes`` and the dims (``32,3,224,224;\r\n64``) into
     ``inputDtypes`` (the real AlexNet Db export does); dims never contain a letter, dtype lists
     nearly always do, so the column holding more letters is the dtype column."""
-    def lettered(col: pd.Series) -> int:
-        return int(col.astype(str).str.contains(r"[A-Za-z]", regex=True).sum())
+    def lettered(col: pd.Series) -> int:  # rows with a letter, tested once per distinct text
+        codes, uniques = pd.factorize(col.astype(str), use_na_sentinel=False)
+        hit = pd.Series(uniques, dtype=object).str.contains(r"[A-Za-z]", regex=True).to_numpy(dtype=bool)
+        return int(np.bincount(codes, minlength=len(uniques))[hit].sum()) if len(codes) else 0
     return lettered(dims) > lettered(dtypes)
 
 

@@ -19,7 +19,10 @@ ABSENT = "N/A"
 
 def normalise_shapes(shapes: pd.Series) -> pd.Series:
     """Kernel input shapes as the model keeps them: surrounding whitespace (the exporters' trailing
-    tabs) and one pair of enclosing literal quotes removed; ``N/A`` and empty cells → ``""``."""
-    text = shapes.astype(str).str.strip()
+    tabs) and one pair of enclosing literal quotes removed; ``N/A`` and empty cells → ``""``.
+    Each distinct text is rewritten once (a run repeats a few hundred shapes over its kernels)."""
+    codes, uniques = pd.factorize(shapes.astype(str), use_na_sentinel=False)
+    text = pd.Series(uniques, dtype=object).str.strip()
     text = text.str.replace(r'^"(.*)"$', r"\1", regex=True).str.strip()
-    return text.mask(text == ABSENT, "")
+    text = text.mask(text == ABSENT, "").to_numpy(dtype=object)
+    return pd.Series(text[codes] if len(codes) else [], index=shapes.index, dtype=object)

@@ -17,22 +17,42 @@ from .common import assign_step, innermost, thread_key
 from .npu_trace import Events, Layout, arg_texts, arg_values, numbers
 
 
-def hardware_tasks(ev: Events, layout: Layout) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+@dataclass
+class Hardware:
+    """Ascend Hardware tasks as KERNELS rows (file order) plus where they sit in the trace."""
+
+    tasks: pd.DataFrame  # KERNELS
+    pid: np.ndarray
+    tid: np.ndarray
+    conn: np.ndarray  # ``connection_id``: the CANN call that issued the task (-1 absent)
+
+
+def _stream_ids(args: list[dict], tid: np.ndarray) -> np.ndarray:
+    """Stream of each task: ``Stream Id`` (older exports), else ``Physic Stream Id`` (torch_npu
+    2.x exports name it so), else the ``Stream N`` thread the exporter puts the task on."""
+    stream = numbers(arg_values(args, "Stream Id"))
+    physical = numbers(arg_values(args, "Physic Stream Id"))
+    stream = np.where(stream >= 0, stream, physical)
+    return np.where(stream >= 0, stream, tid)
+
+
+def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
     """Ascend Hardware ``X`` events as KERNELS rows (file order) with their pid/tid."""
     if layout.hardware_pid is None:
-        return frame(KERNELS, n=0), np.zeros(0, dtype="int64"), np.zeros(0, dtype="int64")
+        empty = np.zeros(0, dtype="int64")
+        return Hardware(frame(KERNELS, n=0), empty, empty, empty)
     rows = ev.complete(ev.pid == layout.hardware_pid)
     args = ev.args(rows)
     table = frame(KERNELS, {
         "name": ev.name[rows],
         "task_type": arg_texts(args, "Task Type"),
-        "stream": numbers(arg_values(args, "Stream Id")),
+        "stream": _stream_ids(args, ev.tid[rows]),
         "task_id": arg_texts(args, "Task Id"),
         "start_ns": ev.ts_ns[rows],
         "dur_ns": ev.dur_ns[rows],
         "in_trace": np.ones(len(rows), dtype=bool),
     }, n=len(rows))
-    return table, ev.pid[rows], ev.tid[rows]
+    return Hardware(table, ev.pid[rows], ev.tid[rows], numbers(arg_values(args, "connection_id")))
 
 
 @dataclass
@@ -43,6 +63,8 @@ class Comm:
     tasks: pd.DataFrame  # COMM_TASKS
     op_pid: np.ndarray  # per COMM_OPS row: where its flow ends land
     op_tid: np.ndarray
+    op_conn: np.ndarray  # per COMM_OPS row: ``connection_id``, shared by its Ascend Hardware tasks
+    task_stream: np.ndarray  # per COMM_TASKS row: the ``stream id`` its task runs on (-1 absent)
     op_launch: np.ndarray | None = None  # per COMM_OPS row: launching host op (set by flows)
 
 
@@ -73,7 +95,7 @@ def communication(ev: Events, layout: Layout) -> Comm:
     """
     if layout.hccl_pid is None:
         empty = np.zeros(0, dtype="int64")
-        return Comm(frame(COMM_OPS, n=0), frame(COMM_TASKS, n=0), empty, empty)
+        return Comm(frame(COMM_OPS, n=0), frame(COMM_TASKS, n=0), empty, empty, empty, empty)
     rows = ev.complete(ev.pid == layout.hccl_pid)
     tids = ev.tid[rows]
     is_op = np.isin(tids, list(layout.group_threads))
@@ -105,7 +127,9 @@ def communication(ev: Events, layout: Layout) -> Comm:
         "dur_ns": ev.dur_ns[task_rows],
         "op_row": _assign_tasks(ops, task_group, task_start),
     }, n=len(task_rows))
-    return Comm(ops, tasks, ev.pid[op_rows], ev.tid[op_rows])
+    return Comm(ops, tasks, ev.pid[op_rows], ev.tid[op_rows],
+                numbers(arg_values(ev.args(op_rows), "connection_id")),
+                numbers(arg_values(ev.args(task_rows), "stream id")))
 
 
 def overlap(ev: Events, layout: Layout, notes: list[str]) -> pd.DataFrame:
@@ -153,43 +177,120 @@ def link(targets: pd.DataFrame, flows: pd.DataFrame, ops: pd.DataFrame) -> tuple
     return link, op_row
 
 
-def _merge_details(hw: pd.DataFrame, details: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fill trace tasks from kernel_details rows with the same start ns.
+def collective_tasks(hw: Hardware, comm: Comm) -> np.ndarray:
+    """Which Ascend Hardware tasks belong to a collective (bool per task).
 
-    Equal starts are paired in order (k-th csv row ↔ k-th task at that ns), so two tasks that
-    start together on different streams each get their own row. Returns the filled tasks and the
-    csv rows that matched no task (kept as ``in_trace`` False kernels).
+    The exporter lists every HCCL task twice: on its plane thread of the ``HCCL`` process and, as
+    the device executed it, on an ``Ascend Hardware`` stream (Notify Wait, Write Value, SDMA …).
+    The hardware copy shares the HCCL op's ``connection_id``; older exports without it are
+    recognised by a plane task with the same start on the same stream. These tasks carry no
+    ``async_npu`` flow: the collective is linked to its host op through the HCCL op row.
     """
-    if details.empty or hw.empty:
-        return hw, details
-    order = np.argsort(hw["start_ns"].to_numpy(), kind="stable")
-    left = pd.DataFrame({"start_ns": hw["start_ns"].to_numpy()[order], "h": order})
-    left["k"] = left.groupby("start_ns").cumcount()
-    right = pd.DataFrame({"start_ns": details["start_ns"].to_numpy(), "d": np.arange(len(details))})
-    right["k"] = right.groupby("start_ns").cumcount()
-    pairs = left.merge(right, on=["start_ns", "k"])
-    h, d = pairs["h"].to_numpy(), pairs["d"].to_numpy()
-    hw = hw.copy()
-    fill = ["op_type", "core", "input_shapes", "input_dtypes", "step", "has_details",
-            "aicore_us", "mac_us", "mte2_us", "aiv_us", "aiv_vec_us"]
-    for col in fill:
-        values = hw[col].to_numpy(copy=True)
-        values[h] = details[col].to_numpy()[d]
-        hw[col] = values
-    unmatched = np.ones(len(details), dtype=bool)
-    unmatched[d] = False
-    return hw, details[unmatched]
+    t = hw.tasks
+    member = (hw.conn >= 0) & np.isin(hw.conn, comm.op_conn[comm.op_conn >= 0])
+    if len(comm.tasks):
+        plane = pd.MultiIndex.from_arrays([comm.tasks["start_ns"].to_numpy(), comm.task_stream])
+        keys = pd.MultiIndex.from_arrays([t["start_ns"].to_numpy(), t["stream"].to_numpy()])
+        member |= keys.isin(plane) & (t["stream"].to_numpy() >= 0)
+    return member
 
 
-def kernels(hw: pd.DataFrame, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
-             steps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+#: kernel_details columns copied onto the trace row a csv row describes.
+_DETAIL_COLUMNS = ("op_type", "core", "input_shapes", "input_dtypes", "step", "has_details",
+                   "aicore_us", "mac_us", "mte2_us", "aiv_us", "aiv_vec_us")
+
+#: An HCCL kernel_details row and its HCCL op are the same collective; their starts differ by
+#: rounding only (real torch_npu export: csv ``…241.563`` for the op at ``…241.564``). Op names
+#: are unique per call (``hcom_allReduce__586_0_1``), so a wide window cannot pick a wrong one.
+COLLECTIVE_START_TOLERANCE_NS = 1_000
+
+
+def _pair_tasks(hw: pd.DataFrame, candidates: np.ndarray, details: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(task row, csv row) pairs of compute rows: same start ns and same name, the k-th csv row
+    of a (start, name) with the k-th task of it.
+
+    The start alone is not a key: a collective's first HCCL task on its own stream starts at the
+    same ns as the kernel_details row of the collective (and as kernels of other streams), so a
+    start-only join gave an ``hcom_allReduce_`` row a 0.6 µs SDMA task (issue 12, defect 3)."""
+    rows = np.flatnonzero(candidates)
+    left = pd.DataFrame({"start_ns": hw["start_ns"].to_numpy()[rows], "name": hw["name"].to_numpy()[rows],
+                         "h": rows})
+    right = pd.DataFrame({"start_ns": details["start_ns"].to_numpy(), "name": details["name"].to_numpy(),
+                          "d": np.arange(len(details))})
+    for side in (left, right):
+        side["k"] = side.groupby(["start_ns", "name"], sort=False).cumcount()
+    pairs = left.merge(right, on=["start_ns", "name", "k"])
+    return pairs["h"].to_numpy(), pairs["d"].to_numpy()
+
+
+def _pair_collectives(ops: pd.DataFrame, details: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(HCCL op row, csv row) pairs: same name, nearest start within the tolerance."""
+    if ops.empty or details.empty:
+        empty = np.zeros(0, dtype="int64")
+        return empty, empty
+    left = pd.DataFrame({"start_ns": details["start_ns"].to_numpy(), "name": details["name"].to_numpy(),
+                         "d": np.arange(len(details))}).sort_values("start_ns", kind="stable")
+    right = pd.DataFrame({"start_ns": ops["start_ns"].to_numpy(), "name": ops["name"].to_numpy(),
+                          "h": np.arange(len(ops))}).sort_values("start_ns", kind="stable")
+    pairs = pd.merge_asof(left, right, on="start_ns", by="name", direction="nearest",
+                          tolerance=COLLECTIVE_START_TOLERANCE_NS).dropna(subset=["h"])
+    pairs = pairs.drop_duplicates("h", keep="first")
+    return pairs["h"].to_numpy(dtype="int64"), pairs["d"].to_numpy(dtype="int64")
+
+
+def _fill(target: pd.DataFrame, details: pd.DataFrame, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
+    """``target`` with the kernel_details columns of csv rows ``d`` copied onto its rows ``t``."""
+    target = target.copy()
+    for col in _DETAIL_COLUMNS:
+        values = target[col].to_numpy(copy=True)
+        values[t] = details[col].to_numpy()[d]
+        target[col] = values
+    return target
+
+
+def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.DataFrame,
+                   notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Fill trace rows from the kernel_details rows describing them.
+
+    Compute rows describe an Ascend Hardware task with the same start and name (collective tasks
+    excluded); HCCL rows (``Accelerator Core`` HCCL) describe the HCCL op of the same name. Returns
+    the filled tasks and collectives, and the csv rows that matched nothing (kept as ``in_trace``
+    False kernels, with a note).
+    """
+    is_hccl = details["is_comm"].to_numpy()
+    compute, hccl = details[~is_hccl].reset_index(drop=True), details[is_hccl].reset_index(drop=True)
+    h, d = _pair_tasks(hw, ~hw["is_comm"].to_numpy(), compute)
+    hw = _fill(hw, compute, h, d)
+    c, e = _pair_collectives(collectives, hccl)
+    collectives = _fill(collectives, hccl, c, e)
+    lost_compute = np.ones(len(compute), dtype=bool)
+    lost_compute[d] = False
+    lost_hccl = np.ones(len(hccl), dtype=bool)
+    lost_hccl[e] = False
+    if lost_compute.any() and not hw.empty:
+        notes.append(f"kernel_details.csv: {int(lost_compute.sum())} of {len(details)} row(s) match no "
+                     "Ascend Hardware task in trace_view.json (same start and name)")
+    if lost_hccl.any() and not collectives.empty:
+        notes.append(f"kernel_details.csv: {int(lost_hccl.sum())} HCCL row(s) match no HCCL op in "
+                     f"trace_view.json (same name, start within {COLLECTIVE_START_TOLERANCE_NS // 1000} µs)")
+    return hw, collectives, pd.concat([compute[lost_compute], hccl[lost_hccl]], ignore_index=True)
+
+
+def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
+            steps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """KERNELS: device tasks (merged with kernel_details), HCCL ops as ``is_comm`` kernels of
     their host op, and kernel_details rows absent from the trace; sorted by start.
+
+    A collective is one HCCL op row (``is_comm``, no task type, linked to its host op); its tasks
+    on the HCCL stream are ``is_comm`` rows too, never linked to a host op, so an op's device
+    time counts the collective once (the Db loader does the same).
 
     Step: the csv ``Step Id`` when given, else the launching op's step, else the step window
     holding the start (a kernel runs after its host op, possibly past the host step's end).
     """
-    comm_kernels = frame(KERNELS, {
+    tasks = hw.tasks.copy()
+    tasks["is_comm"] = collective_tasks(hw, comm)
+    collectives = frame(KERNELS, {
         "name": comm.ops["name"],
         "start_ns": comm.ops["start_ns"],
         "dur_ns": comm.ops["dur_ns"],
@@ -199,13 +300,9 @@ def kernels(hw: pd.DataFrame, comm: Comm, details: pd.DataFrame | None, ops: pd.
         "in_trace": np.ones(len(comm.ops), dtype=bool),
     }, n=len(comm.ops))
     extra = frame(KERNELS, n=0)
-    if details is not None:
-        hw, extra = _merge_details(hw, details)
-        lost = int((~extra["is_comm"]).sum())
-        if lost and not hw.empty:
-            notes.append(f"kernel_details.csv: {lost} of {len(details)} row(s) match no Ascend "
-                         "Hardware task start in trace_view.json")
-    kernels = pd.concat([hw, comm_kernels, extra], ignore_index=True)
+    if details is not None and len(details):
+        tasks, collectives, extra = _merge_details(tasks, collectives, details, notes)
+    kernels = pd.concat([tasks, collectives, extra], ignore_index=True)
     kernels = kernels.iloc[np.argsort(kernels["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
     step = kernels["step"].to_numpy(copy=True)
     op_row = kernels["op_row"].to_numpy()

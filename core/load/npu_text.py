@@ -188,16 +188,16 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     fwdbwd, backward_tid = _fwdbwd(ev)
     overlap = npu_device.overlap(ev, layout, notes)
 
-    hw, hw_pid, hw_tid = npu_device.hardware_tasks(ev, layout)
+    hw = npu_device.hardware_tasks(ev, layout)
     comm = npu_device.communication(ev, layout)
     targets = pd.DataFrame({
-        "pid": np.concatenate([hw_pid, comm.op_pid]),
-        "tid": np.concatenate([hw_tid, comm.op_tid]),
-        "start_ns": np.concatenate([hw["start_ns"].to_numpy(), comm.ops["start_ns"].to_numpy()]),
+        "pid": np.concatenate([hw.pid, comm.op_pid]),
+        "tid": np.concatenate([hw.tid, comm.op_tid]),
+        "start_ns": np.concatenate([hw.tasks["start_ns"].to_numpy(), comm.ops["start_ns"].to_numpy()]),
     })
     link, op_row = npu_device.link(targets, _flow_pairs(ev, FLOW_CAT), ops)
-    n_hw = len(hw)
-    hw["link"], hw["op_row"] = link[:n_hw], op_row[:n_hw]
+    n_hw = len(hw.tasks)
+    hw.tasks["link"], hw.tasks["op_row"] = link[:n_hw], op_row[:n_hw]
     comm.ops["link"], comm.op_launch = link[n_hw:], op_row[n_hw:]
     comm.ops["step"] = assign_step(comm.ops["start_ns"].to_numpy(), steps)
     comm.tasks["step"] = assign_step(comm.tasks["start_ns"].to_numpy(), steps)

@@ -110,6 +110,7 @@ class ModuleSide:
     children: dict[int, list[int]]  # FWD_ROOT / BWD_ROOT / module id → child ids in start order
     # Top-layer ops, ordered by (module, start); ``op_span`` maps a module id to its [lo, hi).
     op_name: list[str]
+    op_key: list[str]  # the op's pairing name (:func:`.names.pairing_names`)
     op_details: list[str]  # Kernel Details text of the op's own kernels
     op_dev: list[int]  # device ns of the op's kernels
     op_stack: list[str]  # "Call stack" arg, "N/A" when absent
@@ -285,7 +286,8 @@ def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tup
     return placed, top_of
 
 
-def build_side(profile: Profile, label: str) -> ModuleSide:
+def build_side(profile: Profile, label: str, op_keys: pd.Series) -> ModuleSide:
+    """One side's modules; ``op_keys`` is the pairing name of every host op."""
     ops = profile.ops
     optimizer = _optimizer_ops(ops)
     forest = _forest(profile, optimizer)
@@ -354,6 +356,7 @@ def build_side(profile: Profile, label: str) -> ModuleSide:
                  depth=forest.depth, start=start, self_ns=self_ns,
                  total_ns=_subtree_sums(self_ns, forest.parent, forest.depth), stack=stack,
                  children=children, name=names, op_name=ops["name"].to_numpy(dtype=object)[top_rows].tolist(),
+                 op_key=op_keys.to_numpy(dtype=object)[top_rows].tolist(),
                  op_details=op_details, op_dev=op_dev.tolist(),
                  op_stack=np.where(stacks == "", "N/A", stacks).tolist(), op_span=op_span,
                  op_kernels=kc[["op", "kernel", "dur_ns"]], notes=notes)

@@ -26,6 +26,7 @@ from ..model import Profile
 from ..options import CompareOptions
 from .align import align
 from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
+from .names import pairing_names
 from .operators import take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
 
@@ -197,7 +198,8 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple
     reason = _absent_reason(base, comp, opts)
     if reason:
         return None, reason
-    b, c = build_side(base, "base"), build_side(comp, "comparison")
+    b = build_side(base, "base", pairing_names(base.ops["name"], opts))
+    c = build_side(comp, "comparison", pairing_names(comp.ops["name"], opts))
     pairs = _match(b, c, one_sided=opts.disable_details)
     if not pairs.base:
         return None, "no modules to compare"
@@ -209,7 +211,7 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple
 
 
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
-    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by name.
+    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing name.
 
     The loop only lays out row indices (pair, base op, comparison op); every column is then one
     vectorised gather."""
@@ -220,7 +222,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
         bm, cm = pairs.base[k], pairs.comp[k]
         blo, bhi = b.op_span.get(bm, (0, 0)) if bm is not None else (0, 0)
         clo, chi = c.op_span.get(cm, (0, 0)) if cm is not None else (0, 0)
-        steps = _align(b.op_name[blo:bhi], c.op_name[clo:chi])
+        steps = _align(b.op_key[blo:bhi], c.op_key[clo:chi])
         row_pair.extend([k] * (len(steps) + 1))
         row_b.append(-1)
         row_c.append(-1)
@@ -307,7 +309,7 @@ def _group(side: ModuleSide, walk: list[int]) -> dict[str, list[int]]:
 
 
 def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict[str, tuple[int, int, str]]]:
-    """Per path, per top-layer op name (first-seen order): (Σ device ns, count, kernel details)
+    """Per path, per top-layer op pairing name (first-seen order): (Σ device ns, count, kernel details)
     where kernel details list each distinct kernel name once with its count and Σ ms."""
     spans = [(path, side.op_span[m]) for path, ms in groups.items() for m in ms if m in side.op_span]
     if not spans:
@@ -319,7 +321,7 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict
     gid = {p: i for i, p in enumerate(dict.fromkeys(path_of))}
     ops = pd.DataFrame({"path": np.array([gid[path_of[o]] for o in owner], dtype="int64"),
                         "seq": np.arange(len(rows)), "row": rows,
-                        "name": np.asarray(side.op_name, dtype=object)[rows],
+                        "name": np.asarray(side.op_key, dtype=object)[rows],
                         "dev_ns": np.asarray(side.op_dev, dtype="int64")[rows]})
     ops["group"] = ops.groupby(["path", "name"], sort=False).ngroup()
     agg = ops.groupby("group", sort=True).agg(path=("path", "first"), name=("name", "first"),

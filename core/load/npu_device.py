@@ -195,6 +195,33 @@ def collective_tasks(hw: Hardware, comm: Comm) -> np.ndarray:
     return member
 
 
+def share_launches(tasks: pd.DataFrame, conn: np.ndarray, collective: np.ndarray) -> pd.DataFrame:
+    """``tasks`` where a task without a flow takes the link and host op of a task of its launch.
+
+    torch_npu draws one ``async_npu`` flow per launch, to one of its tasks; a launch that runs two
+    tasks leaves the second without a flow (real export: ``aclopCompileAndExecute`` issuing two
+    ``PCIE_DMA_SQE`` copies, one of them flowed). Every task of a launch carries the launch's
+    ``connection_id`` (the CANN call), so the flowless one is linked through a flowed task with
+    the same id. Collective tasks share their HCCL op's id and stay off host ops.
+    """
+    link = tasks["link"].to_numpy(copy=True)
+    op_row = tasks["op_row"].to_numpy(copy=True)
+    known = (conn >= 0) & ~collective
+    flowed = known & (link >= 0)
+    need = np.flatnonzero(known & (link < 0))
+    if not flowed.any() or not len(need):
+        return tasks
+    first = pd.DataFrame({"conn": conn[flowed], "link": link[flowed], "op_row": op_row[flowed]})
+    first = first.drop_duplicates("conn", keep="first")
+    pos = pd.Index(first["conn"].to_numpy()).get_indexer(conn[need])
+    hit = pos >= 0
+    link[need[hit]] = first["link"].to_numpy()[pos[hit]]
+    op_row[need[hit]] = first["op_row"].to_numpy()[pos[hit]]
+    tasks = tasks.copy()
+    tasks["link"], tasks["op_row"] = link, op_row
+    return tasks
+
+
 #: kernel_details columns copied onto the trace row a csv row describes.
 _DETAIL_COLUMNS = ("op_type", "core", "input_shapes", "input_dtypes", "step", "has_details",
                    "aicore_us", "mac_us", "mte2_us", "aiv_us", "aiv_vec_us")
@@ -278,8 +305,9 @@ def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.Data
 
 def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
             steps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """KERNELS: device tasks (merged with kernel_details), HCCL ops as ``is_comm`` kernels of
-    their host op, and kernel_details rows absent from the trace; sorted by start.
+    """KERNELS: device tasks (merged with kernel_details, flowless tasks of a launch linked like
+    its flowed one), HCCL ops as ``is_comm`` kernels of their host op, and kernel_details rows
+    absent from the trace; sorted by start.
 
     A collective is one HCCL op row (``is_comm``, no task type, linked to its host op); its tasks
     on the HCCL stream are ``is_comm`` rows too, never linked to a host op, so an op's device
@@ -288,8 +316,9 @@ def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.Data
     Step: the csv ``Step Id`` when given, else the launching op's step, else the step window
     holding the start (a kernel runs after its host op, possibly past the host step's end).
     """
-    tasks = hw.tasks.copy()
-    tasks["is_comm"] = collective_tasks(hw, comm)
+    collective = collective_tasks(hw, comm)
+    tasks = share_launches(hw.tasks, hw.conn, collective)
+    tasks["is_comm"] = collective
     collectives = frame(KERNELS, {
         "name": comm.ops["name"],
         "start_ns": comm.ops["start_ns"],

@@ -82,6 +82,10 @@ def trace_events() -> list[dict]:
     HCCL: group A (tid 10, sort 0) ops A1 [62000, 82000] (flow from row4), A2 [90000, 95000];
       planes tid 11 (sort 1), tid 12 (sort 2); group B (tid 5, sort 3) op B1 [64000, 74000],
       plane tid 6 (sort 4). Tasks: 62500 P0, 63000 P1, 65000 B-P0, 85000 P0, 90000 P0.
+    A1's tasks as the device ran them, on HCCL stream 6 (the real torch_npu pattern): an SDMA
+      task at 62000 — the same ns as A1 and its kernel_details row — carrying A1's connection_id
+      and a ``Physic Stream Id`` (no ``Stream Id``), and a Notify Wait at 62500 with neither,
+      known as A1's through the plane task at the same start on stream 6.
     """
     ev: list[dict] = [process(PY, "Python"), *thread(PY, 100, "Thread 100", 100),
                       *thread(PY, 101, "Thread 101", 101), *thread(PY, 102, "Thread 102", 102)]
@@ -104,7 +108,8 @@ def trace_events() -> list[dict]:
         flow("s", "fwdbwd", 7, PY, 100, 1000), flow("f", "fwdbwd", 7, PY, 101, 70000),
         flow("s", "fwdbwd", 8, PY, 100, 2000),
     ]
-    ev += [process(HW, "Ascend Hardware"), *thread(HW, 3, "Stream 3", 3), *thread(HW, 4, "Stream 4", 4)]
+    ev += [process(HW, "Ascend Hardware"), *thread(HW, 3, "Stream 3", 3), *thread(HW, 4, "Stream 4", 4),
+           *thread(HW, 6, "Stream 6", 6)]
 
     def task(name: str, tid: int, off: int, dur: float, kind: str, task_id: int) -> dict:
         return x(name, HW, tid, off, dur, **{"Task Type": kind, "Stream Id": tid, "Task Id": task_id})
@@ -117,6 +122,9 @@ def trace_events() -> list[dict]:
         task("aclnnMm_MatMulGrad", 4, 75000, 2.0, "AI_CORE", 15),
         task("aclnnMul_MulAiCore_Mul", 3, 101000, 1.0, "AI_VECTOR_CORE", 16),
         task("MemSet", 3, 130000, 1.0, "AI_VECTOR_CORE", 17),
+        x("SDMA", HW, 6, 62000, 0.6, **{"Task Type": "SDMA", "Physic Stream Id": 6, "Task Id": 21,
+                                        "connection_id": 555}),
+        x("Notify Wait", HW, 6, 62500, 1.0, **{"Task Type": "Notify Wait", "Task Id": 21}),
     ]
     ev += [
         flow("s", "async_npu", 1001, PY, 100, 2000), flow("f", "async_npu", 1001, HW, 3, 5000),
@@ -131,10 +139,10 @@ def trace_events() -> list[dict]:
     ev += [process(HCCL, "HCCL"), *thread(HCCL, 10, GROUP_A, 0), *thread(HCCL, 11, "Plane 0", 1),
            *thread(HCCL, 12, "Plane 1", 2), *thread(HCCL, 5, GROUP_B, 3), *thread(HCCL, 6, "Plane 0", 4)]
     ev += [
-        x("hcom_allReduce__123_0_1", HCCL, 10, 62000, 20.0),
+        x("hcom_allReduce__123_0_1", HCCL, 10, 62000, 20.0, connection_id=555),
         x("hcom_broadcast__1_0_1", HCCL, 10, 90000, 5.0),
         x("hcom_allGather__5_0_1", HCCL, 5, 64000, 10.0),
-        x("Notify_Wait", HCCL, 11, 62500, 1.0),
+        x("Notify_Wait", HCCL, 11, 62500, 1.0, **{"stream id": 6, "task id": 21}),
         x("RDMASend", HCCL, 12, 63000, 1.0),
         x("Notify_Wait", HCCL, 6, 65000, 2.0),
         x("Notify_Wait", HCCL, 11, 85000, 1.0),
@@ -159,8 +167,10 @@ KD_HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator 
 
 
 def kernel_details_pmu() -> str:
-    """Rows for K1, K2, K5 (same start as K2), the allReduce (HCCL, N/A everywhere) and a row
-    with no task in the trace and an N/A duration. Start times carry the exporter's tab."""
+    """Rows for K1, K2, K5 (same start as K2), the allReduce (HCCL, N/A everywhere; same start as
+    the SDMA task on stream 6), the broadcast 1 ns before its op (the exporter's rounding, as in
+    the real export) and a row with no task in the trace and an N/A duration. Start times carry
+    the exporter's tab."""
     rows = [
         f'5,4294967295,11,3,aclnnMm_MatMulCommon_MatMulV2,MatMulV2,dynamic,AI_CORE,"{ts(5000)}\t",'
         '3.5,0,16,"""8,16;16,32""",DT_BF16;DT_BF16,"""8,32""",3.2,2.5,1.0,0,0',
@@ -170,6 +180,8 @@ def kernel_details_pmu() -> str:
         '0.5,0,8,"""8,32""",DT_BF16,"""8,32""",0,0,0,0.4,0.3',
         f'5,4294967295,N/A,N/A,hcom_allReduce__123_0_1,hcom_allReduce_,N/A,HCCL,"{ts(62000)}\t",'
         '20,0,0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A',
+        f'5,4294967295,N/A,N/A,hcom_broadcast__1_0_1,hcom_broadcast_,N/A,HCCL,"{ts(89999)}\t",'
+        '5,0,0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A',
         f'5,4294967295,77,3,aclnnGhost_Ghost,Ghost,dynamic,AI_CORE,"{ts(99000)}\t",'
         'N/A,0,1,"""4""",FLOAT,"""4""",1,1,1,0,0',
     ]
@@ -302,25 +314,29 @@ def test_host_ops_nesting_steps_and_args(tmp_path: Path) -> None:
 
 def test_device_tasks_flows_and_kernel_steps(tmp_path: Path) -> None:
     k = load(make_run(tmp_path)).kernels
-    # 7 Ascend Hardware tasks + 3 HCCL ops, by start (K2 before K5 at equal start: file order).
+    # 9 Ascend Hardware tasks + 3 HCCL ops, by start (K2 before K5 at equal start: file order;
+    # the SDMA task before A1 at 62000: tasks first).
     assert k["name"].tolist() == [
         "aclnnMm_MatMulCommon_MatMulV2", "aclnnAdd_AddAiCore_Add", "aclnnCast_CastAiCore_Cast",
-        "EVENT_WAIT_SQE", "hcom_allReduce__123_0_1", "hcom_allGather__5_0_1", "aclnnMm_MatMulGrad",
-        "hcom_broadcast__1_0_1", "aclnnMul_MulAiCore_Mul", "MemSet"]
-    assert k["start_ns"].tolist() == [ns(o) for o in (5000, 25000, 25000, 30000, 62000, 64000, 75000,
-                                                      90000, 101000, 130000)]
-    assert k["dur_ns"].tolist() == [3500, 1250, 500, 1000, 20000, 10000, 2000, 5000, 1000, 1000]
-    assert k["is_comm"].tolist() == [False] * 4 + [True, True, False, True, False, False]
+        "EVENT_WAIT_SQE", "SDMA", "hcom_allReduce__123_0_1", "Notify Wait", "hcom_allGather__5_0_1",
+        "aclnnMm_MatMulGrad", "hcom_broadcast__1_0_1", "aclnnMul_MulAiCore_Mul", "MemSet"]
+    assert k["start_ns"].tolist() == [ns(o) for o in (5000, 25000, 25000, 30000, 62000, 62000, 62500, 64000,
+                                                      75000, 90000, 101000, 130000)]
+    assert k["dur_ns"].tolist() == [3500, 1250, 500, 1000, 600, 20000, 1000, 10000, 2000, 5000, 1000, 1000]
+    # HCCL ops and A1's two tasks on stream 6 (by connection_id, by the plane task) are collective.
+    assert k["is_comm"].tolist() == [False] * 4 + [True] * 4 + [False, True, False, False]
     assert k["in_trace"].all() and not k["has_details"].any()
-    assert k["task_type"].tolist()[:4] == ["AI_CORE", "AI_VECTOR_CORE", "AI_VECTOR_CORE", "EVENT_WAIT_SQE"]
-    assert k["stream"].tolist() == [3, 3, 4, 3, -1, -1, 4, -1, 3, 3]
-    assert k["task_id"].tolist()[:4] == ["11", "12", "13", "14"]
+    assert k["task_type"].tolist()[:5] == ["AI_CORE", "AI_VECTOR_CORE", "AI_VECTOR_CORE", "EVENT_WAIT_SQE", "SDMA"]
+    # Stream: "Stream Id", else "Physic Stream Id" (SDMA), else the Stream N thread (Notify Wait).
+    assert k["stream"].tolist() == [3, 3, 4, 3, 6, -1, 6, -1, 4, -1, 3, 3]
+    assert k["task_id"].tolist()[:5] == ["11", "12", "13", "14", "21"]
     # Flows: f on the task's (pid, tid, ts); HostToDevice and lone/dangling flows link nothing.
-    assert k["link"].tolist() == [1001, 1002, -1, -1, 1004, -1, 1003, -1, 1007, -1]
-    # op rows: aclnnMm (s at its start), aclnnAdd (s inside it), HcclAllreduce, mm_backward twice.
-    assert k["op_row"].tolist() == [2, 3, -1, -1, 4, -1, 5, -1, 5, -1]
+    assert k["link"].tolist() == [1001, 1002, -1, -1, -1, 1004, -1, -1, 1003, -1, 1007, -1]
+    # op rows: aclnnMm (s at its start), aclnnAdd (s inside it), HcclAllreduce, mm_backward twice;
+    # the collective's tasks are never charged to an op (A1 itself is).
+    assert k["op_row"].tolist() == [2, 3, -1, -1, -1, 4, -1, -1, 5, -1, 5, -1]
     # K7 runs after the step window but was launched inside it: step of its op; MemSet: none.
-    assert k["step"].tolist() == [5] * 9 + [-1]
+    assert k["step"].tolist() == [5] * 11 + [-1]
 
 
 def test_communication_groups_planes_and_task_assignment(tmp_path: Path) -> None:
@@ -385,7 +401,7 @@ def test_kernel_details_merge_quirks_and_unmatched_rows(tmp_path: Path) -> None:
     p = load(full_run(tmp_path))
     k = p.kernels
     assert p.meta.has_pmu
-    assert len(k) == 12  # 10 trace rows + the HCCL csv row + the Ghost row
+    assert len(k) == 13  # 12 trace rows + the Ghost row (the HCCL csv rows describe HCCL ops)
     mm = by_name(k, "aclnnMm_MatMulCommon_MatMulV2")
     assert (mm["op_type"], mm["core"], mm["input_shapes"], mm["input_dtypes"]) == (
         "MatMulV2", "AI_CORE", "8,16;16,32", "DT_BF16;DT_BF16")
@@ -395,17 +411,26 @@ def test_kernel_details_merge_quirks_and_unmatched_rows(tmp_path: Path) -> None:
     add, cast = by_name(k, "aclnnAdd_AddAiCore_Add"), by_name(k, "aclnnCast_CastAiCore_Cast")
     assert (add["op_type"], add["input_shapes"], add["aiv_vec_us"]) == ("Add", "8,32;8,32", 0.9)
     assert (cast["op_type"], cast["input_shapes"], cast["aiv_vec_us"], cast["stream"]) == ("Cast", "8,32", 0.3, 4)
-    # The HCCL csv row: N/A → missing everywhere, kept beside the trace's comm op.
-    hccl = k[(k["name"] == "hcom_allReduce__123_0_1") & ~k["in_trace"]].iloc[0]
-    assert hccl["is_comm"] and hccl["has_details"] and hccl["core"] == "HCCL"
-    assert (hccl["stream"], hccl["task_id"], hccl["input_shapes"], hccl["input_dtypes"]) == (-1, "", "", "")
-    assert math.isnan(hccl["aicore_us"]) and math.isnan(hccl["mac_us"])
+    # The HCCL csv rows describe the HCCL ops of the same name: the allReduce row, not the SDMA
+    # task starting at the same ns on stream 6 (a start-only join gave the row that 0.6 µs task);
+    # the broadcast row, 1 ns before its op. N/A → missing everywhere; the trace keeps its times.
+    sdma = by_name(k, "SDMA")
+    assert not sdma["has_details"] and sdma["op_type"] == "" and sdma["is_comm"]
+    for name, op_type, dur in (("hcom_allReduce__123_0_1", "hcom_allReduce_", 20000),
+                               ("hcom_broadcast__1_0_1", "hcom_broadcast_", 5000)):
+        hccl = by_name(k, name)
+        assert hccl["in_trace"] and hccl["is_comm"] and hccl["has_details"]
+        assert (hccl["core"], hccl["op_type"], hccl["dur_ns"], hccl["step"]) == ("HCCL", op_type, dur, 5)
+        assert (hccl["stream"], hccl["task_id"], hccl["input_shapes"], hccl["input_dtypes"]) == (-1, "", "", "")
+        assert math.isnan(hccl["aicore_us"]) and math.isnan(hccl["mac_us"])
+    assert by_name(k, "hcom_allReduce__123_0_1")["op_row"] == 4
     ghost = by_name(k, "aclnnGhost_Ghost")
     assert not ghost["in_trace"] and ghost["dur_ns"] == 0 and ghost["start_ns"] == ns(99000)
     assert (ghost["stream"], ghost["task_id"], ghost["step"], ghost["op_row"]) == (3, "77", 5, -1)
     assert not by_name(k, "EVENT_WAIT_SQE")["has_details"]
     assert any("without a Duration(us)" in n for n in p.meta.notes)
-    assert any("1 of 5 row(s) match no Ascend Hardware task" in n for n in p.meta.notes)
+    assert any("1 of 6 row(s) match no Ascend Hardware task" in n for n in p.meta.notes)
+    assert not any("HCCL row(s) match no HCCL op" in n for n in p.meta.notes)
 
 
 def test_level0_kernel_details_has_no_pmu(tmp_path: Path) -> None:
@@ -494,11 +519,11 @@ def test_every_accepted_level(tmp_path: Path, level: str) -> None:
     assert p.meta.level == level
     assert len(p.ops) == 7 and len(p.comm_ops) == 3
     if level == "trace":  # side files are not read
-        assert len(p.kernels) == 10 and not p.kernels["has_details"].any()
+        assert len(p.kernels) == 12 and not p.kernels["has_details"].any()
         assert p.memory.empty and p.op_memory.empty and not p.meta.has_pmu
         assert p.meta.files_used == [str(path.resolve())]
     else:
-        assert len(p.kernels) == 12 and p.meta.has_pmu and len(p.op_memory) == 2
+        assert len(p.kernels) == 13 and p.meta.has_pmu and len(p.op_memory) == 2
         # Unlike the reference, pg names also come through when ASCEND_PROFILER_OUTPUT is given.
         assert p.meta.group_names == {GROUP_A: "dp", GROUP_B: "tp"}
 
@@ -618,11 +643,12 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def _run_with_details(root: Path, details: Path, task_starts: list[str]) -> Path:
-    """A run whose trace has one Ascend Hardware task per given start and a copy of ``details``."""
+def _run_with_details(root: Path, details: Path, rows: list[dict[str, str]]) -> Path:
+    """A run whose trace has one Ascend Hardware task per given csv row (its name and start, as
+    the exporter writes both) and a copy of ``details``."""
     events = [process(HW, "Ascend Hardware"), *thread(HW, 2, "Stream 2", 2)]
-    events += [{"ph": "X", "name": f"task{i}", "pid": HW, "tid": 2, "ts": t, "dur": 1.0,
-                "args": {"Task Type": "AI_CORE", "Stream Id": 2}} for i, t in enumerate(task_starts)]
+    events += [{"ph": "X", "name": r["Name"], "pid": HW, "tid": 2, "ts": r["Start Time(us)"].strip(), "dur": 1.0,
+                "args": {"Task Type": "AI_CORE", "Stream Id": 2}} for r in rows]
     run = make_run(root, events=events)
     shutil.copyfile(details, run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")
     return run
@@ -631,20 +657,20 @@ def _run_with_details(root: Path, details: Path, task_starts: list[str]) -> Path
 def test_real_kernel_details_pmu_layout(tmp_path: Path) -> None:
     src = _real("kernel_details.a.csv")
     rows = _csv_rows(src)
-    first, fa = rows[0]["Start Time(us)"].strip(), rows[15]["Start Time(us)"].strip()
-    # rows 15 and 20 share a start (FA and FA varlen): two tasks there pair with them in order.
-    run = _run_with_details(tmp_path, src, [first, fa, fa])
+    # Rows 15 and 20 share a start on one stream (FA and FA varlen): the names tell them apart;
+    # the trace lists the varlen task first, so a start-only join would swap their details.
+    run = _run_with_details(tmp_path, src, [rows[0], rows[20], rows[15]])
     p = load(run)
     k = p.kernels
     assert len(k) == len(rows) == 29
     assert k["has_details"].all() and k["in_trace"].sum() == 3
     assert p.meta.has_pmu
     assert (k["step"] == 19).all()
-    row0 = k[k["name"] == "task0"].iloc[0]
+    row0 = k[k["in_trace"] & (k["name"] == rows[0]["Name"])].iloc[0]
     assert row0["start_ns"] == 1736413971558972912  # "1736413971558972.912\t"
     assert (row0["op_type"], row0["core"], row0["input_shapes"]) == ("MatMulV2", "AI_CORE", "81920,4096;8192,512")
     assert (row0["aicore_us"], row0["mac_us"], row0["mte2_us"]) == (183.87, 151.425, 177.314)
-    fa1, fa2 = k[k["name"] == "task1"].iloc[0], k[k["name"] == "task2"].iloc[0]
+    fa1, fa2 = (k[k["in_trace"] & (k["name"] == rows[i]["Name"])].iloc[0] for i in (15, 20))
     assert fa1["input_shapes"] == rows[15]["Input Shapes"].strip('"')
     assert fa2["input_shapes"] == rows[20]["Input Shapes"].strip('"')
     assert fa1["input_shapes"] != fa2["input_shapes"]
@@ -655,7 +681,7 @@ def test_real_kernel_details_pmu_layout(tmp_path: Path) -> None:
 def test_real_kernel_details_older_layout_with_na(tmp_path: Path) -> None:
     src = _real("kernel_details.b.csv")
     rows = _csv_rows(src)
-    run = _run_with_details(tmp_path, src, [rows[0]["Start Time(us)"]])
+    run = _run_with_details(tmp_path, src, [rows[0]])
     p = load(run)
     k = p.kernels
     assert len(k) == len(rows) == 591
@@ -666,6 +692,7 @@ def test_real_kernel_details_older_layout_with_na(tmp_path: Path) -> None:
     assert (hccl["input_shapes"] == "").all() and hccl["aicore_us"].isna().all()
     bcast = k[k["name"] == "hcom_broadcast__445_0"].iloc[0]
     assert (bcast["op_type"], bcast["start_ns"], bcast["dur_ns"]) == ("hcom_broadcast_", 1699529622793969500, 308926680)
-    zeros = k[k["name"] == "task0"].iloc[0]
+    zeros = k[k["in_trace"] & (k["name"] == rows[0]["Name"])].iloc[0]
+    assert zeros["has_details"]
     assert (zeros["op_type"], zeros["input_shapes"], zeros["start_ns"]) == ("ZerosLike", "544404480", 1699529622790614800)
     assert zeros["aiv_us"] == 587.05 and math.isnan(zeros["aiv_vec_us"])

@@ -35,6 +35,9 @@ REFERENCE = "msprof-analyze 26.2.0"
 #: The real torch_npu exports (AlexNet DDP, 2 ranks), relative to the repository root.
 REAL_NPU = "../shared/data/npu-real-runs"
 
+#: The real torch_npu Text exports (AlexNet, 2-rank DDP), relative to the repository root.
+_TEXT = f"{REAL_NPU}/text"
+
 #: pair name → (comparison, base, extra options, sheets to keep (None = all), max rows per sheet)
 PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "gpu": ("fixtures/gpu/comp.pt.trace.json", "fixtures/gpu/base.pt.trace.json", [], None, None),
@@ -52,6 +55,8 @@ PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "real_npu_db": (f"{REAL_NPU}/db/level1/rank1_ascend_pt", f"{REAL_NPU}/db/level1/rank0_ascend_pt", [], None, None),
     "real_npu_text_vs_db": (f"{REAL_NPU}/db/level1/rank0_ascend_pt", f"{REAL_NPU}/text/level1/rank0_ascend_pt", [],
                             None, None),
+    "real_npu_text": (f"{_TEXT}/level1/rank1_ascend_pt", f"{_TEXT}/level1/rank0_ascend_pt", [], None, None),
+    "real_npu_text_l0_l1": (f"{_TEXT}/level1/rank0_ascend_pt", f"{_TEXT}/level0/rank0_ascend_pt", [], None, None),
 }
 
 #: Real GPU traces the reference reads only uncompressed (it rejects ``.json.gz``): the path a

@@ -11,6 +11,7 @@ that page says:
 * L16 — in Db mode it reads ``PYTORCH_API.inputShapes``, which holds the dtypes, as the shapes;
 * O12 — in Db mode it files the two DSA (dropout mask) tasks under Vector; in Text mode, and for
   us in both, they stay Other;
+* O13 — it finds no copies on the compute streams of these exports (Free Time → SDMA);
 * M1, M2, A4 (module level, call stacks of op rows, ratios from rounded values), as on every pair.
 
 Skips when ../shared (the real exports) is absent.
@@ -94,12 +95,21 @@ def test_same_sheets_headers_and_row_counts(books: tuple[str, Sheets, Sheets]) -
     assert list(ours)[:len(ref)] == list(ref) and list(ours)[len(ref):] == ["Advisor", "README"]
     for title in ref:
         assert ours[title][0] == ref[title][0], title
-        assert len(ours[title]) == len(ref[title]), title
+        extra = 1 if title == "OverallMetrics" else 0  # the Free Time → SDMA row (O13)
+        assert len(ours[title]) == len(ref[title]) + extra, title
 
 
 def test_overall_metrics(books: tuple[str, Sheets, Sheets]) -> None:
     name, ours, ref = books
     o, r = _rows(ours, "OverallMetrics"), _rows(ref, "OverallMetrics")
+    # O13: the copies on compute streams (real exports' MEMCPY_ASYNC / PCIE_DMA_SQE on a stream the
+    # reference does not read) are our Free Time → SDMA row; the reference leaves them in Free.
+    sdma = next(row for row in o if row[0] == "\tSDMA")
+    o = [row for row in o if row is not sdma]
+    free = next(row for row in o if row[0] == "\tFree")
+    for col in (1, 4):
+        assert sdma[col] > 0.7  # ms of copies: 0.874 (Text) / 0.862 (Db) on rank 0
+        free[col] += sdma[col]
     assert [row[0] for row in o] == [row[0] for row in r]
     by_label = {str(a[0]).strip(): (a, b) for a, b in zip(o, r)}
     for a, b in zip(o, r):
@@ -132,26 +142,12 @@ def _kernel_key(row: list[object]) -> tuple[str, str]:
 
 
 def test_kernel_compare(books: tuple[str, Sheets, Sheets]) -> None:
-    name, ours, ref = books
+    _, ours, ref = books
     o = {_kernel_key(r): r for r in _rows(ours, "KernelCompare")}
     r = {_kernel_key(x): x for x in _rows(ref, "KernelCompare")}
     assert set(o) == set(r)
-    hccl = ("hcom_allReduce_", "")
-    for key, b in r.items():
-        if name == "real_npu_text_vs_db" and key == hccl:
-            continue  # the Text export's HCCL row: test_text_hccl_kernel_row
-        a = o[key]
-        assert all(close(x, y) for x, y in zip(a[3:13], b[3:13])), key
-
-
-@pytest.mark.xfail(strict=True, reason="awaits npu-text (issue 12 defect 3): kernel_details HCCL rows are "
-                   "joined to an SDMA task that starts at the same ns (Min 0.7 µs; the reference 2,281.11 µs)")
-@pytest.mark.parametrize("books", ["real_npu_text_vs_db"], indirect=True)  # only Text lists HCCL kernels
-def test_text_hccl_kernel_row(books: tuple[str, Sheets, Sheets]) -> None:
-    _, ours, ref = books
-    a = next(x for x in _rows(ours, "KernelCompare") if x[1] == "hcom_allReduce_")
-    b = next(x for x in _rows(ref, "KernelCompare") if x[1] == "hcom_allReduce_")
-    assert all(close(x, y) for x, y in zip(a[3:8], b[3:8]))
+    for key, b in r.items():  # the Text export's HCCL row included (issue 12 defect 3)
+        assert all(close(x, y) for x, y in zip(o[key][3:13], b[3:13])), key
 
 
 def _db_path(name: str, side: int) -> Path:
@@ -217,8 +213,10 @@ def test_module_compare_statistic(books: tuple[str, Sheets, Sheets]) -> None:
                 assert a[col] >= b[col] - 1e-6, (_module_key(a), col)
                 below += a[col] > b[col] + 0.01
             else:
-                # the reference parses Text µs as floats: up to 0.01 µs of residue
-                assert abs(a[col] - b[col]) <= 1e-5, (_module_key(a), col)
+                # Text side: the reference's own figure, up to 0.01 µs of its float residue, plus
+                # the second of each ReduceSum's two copies (2.2–2.8 µs), which the reference's
+                # flow join leaves unlinked and our Text loader links as the Db does
+                assert -1e-5 <= a[col] - b[col] <= 0.0035, (_module_key(a), col)
         assert a[7] == b[7] and a[11] == b[11]  # Number of calls
     assert below >= 20
     top = next(a for a in o if a[3] == "/ DistributedDataParallel_0" and a[4] == "[ TOTAL ]")

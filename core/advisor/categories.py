@@ -74,7 +74,9 @@ def work_items(profile: Profile) -> pd.DataFrame:
     k = profile.kernels
     is_comm = k["is_comm"].to_numpy()
     in_trace = k["in_trace"].to_numpy()
-    if profile.meta.kind in ("npu_db", "npu_text"):  # the HCCL op rows; their tasks lie inside them
+    if profile.meta.kind == "npu_db":  # the COMMUNICATION_OP rows, not their tasks
+        comm = is_comm & (k["task_type"].to_numpy(dtype=object) == "")
+    elif profile.meta.kind == "npu_text":  # the HCCL op row; its HCCL-stream tasks lie inside it
         comm = is_comm & in_trace & (k["task_type"].to_numpy(dtype=object) == "")
     else:
         comm = is_comm & in_trace

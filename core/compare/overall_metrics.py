@@ -47,8 +47,11 @@ GIB = 1024**3
 #: reference's "memset (device)" entry could not match and is left out).
 _GPU_SDMA_WORDS = ("htod", "dtod", "dtoh")
 _NPU_COMPUTE_TASKS = frozenset({"AI_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "AI_VECTOR_CORE", "FFTS_PLUS"})
-_SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
-_EVENT_WAIT = "EVENT_WAIT_SQE"
+#: Copy and event-wait task types: the trace's ``Task Type`` and, for real Db exports, the runtime
+#: ``TASK.taskType`` (``MEMCPY_ASYNC`` for both kinds of copy, ``EVENT_WAIT``), so that the Text
+#: and Db exports of one run find the same copies on the same compute streams.
+_SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"})
+_EVENT_WAITS = frozenset({"EVENT_WAIT_SQE", "EVENT_WAIT"})
 _C_CORE_SQE = "C_CORE_SQE"
 _DB_CUBE_TASKS = frozenset({"KERNEL_AICORE", "KERNEL_MIX_AIC"})
 #: Db task types that do not extend E2E (compute kernels are already in the compute union).
@@ -471,7 +474,7 @@ def _sdma_on_compute_streams(
 ) -> Bucket:
     """SDMA / PCIe-DMA tasks on compute streams. A stream that waits on events and runs compute
     is a compute stream; if no stream waits on events, every compute stream counts."""
-    wait_streams = np.unique(stream[wait_rows & (task == _EVENT_WAIT)])
+    wait_streams = np.unique(stream[wait_rows & np.isin(task, list(_EVENT_WAITS))])
     compute_streams = np.unique(stream[compute_rows])
     if len(wait_streams):
         compute_streams = np.intersect1d(compute_streams, wait_streams)

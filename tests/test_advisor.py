@@ -33,7 +33,8 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.advisor import advisor_tables, analyse, format_findings, load_config, run_advise
-from perfcmp_core.advisor.categories import build_items, classify
+from perfcmp_core.advisor.categories import classify
+from perfcmp_core.advisor.items import build_items
 from perfcmp_core.advisor.rules import CATEGORIES
 from perfcmp_core.compare import Context
 from perfcmp_core.compare.result import IS_TOTAL, ComparisonResult, Table

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..load.common import innermost, thread_key
 from ..model import Profile
-from .categories import Items, is_training
+from .items import Items
 from .rules import AdvisorConfig, Keywords
 
 
@@ -39,6 +39,21 @@ class StageAssignment:
     codes: np.ndarray  # per item: index into cfg.stage_names (last = Other)
     method: str  # "module names" | "call stacks" | "MindSpore scopes" | "kernel regions" | ""
     note: str  # one line: how stages were found, or why there are none
+
+
+def is_training(profile: Profile, items: Items, cfg: AdvisorConfig) -> str:
+    """An example of backward / optimizer work when the profile has any (forward-backward flows,
+    host ops or device items matching ``[training] markers``), else ``""``."""
+    if len(profile.fwdbwd):
+        return "forward→backward flows"
+    names = pd.Series(pd.unique(profile.ops["name"].to_numpy(dtype=object)), dtype=object)
+    hit = cfg.training.matches(names.str.lower())
+    if hit.any():
+        return str(names[hit].iloc[0])
+    hit = cfg.training.matches(items.text)
+    if hit.any():
+        return str(items.text[hit].iloc[0]).split(" | ")[0]
+    return ""
 
 
 def _alternation(specs: list[tuple[int, Keywords]]) -> re.Pattern[str] | None:

@@ -27,16 +27,19 @@ def report(a: Analysis, cfg: AdvisorConfig) -> str:
     show_steps = 1 < len(a.steps) <= _MAX_STEP_COLUMNS
     for stage, rows in a.summary.groupby("stage", sort=False):
         total = rows[rows["is_total"]].iloc[0]
+        wall = f", wall-clock {ms(total['wall_ns'])}" if ms(total["wall_ns"]) != ms(total["busy_ns"]) else ""
         lines += ["", f"{stage}: busy {ms(total['time_ns'])}{' per step' if a.steps else ''} "
-                      f"({pct(total['share'])} of device busy time)"]
-        head = f"  {'Category':<14}{'Time(ms)':>12}{'Share':>10}"
+                      f"({pct(total['share'])} of device busy time{wall})"]
+        head = f"  {'Category':<14}{'Time(ms)':>12}{'Share':>10}{'Of compute':>12}"
         if show_steps:
             head += "".join(f"{'step ' + str(s):>11}" for s in a.steps)
         elif len(a.steps) > 1:
             head += f"{'step min':>11}{'step max':>11}"
         lines.append(head)
         for _, row in rows[~rows["is_total"]].iterrows():
-            line = f"  {row['category']:<14}{row['time_ns'] / NS_PER_MS:>12.3f}{pct(row['share']):>10}"
+            of_compute = "" if pd.isna(row["compute_share"]) else pct(row["compute_share"])
+            line = (f"  {row['category']:<14}{row['time_ns'] / NS_PER_MS:>12.3f}{pct(row['share']):>10}"
+                    f"{of_compute:>12}")
             if show_steps:
                 mine = per_step[(per_step["stage"] == stage) & (per_step["category"] == row["category"])]
                 line += "".join(f"{pct(v):>11}" for v in mine.set_index("step").reindex(a.steps)["share"])

@@ -5,8 +5,10 @@
 rules (:mod:`.rules`) — into an :class:`Analysis`, the one structure the table, the terminal
 section and ``advise`` render.
 
-With steps, the figures are means over the analysed steps (leading warmup steps excluded) and
-every step's share is kept as well.
+Shares are of the stage's busy time — the sum of its category times, so a stage's categories
+add up to 100 % (:mod:`.measure`); exposed communication is shown beside them. With steps, the
+figures are means over the analysed steps (leading warmup steps excluded) and every step's share
+is kept as well.
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ class Analysis:
 
     source: str
     kind: str
+    platform: str  # "gpu" or "npu": whether operator labels of two analyses can be compared
     method: str  # how stages were found ("" when there are none)
     stage_note: str
     steps: tuple[int, ...]  # analysed step ids; () = no steps recorded, the whole profile
     warmup: tuple[int, ...]  # leading steps left out
     excluded_ns: int  # device time outside the analysed steps (warmup, between steps)
-    summary: pd.DataFrame  # stage, category, time_ns, share, busy_ns, comm_ns, step_min, step_max, is_total
+    summary: pd.DataFrame  # stage, category, time_ns, share, compute_share, busy_ns, wall_ns, comm_ns,
+    #                        step_min, step_max, is_total
     per_step: pd.DataFrame  # step, stage, category, time_ns, share
-    operators: pd.DataFrame  # stage, category, label, time_ns
+    operators: pd.DataFrame  # stage, category, label, operator, time_ns
     findings: list[Finding] = field(default_factory=list)
     config_source: str = ""
 
@@ -56,8 +60,8 @@ class Analysis:
         cat = "Comm" if category == COMM_EXPOSED else category
         ops = self.operators
         sel = ops[(ops["stage"] == stage) & (ops["category"] == cat)]
-        sel = sel.sort_values("time_ns", ascending=False, kind="stable").head(n)
-        return list(zip(sel["label"].tolist(), sel["time_ns"].astype(float).tolist()))
+        sel = sel.groupby("label", sort=False)["time_ns"].sum().sort_values(ascending=False, kind="stable").head(n)
+        return list(zip(sel.index.tolist(), sel.astype(float).tolist()))
 
 
 def _steps(profile: Profile, warmup: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -69,9 +73,10 @@ def _steps(profile: Profile, warmup: int) -> tuple[tuple[int, ...], tuple[int, .
 
 
 def _rows(w: Window, stage_names: tuple[str, ...], scale: float) -> pd.DataFrame:
-    """Long rows (window, stage, category, time_ns, share, busy_ns, comm_ns, is_total) of every
-    window: a Total row per stage (share of the whole profile's busy time), then its categories
-    (share of the stage's busy time). Times are divided by ``scale``."""
+    """Long rows (window, stage, category, time_ns, share, compute_share, busy_ns, wall_ns, comm_ns,
+    is_total) of every window: a Total row per stage (its busy time, share of the whole profile's
+    busy time), then its categories (share of the stage's busy time; compute_share: of its busy
+    time without communication, NaN for the communication rows). Times are divided by ``scale``."""
     n_win, width, _ = w.cat_ns.shape
     cat = {c: w.cat_ns[:, :, i] for i, c in enumerate(CATEGORIES)}
     cat[COMM_EXPOSED] = w.exposed_ns
@@ -81,6 +86,15 @@ def _rows(w: Window, stage_names: tuple[str, ...], scale: float) -> pd.DataFrame
     denom = np.repeat(busy[:, :, None], len(ROW_ORDER), axis=2)
     denom[:, :, 0] = np.repeat(busy[:, -1:], width, axis=1)  # Total rows: share of All
     share = np.divide(values, denom, out=np.zeros_like(values), where=denom > 0)
+    # Share of compute (busy time without communication): what does not depend on how long a
+    # collective waited for its peers, so it compares across recordings and platforms.
+    compute = busy - w.cat_ns[:, :, CATEGORIES.index("Comm")]
+    cdenom = np.repeat(compute[:, :, None], len(ROW_ORDER), axis=2)
+    cdenom[:, :, 0] = np.repeat(compute[:, -1:], width, axis=1)
+    cvalues = values.copy()
+    cvalues[:, :, 0] = compute
+    compute_share = np.divide(cvalues, cdenom, out=np.zeros_like(values), where=cdenom > 0)
+    compute_share[:, :, [ROW_ORDER.index("Comm"), ROW_ORDER.index(COMM_EXPOSED)]] = np.nan
     per_row = len(ROW_ORDER)
     return pd.DataFrame({
         "window": np.repeat(np.arange(n_win), width * per_row),
@@ -88,7 +102,9 @@ def _rows(w: Window, stage_names: tuple[str, ...], scale: float) -> pd.DataFrame
         "category": np.tile(np.asarray(ROW_ORDER, dtype=object), n_win * width),
         "time_ns": values.ravel() / scale,
         "share": share.ravel(),
+        "compute_share": compute_share.ravel(),
         "busy_ns": np.repeat(busy.ravel(), per_row) / scale,
+        "wall_ns": np.repeat(w.wall_ns.astype("float64").ravel(), per_row) / scale,
         "comm_ns": np.repeat(w.cat_ns[:, :, CATEGORIES.index("Comm")].ravel(), per_row) / scale,
         "is_total": np.tile(np.arange(per_row) == 0, n_win * width),
     })
@@ -123,9 +139,7 @@ def analyse(profile: Profile, config: AdvisorConfig) -> Analysis:
 
     w = measure(f["start_ns"].to_numpy()[keep], f["end_ns"].to_numpy()[keep], window[keep], stage[keep],
                 cats[keep], n_windows, len(stage_names))
-    pooled = Window(w.cat_ns.sum(axis=0, keepdims=True), w.busy_ns.sum(axis=0, keepdims=True),
-                    w.exposed_ns.sum(axis=0, keepdims=True))
-    summary = _present(_rows(pooled, stage_names, float(n_windows)), assignment.method).drop(columns="window")
+    summary = _present(_rows(w.pooled(), stage_names, float(n_windows)), assignment.method).drop(columns="window")
     steps_df = pd.DataFrame(columns=["step", "stage", "category", "time_ns", "share"])
     if analysed:
         rows = _rows(w, stage_names, 1.0)
@@ -137,15 +151,17 @@ def analyse(profile: Profile, config: AdvisorConfig) -> Analysis:
 
     ops = pd.DataFrame({"stage": np.asarray(stage_names, dtype=object)[stage[keep]],
                         "category": np.asarray(CATEGORIES, dtype=object)[cats[keep]],
-                        "label": items.label[keep], "time_ns": f["dur_ns"].to_numpy()[keep]})
-    by_stage = ops.groupby(["stage", "category", "label"], sort=False, as_index=False)["time_ns"].sum()
-    whole = ops.groupby(["category", "label"], sort=False, as_index=False)["time_ns"].sum()
+                        "label": items.label[keep], "operator": items.operator[keep],
+                        "time_ns": f["dur_ns"].to_numpy()[keep]})
+    by_stage = ops.groupby(["stage", "category", "label", "operator"], sort=False, as_index=False)["time_ns"].sum()
+    whole = ops.groupby(["category", "label", "operator"], sort=False, as_index=False)["time_ns"].sum()
     whole.insert(0, "stage", ALL)
     operators = pd.concat([by_stage, whole], ignore_index=True)
     operators["time_ns"] = operators["time_ns"] / n_windows
 
     return Analysis(
-        source=profile.meta.source, kind=profile.meta.label, method=assignment.method,
+        source=profile.meta.source, kind=profile.meta.label,
+        platform="gpu" if profile.meta.kind == "gpu" else "npu", method=assignment.method,
         stage_note=assignment.note, steps=analysed, warmup=warm,
         excluded_ns=int(f["dur_ns"].to_numpy()[~keep].sum()), summary=summary,
         per_step=steps_df.reset_index(drop=True), operators=operators,

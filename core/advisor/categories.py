@@ -1,8 +1,15 @@
 """What each piece of device work is: FA, MatMul, Vector, Comm or Other.
 
-An item's category comes from the ``[category.*]`` keyword lists of ``advisor.ini`` matched
-against its classification text (kernel name | NPU op type | launching host op | core or task
-type, :mod:`.items`); matching runs once per distinct text.
+An item's category comes from ``advisor.ini``'s ``[category.*]`` lists, matched once per distinct
+classification text (kernel name | NPU op type | launching host op | core or task type,
+:mod:`.items`):
+
+1. collectives are Comm whatever their name;
+2. ``kernel_names`` — patterns of the kernel name alone that say what a kernel is even when its
+   other texts suggest otherwise: torch.compile's ``triton_poi_fused_addmm_gelu_3`` is the GELU
+   epilogue of a GEMM (Vector), not the GEMM, though its name lists the fused aten ops;
+3. ``keywords`` on the whole text, in the order FA, Other (convolutions, copies), MatMul, Comm,
+   Vector; anything else is Other.
 """
 
 from __future__ import annotations
@@ -14,23 +21,23 @@ from .rules import CATEGORIES, AdvisorConfig
 
 COMM = CATEGORIES.index("Comm")
 _OTHER = CATEGORIES.index("Other")
+#: Keyword order: FA before MatMul (attention kernels are GEMM-based), convolutions (Other)
+#: before MatMul (implicit-GEMM kernels), element-wise (Vector) last.
+_ORDER = ("FA", "Other", "MatMul", "Comm", "Vector")
 
 
 def classify(items: Items, cfg: AdvisorConfig) -> np.ndarray:
-    """Category code (index into :data:`CATEGORIES`) of every item.
-
-    Collectives flagged by the loader are Comm whatever their name; the rest take the first
-    matching list in the order FA, Other (convolutions), MatMul, Comm, Vector, else Other.
-    """
-    cats = cfg.categories
+    """Category code (index into :data:`CATEGORIES`) of every item."""
     n = len(items.text)
     code = np.full(n, -1, dtype="int64")
-    for name in ("FA", "Other", "MatMul", "Comm", "Vector"):
-        hit = (code < 0) & cats[name].matches(items.text)
+    kernel_name = items.text.str.split(" | ", n=1, regex=False).str[0]
+    for name in _ORDER:
+        hit = (code < 0) & cfg.kernel_names[name].matches(kernel_name)
+        code[hit] = CATEGORIES.index(name)
+    for name in _ORDER:
+        hit = (code < 0) & cfg.categories[name].matches(items.text)
         code[hit] = CATEGORIES.index(name)
     code[code < 0] = _OTHER
     out = code[items.text_code]
     out[items.frame["is_comm"].to_numpy()] = COMM
     return out
-
-

@@ -1,9 +1,16 @@
 """How much time each (step, stage) spends per category, how busy it is, and how much
 communication no compute hides.
 
-Time per category is a sum of item durations; a stage's *busy time* is the union of its items'
-intervals (the wall-clock time the device was working for that stage); *exposed* communication is
-the part of the communication intervals during which no compute kernel of any stage runs.
+* **Category time** — the sum of its items' durations.
+* **Busy time** — the sum of the stage's item durations, i.e. the sum of its category times, so
+  the categories partition it exactly whatever runs concurrently (two compute streams, a
+  collective beside compute). It is the device *work* time the stage asked for — what a
+  ``kernel_details.csv`` summary adds up — and the denominator of every share.
+* **Wall time** — the length of the union of the stage's item intervals (≤ busy time; equal on
+  one stream). Reported beside busy time, never divided by.
+* **Exposed communication** — the part of the stage's communication intervals during which no
+  compute item of any stage runs. A part of Comm, reported beside the categories, not inside
+  their sum.
 """
 
 from __future__ import annotations
@@ -26,8 +33,18 @@ class Window:
     """
 
     cat_ns: np.ndarray  # (windows, stages + 1, categories): summed item durations
-    busy_ns: np.ndarray  # (windows, stages + 1): union of the stage's item intervals
+    wall_ns: np.ndarray  # (windows, stages + 1): union of the stage's item intervals
     exposed_ns: np.ndarray  # (windows, stages + 1): communication during which no compute runs
+
+    @property
+    def busy_ns(self) -> np.ndarray:
+        """(windows, stages + 1): the categories' sum — the share denominator."""
+        return self.cat_ns.sum(axis=2)
+
+    def pooled(self) -> "Window":
+        """All windows added into one (the numerators and denominators of the mean shares)."""
+        return Window(self.cat_ns.sum(axis=0, keepdims=True), self.wall_ns.sum(axis=0, keepdims=True),
+                      self.exposed_ns.sum(axis=0, keepdims=True))
 
 
 def _blocks(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,7 +79,7 @@ def _covered(spans: Spans, x: np.ndarray) -> np.ndarray:
 
 def measure(start: np.ndarray, end: np.ndarray, window: np.ndarray, stage: np.ndarray, cat: np.ndarray,
             n_windows: int, n_stages: int) -> Window:
-    """Category sums, busy time and exposed communication per (window, stage), vectorised.
+    """Category sums, wall time and exposed communication per (window, stage), vectorised.
 
     Exposure is measured against the compute of all given items, so communication hidden behind
     another stage's (or step's) kernels counts as hidden.
@@ -74,12 +91,12 @@ def measure(start: np.ndarray, end: np.ndarray, window: np.ndarray, stage: np.nd
     # Keys: (window, stage) for every stage, and (window, All) for the whole profile.
     key = np.concatenate([window * width + stage, window * width + n_stages])
     s2, e2 = np.concatenate([start, start]), np.concatenate([end, end])
-    busy = np.zeros(n_windows * width, dtype="int64")
+    wall = np.zeros(n_windows * width, dtype="int64")
     bk, bs, be = _blocks(key, s2, e2)
-    np.add.at(busy, bk, be - bs)
+    np.add.at(wall, bk, be - bs)
     is_comm = np.concatenate([cat, cat]) == COMM
     compute = Spans.of(start[cat != COMM], end[cat != COMM])
     ck, cs, ce = _blocks(key[is_comm], s2[is_comm], e2[is_comm])
     exposed = np.zeros(n_windows * width, dtype="int64")
     np.add.at(exposed, ck, (ce - cs) - (_covered(compute, ce) - _covered(compute, cs)))
-    return Window(cat_ns, busy.reshape(n_windows, width), exposed.reshape(n_windows, width))
+    return Window(cat_ns, wall.reshape(n_windows, width), exposed.reshape(n_windows, width))

@@ -26,9 +26,10 @@ def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[
     """Share vs threshold (when a rule watches this row) and the top operators with their times."""
     stage, cat = row["stage"], row["category"]
     if row["is_total"]:
+        wall = f"wall-clock {ms(row['wall_ns'])} (streams overlap)" if ms(row["wall_ns"]) != ms(row["busy_ns"]) else ""
         if stage == ALL:
-            return steps_text(a)
-        return f"{pct(row['share'])} of device busy time"
+            return "; ".join(filter(None, (steps_text(a), wall)))
+        return "; ".join(filter(None, (f"{pct(row['share'])} of device busy time", wall)))
     parts = []
     rule = finding.rule if finding is not None else rules.get((stage, cat))
     if rule is not None:
@@ -66,22 +67,34 @@ def _side_rows(scope: str, a: Analysis, cfg: AdvisorConfig) -> list[dict[str, An
 
 
 def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bool, n: int) -> str:
-    """The operators whose time moved most in the direction of the row's change."""
+    """The operators, present on both sides, whose time moved most in the direction of the row's
+    change; what moved in operators found on one side only is summed, not named.
+
+    Operators are the platform labels (op type, kernel) when both sides run on the same platform,
+    else the framework operators (``aten::mm``) both platforms share — a GPU kernel name and an
+    Ascend op type never name the same thing.
+    """
     cat = "Comm" if category == COMM_EXPOSED else category
+    key = "label" if base.platform == comp.platform else "operator"
 
     def side(a: Analysis) -> pd.Series:
         ops = a.operators
-        return ops[(ops["stage"] == stage) & (ops["category"] == cat)].set_index("label")["time_ns"]
+        sel = ops[(ops["stage"] == stage) & (ops["category"] == cat)]
+        return sel.groupby(key, sort=False)["time_ns"].sum()
 
     b, c = side(base), side(comp)
-    delta = c.sub(b, fill_value=0.0)
-    delta = delta[delta > 0] if grew else delta[delta < 0]
-    delta = delta.sort_values(ascending=not grew, kind="stable").head(n)
-    if delta.empty:
-        return ""
-    return "driven by: " + ", ".join(
-        f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({ms(b.get(label, 0.0))} → {ms(c.get(label, 0.0))})"
-        for label, d in delta.items())
+    common = b.index.intersection(c.index)
+    delta = c[common] - b[common]
+    moved = delta[delta > 0] if grew else delta[delta < 0]
+    moved = moved.sort_values(ascending=not grew, kind="stable").head(n)
+    parts = [f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({ms(b[label])} → {ms(c[label])})"
+             for label, d in moved.items()]
+    text = "driven by: " + ", ".join(parts) if parts else ""
+    one_sided = float(c.drop(common).sum() - b.drop(common).sum())
+    if one_sided and (one_sided > 0) == grew:
+        what = "operators found on one side only"
+        text += ("; " if text else "") + f"{'+' if one_sided > 0 else '−'}{ms(abs(one_sided))} in {what}"
+    return text
 
 
 def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:

@@ -256,7 +256,7 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     start = k["start_ns"].to_numpy()
     end = start + k["dur_ns"].to_numpy()
     nccl = is_kernel & k["is_comm"].to_numpy()
-    has_stream = stream > 0  # stream 0 / absent: "no stream"
+    has_stream = stream >= 0  # stream 0 is a real stream (ROCm runs every HIP kernel there); -1: absent
 
     timed = used & has_stream
     if timed.any():

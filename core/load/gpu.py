@@ -4,7 +4,8 @@
 only ``traceEvents`` is used (plus ``distributedInfo.rank`` for ``info``). Everything here
 (linking, nesting, steps, memory pairing) works on those columns.
 
-Kernels are linked to the host op that launched them by ``args.correlation`` (exact, and it also
+Kernels are linked to the host op that launched them by ``args.correlation`` of the launch call
+(any of :data:`.gpu_events.LAUNCH_CATS`: CUDA runtime or driver API, HIP; exact, and it also
 reaches kernels replayed by ``cudaGraphLaunch`` that have no flow). The reference links by flow
 events keyed on a bare timestamp instead (spec §3.2); flows remain our fallback for kernels
 without a correlation match, honouring ``--gpu-flow-cat``.
@@ -33,11 +34,8 @@ from ..model import (
 from ..options import LoadOptions
 from .common import assign_step, is_step_name, nest, steps_from_ops, thread_groups
 from .detect import Source
-from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, MEMORY as _MEMORY, OP, PYFUNC, Events
+from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints, read_trace
-
-#: Host ops that carry the ``correlation`` id shared with the kernels they launch.
-RUNTIME_CATS = ("cuda_runtime", "runtime")
 
 
 def load_gpu(src: Source, opts: LoadOptions) -> Profile:
@@ -100,7 +98,7 @@ def _ops(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, OP)
     f = ev.at(OP, rows)
     names = pd.Series(f["name"], dtype=object)
-    runtime = np.isin(ev.cat[rows], RUNTIME_CATS)
+    runtime = np.isin(ev.cat[rows], LAUNCH_CATS)
     link = np.where(runtime, f["correlation"], -1)
     # Only names mentioning the marker go through the (slower) regex test.
     maybe_step = np.flatnonzero(["ProfilerStep#" in n for n in names])

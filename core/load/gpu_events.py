@@ -32,7 +32,15 @@ from ..errors import InputError
 from ..options import JSON_CAP, LoadOptions
 from .common import first_seen_codes, float_us_to_ns, us_to_ns
 
-OP_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime")
+#: Host-side launch calls: they carry the ``correlation`` id shared with the device work they
+#: launch. Kineto writes the CUDA runtime (``cudaLaunchKernel``) and the driver API
+#: (``cuLaunchKernel``/``cuLaunchKernelEx``: cuBLASLt, nvjet and CUTLASS GEMMs of recent PyTorch)
+#: as separate categories; ROCm traces file every HIP call (``hipLaunchKernel``,
+#: ``hipExtModuleLaunchKernel`` …) under the same two; ``runtime`` is the legacy spelling, and
+#: Intel / PrivateUse1 (out-of-tree) backends have their own pair. All are launches alike.
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "runtime", "xpu_runtime", "xpu_driver",
+               "privateuse1_runtime", "privateuse1_driver")
+OP_CATS = ("cpu_op", "user_annotation", "operator") + LAUNCH_CATS
 KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 PYFUNC_CAT = "python_function"
 FWDBWD_CAT = "fwdbwd"

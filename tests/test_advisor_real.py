@@ -38,7 +38,9 @@ PARTITION = ("FA", "MatMul", "Vector", "Comm", "Other")
 
 FIXTURES = ["gpu/base.pt.trace.json", "gpu/comp.pt.trace.json", "npu_text/base_ascend_pt", "npu_text/comp_ascend_pt",
             "npu_db/base_ascend_pt", "npu_db/comp_ascend_pt", "npu_ms/base_ascend_ms", "npu_ms/comp_ascend_ms",
-            "npu_infer/dit_vae_ascend_pt", "npu_infer/dit_vae_fa_ascend_pt"]
+            "npu_infer/dit_vae_ascend_pt", "npu_infer/dit_vae_fa_ascend_pt", "gpu_infer/flux_eager.pt.trace.json",
+            "gpu_infer/flux_compiled.pt.trace.json", "gpu_patterns/h100_driver_api.pt.trace.json",
+            "gpu_patterns/mi300_hip.pt.trace.json"]
 REAL = ["gpu-real/trace_diff_control.pt.trace.json.gz", "gpu-real/trace_diff_test.pt.trace.json.gz",
         "gpu-real/alexnet.pt.trace.json.gz",
         "gpu-real/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",

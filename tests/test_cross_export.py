@@ -131,21 +131,30 @@ def _advisor_times(path: Path, tmp: Path) -> dict[str, float]:
     return {r["category"]: r["time_ns"] / 1e6 for r in rows if r["stage"] == "All" and not r["is_total"]}
 
 
+def copy_ms(p: Profile) -> float:
+    """Device ms of the copies (tasks without compute details that are neither collectives nor
+    stream waits): the advisor files them under Other, and their time depends on the recording."""
+    k = p.kernels
+    sync = k["task_type"].str.match(r"EVENT_(WAIT|RECORD)|PLACE_HOLDER|PROFILING_")
+    copies = k["in_trace"] & ~k["is_comm"] & ~k["has_details"] & ~sync
+    return float(k.loc[copies, "dur_ns"].sum()) / 1e6
+
+
 COMPUTE_CATEGORIES = ("FA", "MatMul", "Vector", "Other")
 
 
-@pytest.mark.xfail(strict=True, reason="awaits advisor-real (issue 12 defect 8): the advisor counts the Text "
-                   "export's HCCL-stream SDMA/Notify tasks as Other (31.7 ms on rank 0; Db 4.1 ms)")
-@pytest.mark.parametrize("rank", [0, 1])
-def test_advisor_compute_categories_agree(rank: int, tmp_path: Path) -> None:
-    paths = [REAL / f"{e}/level1/rank{rank}_ascend_pt" for e in ("text", "db")]
-    if not all(p.exists() for p in paths):
-        pytest.skip("real exports not available")
-    text, db = (_advisor_times(p, tmp_path) for p in paths)
-    for cat in COMPUTE_CATEGORIES:
+def test_advisor_compute_categories_agree(pair: tuple[int, Profile, Profile], tmp_path: Path) -> None:
+    """FA, MatMul and Vector agree; Other agrees once the copy-time difference of the two recordings
+    is taken out (rank 1: the input batch copy took 1.27 ms in the Text run, 0.75 ms in the Db
+    run); so do the shares of the compute time, within 3 percentage points."""
+    rank, text_p, db_p = pair
+    text, db = (_advisor_times(REAL / f"{e}/level1/rank{rank}_ascend_pt", tmp_path) for e in ("text", "db"))
+    for cat in ("FA", "MatMul", "Vector"):
         assert agree(text[cat], db[cat]), f"{cat}: Text {text[cat]:.3f} ms, Db {db[cat]:.3f} ms"
+    db = {**db, "Other": db["Other"] + copy_ms(text_p) - copy_ms(db_p)}
+    assert agree(text["Other"], db["Other"]), f"Other: Text {text['Other']:.3f} ms, Db {db['Other']:.3f} ms"
     t_total, d_total = (sum(x[c] for c in COMPUTE_CATEGORIES) for x in (text, db))
-    for cat in COMPUTE_CATEGORIES:  # shares of the compute time, which no recording changes
+    for cat in COMPUTE_CATEGORIES:
         assert abs(text[cat] / t_total - db[cat] / d_total) <= REL, cat
     assert text["Comm"] > 0 and db["Comm"] > 0  # the collectives are seen in both exports
 

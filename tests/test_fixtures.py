@@ -112,7 +112,9 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
 
 def test_committed_fixtures_stay_small() -> None:
     total = sum(p.stat().st_size for p in all_files(FIX).values())
-    assert total < 5 * 1024 * 1024
+    # 5.4 MB once issue 12 added the real-data patterns (gpu_patterns, gpu_infer, npu_db_patterns,
+    # HCCL tasks on the Text fixtures' device streams)
+    assert total < 6 * 1024 * 1024
 
 
 def test_scale_option_multiplies_the_steps(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ import pandas as pd
 from ..model import Kind, Profile
 from .intervals import Spans
 from .masks import BACKWARD_WORDS, Masks, TextIndex, TextIndexes
+from .names import strip_instance
 
 GIB = 1024**3
 
@@ -547,7 +548,7 @@ def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
     p = 0
     # Rows are keyed by the kernel's own name: MindSpore names every instance by its full scope
     # path plus "-op<n>", which would otherwise give one row per launch.
-    own = mc2["name"].str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+    own = strip_instance(mc2["name"].str.rsplit("/", n=1).str[-1])
     for name, s, d, comp in zip(own.tolist(), starts.tolist(), durs.tolist(), computing_ns):
         e = s + d
         ends: list[int] = []

@@ -696,3 +696,105 @@ def test_real_kernel_details_older_layout_with_na(tmp_path: Path) -> None:
     assert zeros["has_details"]
     assert (zeros["op_type"], zeros["input_shapes"], zeros["start_ns"]) == ("ZerosLike", "544404480", 1699529622790614800)
     assert zeros["aiv_us"] == 587.05 and math.isnan(zeros["aiv_vec_us"])
+
+
+# ------------------------------------------------------------------------------------------------
+# The complete real torch_npu Text exports (AlexNet 2-rank DDP, levels 0 and 1)
+# ------------------------------------------------------------------------------------------------
+
+REAL_RUNS = ("level0/rank0_ascend_pt", "level1/rank0_ascend_pt", "level1/rank1_ascend_pt")
+
+
+def _real_run(run: str) -> tuple[Profile, list[dict], list[dict[str, str]]]:
+    """The loaded profile, the raw trace events and the kernel_details rows of a real run."""
+    path = DATA / "npu-real-runs" / "text" / run
+    if not path.is_dir():
+        pytest.skip(f"{path} not available")
+    out = path / "ASCEND_PROFILER_OUTPUT"
+    return (load(path, force=True), orjson.loads((out / "trace_view.json").read_bytes()),
+            _csv_rows(out / "kernel_details.csv"))
+
+
+def _pid(events: list[dict], process_name: str) -> int:
+    return next(e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and e["args"]["name"] == process_name)
+
+
+@pytest.mark.parametrize("run", REAL_RUNS)
+def test_real_kernel_details_rows_join_the_task_they_describe(run: str) -> None:
+    """Defect 3: each compute row lands on the Ascend Hardware task with its start, name, stream
+    and task id; each HCCL row on the HCCL op of its name (starts 1 ns apart in 3 of the 4 level-1
+    rank-0 rows), never on the 0.6 µs SDMA task that starts with the collective on stream 4."""
+    p, events, rows = _real_run(run)
+    k = p.kernels
+    hw, hccl_pid = _pid(events, "Ascend Hardware"), _pid(events, "HCCL")
+    compute = [r for r in rows if r["Accelerator Core"] != "HCCL"]
+    hccl = [r for r in rows if r["Accelerator Core"] == "HCCL"]
+    assert len(hccl) == 4 and len(compute) == len(rows) - 4
+    described = k[k["has_details"]]
+    assert described["in_trace"].all() and len(described) == len(rows)  # every row found its task
+    tasks = {(str(e["ts"]), e["name"]): e for e in events if e.get("ph") == "X" and e.get("pid") == hw}
+    for r in compute:
+        e = tasks[(r["Start Time(us)"].strip(), r["Name"])]
+        row = described[(described["name"] == r["Name"])
+                        & (described["start_ns"] == int(r["Start Time(us)"].strip().replace(".", "")))]
+        assert len(row) == 1 and not row["is_comm"].iloc[0]
+        assert row["stream"].iloc[0] == e["args"]["Physic Stream Id"] == e["tid"]
+        assert row["task_id"].iloc[0] == str(e["args"]["Task Id"])
+        if "Stream ID" in r:
+            assert str(e["args"]["Physic Stream Id"]) == r["Stream ID"] and row["task_id"].iloc[0] == r["Task ID"]
+    ops = {e["name"]: e for e in events if e.get("ph") == "X" and e.get("pid") == hccl_pid and e["tid"] == 0}
+    for r in hccl:
+        row = described[described["name"] == r["Name"]].iloc[0]
+        op = ops[r["Name"]]
+        assert row["is_comm"] and row["task_type"] == "" and row["core"] == "HCCL" and row["op_row"] >= 0
+        assert row["dur_ns"] == round(float(op["dur"]) * 1000)
+        assert abs(row["dur_ns"] - float(r["Duration(us)"]) * 1000) <= 1  # the same collective
+        assert abs(row["start_ns"] - int(r["Start Time(us)"].strip().replace(".", ""))) <= 1
+    # The tasks starting at a collective's ns on the HCCL stream carry no kernel_details row.
+    same_start = k[k["in_trace"] & (k["task_type"] != "") & k["start_ns"].isin(described["start_ns"][
+        described["core"] == "HCCL"])]
+    assert len(same_start) and same_start["is_comm"].all() and not same_start["has_details"].any()
+    if run.startswith("level1"):
+        assert (described["op_type"][described["core"] == "HCCL"] == "hcom_allReduce_").all()
+    assert not any("match no" in n for n in p.meta.notes)
+
+
+@pytest.mark.parametrize("run", REAL_RUNS)
+def test_real_text_device_time_is_linked_or_communication(run: str) -> None:
+    """Deliver 2 on the real Text exports: every counted task is linked to a host op or is
+    communication — unlinked 0 ns (was 5 PCIE_DMA_SQE copies, 12.3–13.7 µs, before their launch
+    twin's flow was shared). The HCCL-stream tasks (Notify Wait, SDMA, Write Value: the HCCL op's
+    ``connection_id``) are the collectives' own tasks, counted once through the HCCL op rows."""
+    from perfcmp_core.device_time import device_time
+
+    p, events, _ = _real_run(run)
+    k = p.kernels
+    dt = device_time(p)
+    assert dt.linked_ns + dt.communication_ns + dt.unlinked_ns == dt.total_ns > 0
+    assert dt.unlinked_ns == 0 and dt.unlinked_tasks == 0
+    hccl_pid, hw = _pid(events, "HCCL"), _pid(events, "Ascend Hardware")
+    op_conn = {e["args"]["connection_id"] for e in events
+               if e.get("ph") == "X" and e.get("pid") == hccl_pid and e["tid"] == 0}
+    hccl_stream = sum(1 for e in events if e.get("ph") == "X" and e.get("pid") == hw
+                      and e["args"].get("connection_id") in op_conn)
+    tasks = k[k["is_comm"] & (k["task_type"] != "")]
+    assert len(tasks) == hccl_stream == 296 and (tasks["op_row"] == -1).all()
+    collectives = k[k["is_comm"] & (k["task_type"] == "")]
+    stray = dt.communication_ns - int(collectives["dur_ns"].sum())
+    # Level 0 only: one SDMA task ends 1 ns after its all-reduce (the two durations are rounded
+    # separately), so it is not "inside" the collective and counts on its own: 620 ns.
+    assert stray == (620 if run.startswith("level0") else 0)
+    # The linked time holds every flowed task and each flowless twin of a flowed launch.
+    flowed = {(e["pid"], e["tid"], e["ts"]) for e in events if e.get("cat") == "async_npu" and e.get("ph") == "f"}
+    by_conn: dict[int, list[dict]] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("pid") == hw and e["args"].get("connection_id") not in op_conn:
+            by_conn.setdefault(e["args"]["connection_id"], []).append(e)
+    twins = [e for group in by_conn.values() for e in group
+             if (e["pid"], e["tid"], e["ts"]) not in flowed and any((g["pid"], g["tid"], g["ts"]) in flowed for g in group)]
+    assert len(twins) == 5
+    linked = k[(k["op_row"] >= 0) & ~k["is_comm"]]
+    assert set(linked["task_type"]) <= {"AI_CORE", "MIX_AIV", "PCIE_DMA_SQE", "SDMA_SQE", "DSA_SQE"}
+    assert len(linked) == sum(1 for e in events if e.get("ph") == "X" and e.get("pid") == hw
+                              and (e["pid"], e["tid"], e["ts"]) in flowed) + len(twins)

@@ -39,7 +39,7 @@ KNOWN = {
                "AllGatherMatmul", "Computing", "Communication", "Matmul", "Matmul (Cube)",
                "Matmul (Vector)"},
     # In Db mode the reference files compute tasks without PMU data (the AI_CPU NonZero) under
-    # Vector; in Text mode, and for us in both, they stay Other (docs/differences.md O12).
+    # Vector; in Text mode, and for us in both, they stay Other (docs/differences.md O13).
     "npu_db": {"Vector", "Vector (No Trans)", "Other"},
 }
 

@@ -8,10 +8,10 @@ that page says:
 
 * D1 — in Db mode the reference charges an op with only some of the kernels it launched (module
   sheets), and counts a launcher once per connection id it lists (ApiCompare);
-* L16 — in Db mode it reads ``PYTORCH_API.inputShapes``, which holds the dtypes, as the shapes;
-* O12 — in Db mode it files the two DSA (dropout mask) tasks under Vector; in Text mode, and for
+* L20 — in Db mode it reads ``PYTORCH_API.inputShapes``, which holds the dtypes, as the shapes;
+* O13 — in Db mode it files the two DSA (dropout mask) tasks under Vector; in Text mode, and for
   us in both, they stay Other;
-* O13 — it finds no copies on the compute streams of these exports (Free Time → SDMA);
+* O14 — it finds no copies on the compute streams of these exports (Free Time → SDMA);
 * M1, M2, A4 (module level, call stacks of op rows, ratios from rounded values), as on every pair.
 
 Skips when ../shared (the real exports) is absent.
@@ -95,14 +95,14 @@ def test_same_sheets_headers_and_row_counts(books: tuple[str, Sheets, Sheets]) -
     assert list(ours)[:len(ref)] == list(ref) and list(ours)[len(ref):] == ["Advisor", "README"]
     for title in ref:
         assert ours[title][0] == ref[title][0], title
-        extra = 1 if title == "OverallMetrics" else 0  # the Free Time → SDMA row (O13)
+        extra = 1 if title == "OverallMetrics" else 0  # the Free Time → SDMA row (O14)
         assert len(ours[title]) == len(ref[title]) + extra, title
 
 
 def test_overall_metrics(books: tuple[str, Sheets, Sheets]) -> None:
     name, ours, ref = books
     o, r = _rows(ours, "OverallMetrics"), _rows(ref, "OverallMetrics")
-    # O13: the copies on compute streams (real exports' MEMCPY_ASYNC / PCIE_DMA_SQE on a stream the
+    # O14: the copies on compute streams (real exports' MEMCPY_ASYNC / PCIE_DMA_SQE on a stream the
     # reference does not read) are our Free Time → SDMA row; the reference leaves them in Free.
     sdma = next(row for row in o if row[0] == "\tSDMA")
     o = [row for row in o if row is not sdma]
@@ -115,7 +115,7 @@ def test_overall_metrics(books: tuple[str, Sheets, Sheets]) -> None:
     for a, b in zip(o, r):
         label = str(a[0]).strip()
         for col, db_side in ((1, name == "real_npu_db"), (4, True)):
-            if label == "Other" and db_side:  # O12: what the reference adds to Vector is our Other
+            if label == "Other" and db_side:  # O13: what the reference adds to Vector is our Other
                 vector, ref_vector = (x[col] for x in by_label["Vector"])
                 assert a[col] - b[col] == pytest.approx(ref_vector - vector, abs=1e-6) and a[col] > 0
                 continue
@@ -123,7 +123,7 @@ def test_overall_metrics(books: tuple[str, Sheets, Sheets]) -> None:
             assert abs(a[col] - b[col]) <= max(0.01 * abs(b[col]), 0.001), (label, col)
         for col, db_side in ((3, name == "real_npu_db"), (6, True)):
             if label in ("Computing Time", "Vector", "Vector (No Trans)") and db_side:
-                assert a[col] == b[col] - 2, (label, col)  # O12: the 2 DSA tasks are Other for us
+                assert a[col] == b[col] - 2, (label, col)  # O13: the 2 DSA tasks are Other for us
             else:
                 assert a[col] == b[col], (label, col)
     if name == "real_npu_text_vs_db":  # the reference itself: 185 kernels in Text, 187 in Db (one run)
@@ -231,7 +231,7 @@ def test_memory_compare_statistic_is_equal(books: tuple[str, Sheets, Sheets]) ->
 
 
 def test_memory_compare(books: tuple[str, Sheets, Sheets]) -> None:
-    """Names and sizes equal; L16: the reference's Db-side Input Shape is the op's dtype list
+    """Names and sizes equal; L20: the reference's Db-side Input Shape is the op's dtype list
     (which is what it reads from PYTORCH_API.inputShapes) — our Input Type."""
     name, ours, ref = books
     swapped = 0

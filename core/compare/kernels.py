@@ -81,7 +81,10 @@ def kernel_compare(base: Profile, comp: Profile) -> tuple[Table | None, str]:
         if not p.meta.is_npu:
             return None, f"kernel comparison needs NPU kernel details on both sides ({side} is GPU)"
     b, c = _detail_groups(base), _detail_groups(comp)
-    for side, g in (("base", b), ("comparison", c)):
+    for side, g, p in (("base", b, base), ("comparison", c, comp)):
+        if g.empty and p.kernels["has_details"].any():
+            return None, (f"{side} has kernel details without op types (a Level0 export writes Type N/A): "
+                          "no KernelCompare")
         if g.empty:
             return None, f"{side} has no kernel details (kernel_details.csv / compute task info)"
     df = _outer(b, c, ["kernel", "shape"])

@@ -23,7 +23,7 @@ _RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
 #: Device tasks that are not work: stream waits, event records and profiler markers.
 _NOT_WORK = re.compile(r"wait|event_record|place_holder|profiling_(?:en|dis)able", re.IGNORECASE)
 #: Framework operators: the names a kernel's launching op has on every platform.
-_FRAMEWORK_PREFIXES = ("aten::", "c10d::")
+_FRAMEWORK_OP = re.compile(r"^(?:aten|c10d)::")
 #: Trailing instance ids of HCCL op names (``hcom_allGather__101_2_1`` → ``hcom_allGather``).
 _INSTANCE_SUFFIX = re.compile(r"_+\d+(?:_\d+)*$")
 #: GPU copy-engine work: the kernel name ("Memcpy HtoD …") says more than the host op (aten::copy_).
@@ -74,8 +74,7 @@ def _framework_rows(profile: Profile, host: np.ndarray) -> np.ndarray:
     ops = profile.ops
     if len(ops) == 0:
         return np.full(len(host), -1, dtype="int64")
-    aten = ops["name"].str.startswith(_FRAMEWORK_PREFIXES).to_numpy(dtype=bool)
-    return climb(host, ops["parent"].to_numpy(), aten)
+    return climb(host, ops["parent"].to_numpy(), _matches(ops["name"], _FRAMEWORK_OP))
 
 
 def _keys(start: np.ndarray, dur: np.ndarray) -> pd.MultiIndex:
@@ -103,7 +102,8 @@ def _collectives(profile: Profile) -> pd.DataFrame:
     hit = _keys(ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy())
     found = by_key.reindex(hit)
     row = found["op_row"].fillna(-1).to_numpy(dtype="int64")
-    step = np.where(ops["step"].to_numpy() >= 0, ops["step"].to_numpy(), found["step"].fillna(-1).to_numpy(dtype="int64"))
+    step = ops["step"].to_numpy()
+    step = np.where(step >= 0, step, found["step"].fillna(-1).to_numpy(dtype="int64"))
     flag = np.ones(len(ops), dtype=bool)
     return frame(KERNELS, {
         "name": ops["name"], "op_type": found["op_type"].fillna("").to_numpy(dtype=object),
@@ -121,9 +121,9 @@ def _collective_tasks(profile: Profile) -> np.ndarray:
     Text export does not (its ``Ascend Hardware`` SDMA / Write Value tasks on the HCCL stream are
     the ``comm_tasks`` of the HCCL plane threads, with the same start and duration). Both are
     found here: a row that coincides with a ``comm_tasks`` row, any other ``is_comm`` row that is
-    not a collective, and every row on a stream (id ≥ 0) that carries such tasks — an HCCL stream
-    runs nothing but its collectives' tasks (the Db also lists a task there that spans the whole
-    collective).
+    not a collective, a row whose ``kernel_details.csv`` core is HCCL, and every row on a stream
+    (id ≥ 0) that carries such tasks — an HCCL stream runs nothing but its collectives' tasks (the
+    Db also lists a task there that spans the whole collective).
     """
     k = profile.kernels
     tasks = profile.comm_tasks
@@ -131,8 +131,11 @@ def _collective_tasks(profile: Profile) -> np.ndarray:
     if len(tasks):
         part = _keys(k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()).isin(
             _keys(tasks["start_ns"].to_numpy(), tasks["dur_ns"].to_numpy()))
-    if profile.meta.kind != "gpu":  # NPU: is_comm rows other than the HCCL op rows are tasks
+    if profile.meta.kind != "gpu":
+        # NPU: is_comm rows other than the HCCL op rows are tasks; so is a task that carries an
+        # HCCL kernel_details row (Accelerator Core "HCCL").
         part |= k["is_comm"].to_numpy() & (k["task_type"].to_numpy(dtype=object) != "")
+        part |= k["core"].to_numpy(dtype=object) == "HCCL"
     stream = k["stream"].to_numpy()
     hccl = np.unique(stream[part & (stream >= 0)])
     return part | np.isin(stream, hccl)

@@ -274,4 +274,5 @@ def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAs
             f"no {stage_list} stage: no module or call-stack name matches one and no kernel region is "
             f"dominated by stage-typical kernels ({needs})")
     out = np.where(codes >= 0, codes, np.where(found_regions, regions, other))
-    return StageAssignment(out, "kernel regions", f"stages from kernel regions: {_stage_list(cfg, regions[found_regions])}")
+    found = _stage_list(cfg, regions[found_regions])
+    return StageAssignment(out, "kernel regions", f"stages from kernel regions: {found}")

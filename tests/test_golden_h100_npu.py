@@ -12,7 +12,9 @@ entry of docs/differences.md:
 * L12 — ``cuLaunchKernel`` is a launch op here (its own ApiCompare row; ``aten::addmm``'s self time
   no longer holds it);
 * A1 — MemoryCompare pairs rows by a true LCS, the reference by difflib (a few rows pair differently);
-* A4 — the reference rounds API times to 0.01 ms before averaging and taking ratios; M1 — Module Level.
+* A4 — the reference rounds API times to 0.01 ms before averaging and taking ratios; M1 — Module Level;
+* L13 / O12 — the NPU run's compute-stream copies are our Free Time → SDMA row; L14 — the second
+  copy of each ReduceSum (no flow of its own) is charged to the op that launched it.
 
 Skipped when ../shared is absent.
 """
@@ -46,6 +48,10 @@ pytestmark = pytest.mark.skipif(not (H100.exists() and NPU.exists()), reason="..
 
 #: OverallMetrics rows that follow from the GPU Computing Time (O1).
 TICK_ROWS = ("Computing Time", "Other", "Free Time", "Free")
+#: OverallMetrics rows of the NPU side holding its compute-stream copies (L13, O12).
+COPY_ROWS = ("SDMA", "Free")
+#: The largest of ReduceSum's second copies (PCIE_DMA_SQE without a flow, L14), ms.
+TWIN_MS = 0.0035
 
 
 @lru_cache(maxsize=1)
@@ -166,8 +172,15 @@ def test_overall_metrics_equal_but_for_the_gpu_tick_count() -> None:
     checked = 0
     for label, (ref, ours) in rows.items():
         skip = {"base_ms", "base_ratio", "diff_ms", "diff_ratio"} if label in TICK_ROWS else set()
+        if label in COPY_ROWS:
+            skip |= {"comp_ms", "comp_ratio", "diff_ms", "diff_ratio"}
         checked += _check("OverallMetrics", [(ref, ours)], {"diff_ms": 2, "diff_ratio": 4}, skip)
-    assert checked >= 24 * 6
+    assert checked >= 24 * 6 - 8
+    # L13 / O12: the NPU run's copies on its compute stream are our SDMA row; the reference, which
+    # reads no stream of this export's tasks, leaves them in Free.
+    (ref_sdma, sdma), (ref_free, free) = rows["SDMA"], rows["Free"]
+    assert ref_sdma["comp_ms"] == 0 and sdma["comp_ms"] > 0.8
+    assert sdma["comp_ms"] + free["comp_ms"] == pytest.approx(ref_free["comp_ms"], abs=1e-6)
     # O1, derived from the raw trace: the reference counts the 1-µs ticks t with
     # floor(start) + 1 <= t <= floor(end) that any compute kernel covers; we take the exact union.
     kernels = _raw_kernels()
@@ -207,17 +220,36 @@ def test_communication_compare_equal() -> None:
     assert _check("CommunicationCompare", pairs, {"diff": 2, "ratio": 4}, set()) >= 5 * 10
 
 
+def _split_twins(pairs: list[tuple[dict, dict]], scale: float) -> list[tuple[dict, dict]]:
+    """L14: the NPU rows holding the second copy of a ReduceSum (which we link, the reference does
+    not) are above the reference by at most that copy; checked here, and their times and what
+    follows from them (diffs, ratio, kernel lines, the stack shown when slower) left out of the
+    cell-by-cell check. Returns the other pairs."""
+    rest, twins = [], 0
+    for ref, ours in pairs:
+        d = [(_num(ours[c]) or 0) - (_num(ref[c]) or 0) for c in ("comp_self", "comp_total")]
+        if all(abs(x) <= 1e-4 * scale for x in d):
+            rest.append((ref, ours))
+            continue
+        op = ref.get("op", ref.get("comp_op"))
+        assert all(-1e-6 <= x <= TWIN_MS * scale for x in d) and op in (
+            "[ TOTAL ]", "TOTAL", "aten::convolution_backward"), ref["module_name"]
+        twins += 1
+    assert twins >= 5  # the five backward Conv2d modules
+    return rest
+
+
 def test_module_sheets_equal() -> None:
-    stat = _pair("ModuleCompareStatistic", ("module_name", "op"))
+    stat = _split_twins(_pair("ModuleCompareStatistic", ("module_name", "op")), 1.0)
     rounded = {"diff_total": 2, "diff_self": 2, "ratio": 4}
-    assert _check("ModuleCompareStatistic", stat, rounded, {"module_level", "base_stack"}) > 276 * 10
+    assert _check("ModuleCompareStatistic", stat, rounded, {"module_level", "base_stack"}) > 266 * 10
     _check_stacks(stat)
     # M1: our Module Level is the tree depth; the reference's statistic sheet counts "/" in the
     # path, which differs only under its "[ BACKWARD ]" pseudo-module
     differ = {ref["module_name"] for ref, ours in stat if ref["module_level"] != ours["module_level"]}
     assert differ and all(name.startswith("/[ BACKWARD ]") for name in differ)
-    detail = _pair("ModuleCompare", ("module_name", "base_op", "comp_op"))
-    assert _check("ModuleCompare", detail, rounded, {"module_level", "base_stack"}) > 310 * 8
+    detail = _split_twins(_pair("ModuleCompare", ("module_name", "base_op", "comp_op")), 1000.0)
+    assert _check("ModuleCompare", detail, rounded, {"module_level", "base_stack"}) > 300 * 8
     _check_stacks(detail)
     assert {ref["module_level"] - ours["module_level"] for ref, ours in detail} == {1}  # M1: depth + 1
     # the H100 Linear modules carry their driver-API GEMMs, as in the reference

@@ -12,16 +12,16 @@ sub-ns digits, which we drop); the deliberate differences of docs/differences.md
 what they are, each against a figure derived here from the raw export files:
 
 * L11 / K2 — kernel_details shapes without the literal quotes;
-* L14 — an op whose ``Input Dims`` is recorded empty shows ``N/A`` (the reference: an empty cell);
+* L15 — an op whose ``Input Dims`` is recorded empty shows ``N/A`` (the reference: an empty cell);
 * A4 / K1 — ApiCompare and KernelCompare: the reference rounds first and divides the rounded
   values; we recompute its figures from ours with its rounding and require equality;
-* L15 — a kernel whose kernel_details row has ``N/A`` shapes prints no shapes part in Kernel
+* L16 — a kernel whose kernel_details row has ``N/A`` shapes prints no shapes part in Kernel
   Details (the reference prints ``[input shapes: N/A]``);
 * M1 — Module Level is the tree depth (top = 1) on both module sheets;
-* L12 — the stream of an Ascend Hardware task is read from ``Physic Stream Id``: the copies on the
+* L13 — the stream of an Ascend Hardware task is read from ``Physic Stream Id``: the copies on the
   compute stream appear as the ``SDMA`` row under Free Time (the reference, reading only
   ``Stream Id``, finds no stream and shows none);
-* L13 — a task of a launch that ran two tasks but carries no ``async_npu`` flow is charged to the
+* L14 — a task of a launch that ran two tasks but carries no ``async_npu`` flow is charged to the
   op of its flowed twin (same ``connection_id``): the module/operator device times include it.
 """
 
@@ -156,9 +156,9 @@ def _same_text(a: str, b: str) -> bool:
 def _same(header: str, a: object, b: object) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(a - b) <= _tolerance(header, float(b))
-    if header == "Kernel Details":  # L11: shapes without the literal quotes; L15: no "N/A" shapes part
+    if header == "Kernel Details":  # L11: shapes without the literal quotes; L16: no "N/A" shapes part
         b = _text(b).replace('"', "").replace(", [input shapes: N/A]", "")
-    if header == "Input Shape" and a == "N/A" and b is None:  # L14: recorded empty, shown N/A
+    if header == "Input Shape" and a == "N/A" and b is None:  # L15: recorded empty, shown N/A
         return True
     return _same_text(_text(a), _text(b))
 
@@ -190,7 +190,7 @@ def test_overall_metrics(pair: dict) -> None:
 
 
 def _sheet_rows_with_sdma(pair: dict) -> tuple[list, list[list], list[list]]:
-    """OverallMetrics with our extra ``SDMA`` row (L12) checked and folded back into ``Free``."""
+    """OverallMetrics with our extra ``SDMA`` row (L13) checked and folded back into ``Free``."""
     ours, ref = pair["ours"]["OverallMetrics"], pair["ref"]["OverallMetrics"]
     header, ours = ours[0], ours[1:]
     assert header == ref["header"]
@@ -225,7 +225,7 @@ def test_module_sheets(pair: dict, title: str) -> None:
             assert a[level] == b[level] - 1
         else:
             assert a[level] <= b[level] == b[3].count("/")
-    # L13: our device times include each flowless twin task (a launch's second copy); the rows
+    # L14: our device times include each flowless twin task (a launch's second copy); the rows
     # holding one differ from the reference by exactly its time, every other cell is equal.
     unit = "(us)" if title == "ModuleCompare" else "(ms)"
     scale = 1.0 if unit == "(us)" else 1000.0

@@ -44,7 +44,7 @@ Schema = Mapping[str, str]
 
 KERNELS: Schema = {
     "name": STR,  # kernel / task name as recorded
-    "op_type": STR,  # NPU kernel_details `Type` / Db opType; "" on GPU
+    "op_type": STR,  # NPU kernel_details `Type` (HCCL rows without one: spelt by the name) / Db opType; "" on GPU
     "task_type": STR,  # NPU `Task Type` (AI_CORE, SDMA_SQE, EVENT_WAIT_SQE, C_CORE_SQE …) / Db TASK.taskType; GPU: trace cat (kernel, gpu_memcpy, gpu_memset)
     "core": STR,  # accelerator core: kernel_details `Accelerator Core` / Db COMPUTE_TASK_INFO.taskType; "" on GPU
     "stream": I64,  # stream id, -1 when absent (GPU stream 0 is kept as 0; NPU Text: Stream Id / Physic Stream Id)

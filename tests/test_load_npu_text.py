@@ -192,11 +192,13 @@ def kernel_details_pmu() -> str:
 
 
 def kernel_details_level0() -> str:
-    """Level0 layout: no PMU columns, start time without quotes or tab."""
+    """Level0 layout: no PMU columns, start time without quotes or tab; the collective's Type is
+    N/A (as in the real level-0 export)."""
     return ("Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),"
             "Wait Time(us),Block Dim,Mix Block Dim,Input Shapes,Input Data Types\n"
             f'5,4294967295,11,3,aclnnMm_MatMulCommon_MatMulV2,MatMulV2,AI_CORE,{ts(5000)},3.5,0,16,0,'
-            '"""8,16;16,32""",DT_BF16;DT_BF16\n')
+            '"""8,16;16,32""",DT_BF16;DT_BF16\n'
+            f'5,4294967295,N/A,N/A,hcom_allReduce__123_0_1,N/A,HCCL,{ts(62000)},20,0,0,0,N/A,N/A\n')
 
 
 MEMORY_RECORD = (
@@ -446,6 +448,9 @@ def test_level0_kernel_details_has_no_pmu(tmp_path: Path) -> None:
     assert mm["has_details"] and mm["op_type"] == "MatMulV2" and mm["input_shapes"] == "8,16;16,32"
     assert math.isnan(mm["mac_us"]) and math.isnan(mm["aiv_vec_us"])
     assert any("no PMU columns" in n for n in p.meta.notes)
+    # The type the collective's name spells, as level 1 writes it: levels 0 and 1 key alike.
+    hccl = by_name(p.kernels, "hcom_allReduce__123_0_1")
+    assert hccl["has_details"] and (hccl["op_type"], hccl["core"]) == ("hcom_allReduce_", "HCCL")
 
 
 def test_memory_files(tmp_path: Path) -> None:
@@ -760,8 +765,8 @@ def test_real_kernel_details_rows_join_the_task_they_describe(run: str) -> None:
     same_start = k[k["in_trace"] & (k["task_type"] != "") & k["start_ns"].isin(described["start_ns"][
         described["core"] == "HCCL"])]
     assert len(same_start) and same_start["is_comm"].all() and not same_start["has_details"].any()
-    if run.startswith("level1"):
-        assert (described["op_type"][described["core"] == "HCCL"] == "hcom_allReduce_").all()
+    # Level 0 writes Type N/A for the collectives: the type is the one their name spells.
+    assert (described["op_type"][described["core"] == "HCCL"] == "hcom_allReduce_").all()
     assert not any("match no" in n for n in p.meta.notes)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
-from .common import assign_step
+from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
 from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select
 from .shapes import normalise_shapes
@@ -20,8 +20,6 @@ PMU_COLUMNS = {
     "aiv_time": "aiv_us",
 }
 _PMU_NS_PER_US = 1000.0
-#: The instance part of an HCCL op name (``_<hash>_<index>_<n>`` after the op type).
-_OP_INSTANCE = r"_\d+_\d+_\d+$"
 
 
 def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: pd.DataFrame, queue: pd.DataFrame,
@@ -177,7 +175,7 @@ def comm_op_types(op_types: pd.Series, names: pd.Series) -> pd.Series:
     """``COMMUNICATION_OP.opType``, or where it is absent (level 0 writes ``N/A``) the type spelt
     in the op's name: ``hcom_allReduce__576_0_1`` → ``hcom_allReduce_``, exactly what level 1
     writes as opType, so level-0 and level-1 runs key their collectives alike."""
-    derived = names.astype(str).str.replace(_OP_INSTANCE, "", regex=True)
+    derived = hccl_op_types(names)
     known = (op_types != "") & (op_types != NA)
     return op_types.where(known, derived)
 

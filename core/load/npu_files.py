@@ -24,7 +24,7 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
-from .common import us_text_to_ns
+from .common import hccl_op_types, us_text_to_ns
 from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
@@ -130,6 +130,13 @@ class KernelDetails:
     has_pmu: bool
 
 
+def _op_types(types: pd.Series, names: pd.Series, hccl: pd.Series) -> pd.Series:
+    """``Type``, or for an HCCL row without one (Level0 writes ``N/A``) the type its name spells,
+    exactly what Level1 writes there, so collectives of both levels are keyed alike."""
+    derived = hccl_op_types(names)
+    return types.where(~(hccl & (types == "")), derived)
+
+
 def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
     """Parse kernel_details.csv; an unparsable start time is fatal because every later join
     (flows, trace tasks) depends on it, so silently dropping the file would hide the problem."""
@@ -152,9 +159,10 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
         notes.append(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
                      "are counted as 0 µs")
     core = _text(_optional(df, "Accelerator Core"))
+    names = _text(df["Name"])
     columns: dict[str, object] = {
-        "name": _text(df["Name"]),
-        "op_type": _text(df["Type"]),
+        "name": names,
+        "op_type": _op_types(_text(df["Type"]), names, core == "HCCL"),
         "core": core,
         "stream": _float(_optional(df, "Stream ID", "Stream Id")),
         "task_id": _text(_optional(df, "Task ID", "Task Id")),

@@ -50,13 +50,13 @@ PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "npu_infer": ("fixtures/npu_infer/dit_vae_fa_ascend_pt", "fixtures/npu_infer/dit_vae_ascend_pt", [], None, None),
     "real_gpu": ("/tmp/trace_diff_test.pt.trace.json", "/tmp/trace_diff_control.pt.trace.json", [],
                  ["OverallMetrics", "OperatorCompareStatistic", "CommunicationCompare", "ApiCompare"], 200),
-    "real_h100_vs_npu_text": ("../shared/data/npu-real-runs/text/level1/rank0_ascend_pt",
+    "real_npu_text": (f"{_TEXT}/level1/rank1_ascend_pt", f"{_TEXT}/level1/rank0_ascend_pt", [], None, None),
+    "real_npu_text_l0_l1": (f"{_TEXT}/level1/rank0_ascend_pt", f"{_TEXT}/level0/rank0_ascend_pt", [], None, None),
+    "real_h100_vs_npu_text": (f"{_TEXT}/level1/rank0_ascend_pt",
                               "/tmp/bert-small_h100.pt.trace.json", [], None, None),
     "real_npu_db": (f"{REAL_NPU}/db/level1/rank1_ascend_pt", f"{REAL_NPU}/db/level1/rank0_ascend_pt", [], None, None),
     "real_npu_text_vs_db": (f"{REAL_NPU}/db/level1/rank0_ascend_pt", f"{REAL_NPU}/text/level1/rank0_ascend_pt", [],
                             None, None),
-    "real_npu_text": (f"{_TEXT}/level1/rank1_ascend_pt", f"{_TEXT}/level1/rank0_ascend_pt", [], None, None),
-    "real_npu_text_l0_l1": (f"{_TEXT}/level1/rank0_ascend_pt", f"{_TEXT}/level0/rank0_ascend_pt", [], None, None),
 }
 
 #: Real GPU traces the reference reads only uncompressed (it rejects ``.json.gz``): the path a

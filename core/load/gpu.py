@@ -1,6 +1,6 @@
 """Load a torch.profiler (Kineto) GPU trace into the profile model.
 
-:mod:`.gpu_events` parses the trace (in pieces) into columns of the events that have a role;
+:mod:`.gpu_read` parses the trace (in pieces) into the :mod:`.gpu_events` columns of the events that have a role;
 only ``traceEvents`` is used (plus ``distributedInfo.rank`` for ``info``). Everything here
 (linking, nesting, steps, memory pairing) works on those columns.
 
@@ -35,7 +35,8 @@ from ..options import LoadOptions
 from .common import assign_step, is_step_name, nest, steps_from_ops, thread_groups
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
-from .gpu_events import factorize, ints, read_trace
+from .gpu_events import factorize, ints
+from .gpu_read import read_trace
 
 
 def load_gpu(src: Source, opts: LoadOptions) -> Profile:

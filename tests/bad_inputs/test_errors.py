@@ -529,7 +529,7 @@ def test_gzip_is_held_to_the_json_cap_once_decompressed(tmp_path: Path,
     """The cap checked before reading sees the compressed size; a small ``.gz`` that expands
     past the cap (a gzip bomb) is stopped while decompressing. The 475 kB fixture trace stands in
     for a 10 GB one: the cap is lowered to 100,000 bytes (its gzip is ~40 kB)."""
-    from perfcmp_core.load import gpu_events as gpu
+    from perfcmp_core.load import gpu_read as gpu
 
     monkeypatch.setattr(gpu, "JSON_CAP", 100_000)
     p = tmp_path / "bomb.pt.trace.json.gz"

@@ -964,3 +964,16 @@ def test_xdit_flux_eager_vs_compiled_diff() -> None:
     for cat in ("MatMul", "FA", "Comm"):
         assert diff.loc[("DiT", cat), "time_ms"] == pytest.approx(0.0, abs=0.003), cat
     assert "the sides' stages were found differently" not in " ".join(t.notes)  # both: module names
+
+
+def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
+    """GPU training fixture vs its NPU Text rendering: aten::mm moves by < 1 µs per step (the
+    sub-µs kernel fractions); an evidence line does not name a change it prints as 0.000 ms."""
+    from perfcmp_core.load import load_profile
+
+    base = load_profile(str(REPO / "fixtures" / "gpu" / "base.pt.trace.json"))
+    comp = load_profile(str(REPO / "fixtures" / "npu_text" / "comp_ascend_pt"))
+    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
+    assert "operators found on one side only" in evidence
+    assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence

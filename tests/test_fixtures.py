@@ -112,9 +112,8 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
 
 
 def test_committed_fixtures_stay_small() -> None:
-    """5.4 MB once issue 12 added the real-data patterns (gpu_patterns, gpu_infer, npu_db_patterns,
-    HCCL tasks on the Text fixtures' device streams), plus ≈ 1 MB for issue 18's 4-rank clusters
-    (fixtures/README.md)."""
+    """5.0 MB of single runs with issue 12's real-data patterns, plus 1.2 MB for issue 18's
+    4-rank clusters (fixtures/README.md)."""
     total = sum(p.stat().st_size for p in all_files(FIX).values())
     assert total < 7 * 1024 * 1024
 

@@ -10,11 +10,10 @@ pair's sheets followed by the cluster's, as ``perfcmp-tui export`` does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import Static
 
 from perfcmp_core.cluster.events import RankLoaded
 from perfcmp_core.cluster.request import ClusterRequest
@@ -28,6 +27,7 @@ from perfcmp_core.runner import ChildRun
 
 from .app import EventSource, PerfCmpApp, run_in_terminal
 from .widgets.frame_view import FrameView
+from .widgets.inputs import InputsBar
 from .widgets.pane import TablePane
 from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
@@ -52,27 +52,13 @@ class ClusterApp(PerfCmpApp):
         #: The cluster's run; ``self.outcome`` becomes the open rank pair's.
         self.cluster = self.outcome
 
-    # -- header -------------------------------------------------------------------------------
-    def _inputs_text(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for i, (tag, path, side) in enumerate((("BASE", self.base_path, "base"),
-                                               ("COMP", self.comp_path, "comparison"))):
-            text.append(tag, style="bold")
-            text.append(f" {path}  · {self.rank_counts[i]} ranks")
-            if self.rank is not None:
-                info = self.outcome.loaded.get(side, {})
-                text.append("  · ")
-                text.append(f"rank {self.rank}", style="bold")
-                text.append(f" {Path(info.get('path', '')).name or '…'}")
-                if info:
-                    steps = info.get("steps") or []
-                    text.append(f" · {info.get('label', '?')} · {len(steps)} step"
-                                f"{'s' if len(steps) != 1 else ''}")
-            elif i == 0 and CLUSTER_COMPARE in self.cluster.tables:
-                text.append("  · Enter on a rank compares that rank pair")
-            if side == "base":
-                text.append("\n")
-        return text
+    def inputs_bar(self) -> InputsBar:
+        return ClusterInputsBar(self.base_path, self.comp_path, self.rank_counts, id="inputs")
+
+    def _show_inputs(self) -> None:
+        bar = self.query_one(ClusterInputsBar)
+        bar.rank, bar.ready = self.rank, CLUSTER_COMPARE in self.cluster.tables
+        bar.show(self.outcome.loaded if self.rank is not None else {})
 
     # -- events -------------------------------------------------------------------------------
     def handle_event(self, event: Event | RankLoaded) -> None:  # type: ignore[override]
@@ -81,7 +67,7 @@ class ClusterApp(PerfCmpApp):
             return
         super().handle_event(event)
         if self.rank is None and isinstance(event, Finished):
-            self.query_one("#inputs", Static).update(self._inputs_text())
+            self._show_inputs()
             for pane in self.query(TablePane):
                 if pane.spec.id != RANKS.id:
                     pane.add_reason(NOT_OPEN)
@@ -115,7 +101,7 @@ class ClusterApp(PerfCmpApp):
             if pane.spec.id != RANKS.id:
                 pane.reset()
                 tabs.set_empty(pane.spec.id, False)
-        self.query_one("#inputs", Static).update(self._inputs_text())
+        self._show_inputs()
         self.query_one("#progress").remove_class("hidden")
         self.running = True
         self.run_comparison()
@@ -134,6 +120,40 @@ class ClusterApp(PerfCmpApp):
         detail = self.outcome.snapshot() if self.rank is not None else \
             ComparisonResult(self.base_path, self.comp_path)
         return cluster_result(self.cluster.snapshot(), detail, self.rank)
+
+
+class ClusterInputsBar(InputsBar):
+    """The header of a cluster comparison: each folder and its ranks, then the rank pair open on
+    screens 1 … 8 (its folders, kind and steps) or, before one is, how to open one."""
+
+    def __init__(self, base: str, comp: str, counts: tuple[int, int], **kwargs: Any) -> None:
+        self.counts = counts
+        self.rank: int | None = None
+        self.ready = False  # the ranks' table arrived
+        super().__init__(base, comp, **kwargs)
+
+    def show(self, loaded: dict[str, dict[str, Any]]) -> None:
+        self.update(self.text(loaded))
+
+    def text(self, loaded: dict[str, dict[str, Any]]) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (tag, side) in enumerate((("BASE", "base"), ("COMP", "comparison"))):
+            text.append(tag, style="bold")
+            text.append(f" {self.paths[side]}  · {self.counts[i]} ranks")
+            if self.rank is not None:
+                info = loaded.get(side, {})
+                text.append("  · ")
+                text.append(f"rank {self.rank}", style="bold")
+                text.append(f" {Path(info.get('path', '')).name or '…'}")
+                if info:
+                    steps = info.get("steps") or []
+                    text.append(f" · {info.get('label', '?')} · {len(steps)} step"
+                                f"{'s' if len(steps) != 1 else ''}")
+            elif i == 0 and self.ready:
+                text.append("  · Enter on a rank compares that rank pair")
+            if side == "base":
+                text.append("\n")
+        return text
 
 
 def build_cluster_app(request: ClusterRequest, *, out_dir: str = ".",

@@ -11,10 +11,13 @@ from __future__ import annotations
 import multiprocessing as mp
 from typing import Any, Callable, TypeVar
 
+from . import lifetime
+
 T = TypeVar("T")
 
 
 def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    lifetime.child_started()
     try:
         q.put((True, fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - re-raised by the caller of the result
@@ -32,7 +35,7 @@ def start(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
     ctx = mp.get_context("fork")
     q = ctx.SimpleQueue()
     proc = ctx.Process(target=_run_into, args=(q, fn, args), name="perfcmp-background")
-    proc.start()
+    lifetime.start(proc)
 
     def result() -> T:
         try:

@@ -20,8 +20,10 @@ Design points, each answering a way a cache goes wrong:
 * **Racy writes are not cached.** An input modified within :data:`RACY_SECONDS` of the load may be
   rewritten again with the same size inside one timestamp tick; such loads are not stored (git's
   "racy clean" rule). Real profiles are minutes or days old; freshly generated test files are not.
-* **Corrupt or partial entries are ignored** (and removed); entries are written to a temporary file
-  and renamed into place, so readers never see half an entry.
+* **Corrupt or partial entries are ignored** (and removed); entries are written to a scratch file
+  (:class:`~perfcmp_core.export.safe_write.Scratch`: unnamed where the system allows, so a writer
+  killed even by SIGKILL leaves nothing) and renamed into place, so readers never see half an
+  entry, and two processes storing the same entry at once each publish a complete one.
 * **Bounded.** After each write, the least recently used entries beyond :data:`MAX_BYTES` go.
 * **Never written inside input folders**, and never trusted unless the directory and the file are
   owned by the current user.
@@ -34,7 +36,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from functools import cache
 from pathlib import Path
@@ -44,6 +45,8 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .events import MACHINE_NOTE
+from .export.safe_write import Scratch
 from .load.detect import Source
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
@@ -75,16 +78,24 @@ def cached_load(src: Source, opts: LoadOptions, read: Callable[[Source, LoadOpti
                 *, directory: Path | None = None, max_bytes: int = MAX_BYTES) -> Profile:
     """``read(src, opts)`` through the cache: a valid entry is returned instead of reading; a
     fresh result is stored. Any cache problem (unwritable home, full disk, damaged entry) only
-    costs the speed-up, never the load."""
-    folder = _usable_dir(directory or cache_dir())
+    costs the speed-up, never the load; one that keeps the cache from working (a read-only or
+    full folder, someone else's folder) is reported as a note of the profile."""
+    wanted = directory or cache_dir()
+    folder, problem = _usable_dir(wanted)
     if folder is None:
-        return read(src, opts)
+        return _noted(read(src, opts), wanted, problem)
     entry = folder / (entry_key(src, opts) + _SUFFIX)
     profile = _read_entry(entry)
     if profile is not None:
         return profile
     profile = read(src, opts)
-    _write_entry(folder, entry, profile, max_bytes)
+    problem = _write_entry(folder, entry, profile, max_bytes)
+    return _noted(profile, folder, problem) if problem else profile
+
+
+def _noted(profile: Profile, folder: Path, problem: str) -> Profile:
+    profile.meta.notes.append(f"{MACHINE_NOTE}{folder}: {problem}; loaded without it "
+                              "(reopening parses the input again)")
     return profile
 
 
@@ -135,19 +146,22 @@ def _stat_record(path: Path) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _usable_dir(folder: Path) -> Path | None:
-    """Create ``folder`` (0700) if needed; None unless it is a real directory owned by us."""
+def _usable_dir(folder: Path) -> tuple[Path | None, str]:
+    """Create ``folder`` (0700) if needed: ``(folder, "")`` when it is a real directory owned by
+    us, else ``(None, why not)``."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
         st = folder.lstat()
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            return None  # a symlink or someone else's folder: do not trust what it holds
+        if not stat.S_ISDIR(st.st_mode):
+            return None, "is not a folder"  # a symlink: do not trust what it holds
+        if st.st_uid != os.geteuid():
+            return None, f"is owned by uid {st.st_uid}, not by you"
         if st.st_mode & 0o077:
             folder.chmod(0o700)
-    except OSError:
-        return None
-    return folder
+    except OSError as exc:
+        return None, f"cannot be created ({exc.strerror or exc})"
+    return folder, ""
 
 
 def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
@@ -282,26 +296,24 @@ def _read_entry(entry: Path) -> Profile | None:
         return None
 
 
-def _write_entry(folder: Path, entry: Path, profile: Profile, max_bytes: int) -> None:
+def _write_entry(folder: Path, entry: Path, profile: Profile, max_bytes: int) -> str:
+    """Store ``profile``; returns why it could not be written ("" when it was, or when it is
+    not meant to be: racy inputs, content this format cannot restore)."""
     if _racy(profile.meta.files_used):
-        return
+        return ""
     try:
         arrays = _encode(profile)
     except _Uncachable:
-        return
-    tmp = None
+        return ""
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_TMP_PREFIX, suffix=_SUFFIX)  # mode 0600
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, entry)
-        tmp = None
+        with Scratch(folder, prefix=_TMP_PREFIX, suffix=_SUFFIX) as scratch:  # mode 0600
+            np.savez(scratch.fh, **arrays)
+            scratch.fh.flush()
+            scratch.replace(entry)
         _prune(folder, max_bytes, entry)
-    except OSError:
-        pass  # full disk, quota, read-only home: the profile is loaded all the same
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    except OSError as exc:  # full disk, quota, read-only home: the profile is loaded all the same
+        return f"cannot be written ({exc.strerror or exc})"
+    return ""
 
 
 def _racy(files: list[str]) -> bool:

@@ -12,6 +12,7 @@ import os
 import time
 from typing import Any, Iterator
 
+from . import lifetime
 from .load import load_profile
 from .model import Profile
 from .options import LoadOptions
@@ -25,6 +26,7 @@ def _context() -> mp.context.BaseContext:
 
 def _load_into(q: Any, path: str, opts: LoadOptions) -> None:
     """Worker body: load one side and send back the profile or the exception."""
+    lifetime.child_started()
     try:
         q.put((True, load_profile(path, opts)))
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
@@ -58,7 +60,7 @@ def iter_pair(
     q = ctx.SimpleQueue()
     worker = ctx.Process(target=_load_into, args=(q, comp, comp_opts), name="perfcmp-load")
     t0 = time.perf_counter()
-    worker.start()
+    lifetime.start(worker)
     try:
         b = load_profile(base, base_opts)
         yield "base", b, time.perf_counter() - t0

@@ -96,7 +96,7 @@ def collect(events: Iterator[Event], base: str, comp: str,
         if isinstance(event, Loaded):
             # What the loader had to guess (N/A durations, absent Db tables, links leading
             # outside the folder …): headless users see it only here and in the README.
-            result.notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
+            result.notes.extend(n for n in event.notes() if n not in result.notes)
         elif isinstance(event, TableReady):
             result.add(event.table)
         elif isinstance(event, Skipped):

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import ContentSwitcher, Footer, Input, ProgressBar, Static
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from perfcmp_core.compare.result import ComparisonResult
@@ -36,6 +38,7 @@ from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog
 from .screens.help import HelpScreen
 from .screens.sort_picker import SortPicker
+from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.pane import TablePane
 from .widgets.tab_bar import TabBar
@@ -43,6 +46,9 @@ from .widgets.tab_bar import TabBar
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+#: Longest wait for a held key's binding to run (see :meth:`PerfCmpApp.on_event`); it normally
+#: takes a fraction of a millisecond, so this only matters if a key never comes back.
+HOLD_S = 0.3
 
 
 class PerfCmpApp(App[int]):
@@ -102,6 +108,9 @@ class PerfCmpApp(App[int]):
         self.failed: Failed | None = None
         self._summary: list[Headline] = []
         self._gap = ""
+        self._held: events.Key | None = None  # see on_event
+        self._waiting: deque[events.Event] = deque()
+        self._hold_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -120,6 +129,47 @@ class PerfCmpApp(App[int]):
     def on_mount(self) -> None:
         self.running = True
         self.run_comparison()
+
+    # -- key routing --------------------------------------------------------------------------
+    # Textual sends each key to the focused widget's queue at once, but runs the key's binding
+    # only when the key has bubbled back up to the app: by then the keys behind it, from the same
+    # paste or burst, already went to the old focus. `/aten` in one burst thus opened an empty
+    # filter while `t` toggled TOTAL and `e` opened the export dialog. So a key whose binding
+    # moves the focus or edits the focused box (`/` on a screen, a non-printable key in a text
+    # box) is *held*: the keys and pastes behind it wait, in order, until its binding ran.
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if self._held is not None or self._waiting:
+                self._waiting.append(event)
+            else:
+                await self._route(event)
+            return
+        await super().on_event(event)
+
+    async def _route(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self._must_hold(event):
+            self._held = event
+            self._hold_timer = self.set_timer(HOLD_S, self._release)
+        await super().on_event(event)
+
+    def _must_hold(self, key: events.Key) -> bool:
+        if isinstance(self.focused, Input):
+            return not key.is_printable
+        return key.key == "slash" and not isinstance(self.screen, ModalScreen)
+
+    def on_key(self, event: events.Key) -> None:
+        """A held key came back up to the app: release the keys behind it once its bindings
+        ran (they run after this handler, in the same dispatch)."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    async def _release(self) -> None:
+        self._held = None
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
+        while self._waiting and self._held is None:
+            await self._route(self._waiting.popleft())
 
     def _inputs_text(self) -> Text:
         """Two lines: each input's path, kind and steps (as loaded; "loading…" until then)."""
@@ -188,7 +238,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, Loaded):
             self.loaded[event.side] = event.info
             # What the loader had to guess goes into the exported workbook, as headless.
-            self.result.notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
+            self.result.notes.extend(n for n in event.notes() if n not in self.result.notes)
             self.query_one("#inputs", Static).update(self._inputs_text())
         elif isinstance(event, TableReady):
             self._add_table(event)
@@ -499,5 +549,8 @@ def run_app(
         os.environ.pop(name, None)
     app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
                     advisor_config=advisor_config, first_run=first_run)
-    app.run(mouse=mouse)
+    with Guard(app) as guard:  # SIGHUP / SIGTERM / a hung-up terminal end everything at once
+        app.run(mouse=mouse)
+    if guard.exit_code is not None:
+        return guard.exit_code
     return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

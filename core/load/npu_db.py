@@ -809,3 +809,21 @@ def _group_names(db: _Db, notes: list[str]) -> dict[str, str]:
                 out[str(group_id)] = pg
                 out[group_hash(str(group_id))] = pg
     return out
+
+
+def step_ids(path: Path) -> list[int] | None:
+    """The step ids the loader will find in ``STEP_TIME`` (one cheap query, no table loaded), or
+    None when the steps come from elsewhere (no ``STEP_TIME`` rows: ``ProfilerStep#N`` ops).
+
+    Lets a requested ``--base-step`` / ``--comparison-step`` fail before the app's screen opens.
+    """
+    _check_header(path)
+    db = _Db(path)
+    try:
+        if not db.has("STEP_TIME", "id", "startNs", "endNs"):
+            return None
+        rows = db._execute('SELECT DISTINCT id FROM STEP_TIME WHERE id >= 0 AND startNs >= 0 ORDER BY id')
+        ids = [i for (i,) in rows if isinstance(i, int)]
+        return ids or None
+    finally:
+        db.close()

@@ -54,7 +54,6 @@ class CompareOptions:
     op_name_map: tuple[tuple[str, str], ...] = ()
     use_input_shape: bool = False
     use_kernel_type: bool = False
-    config_path: str | None = None  # ini with [OP_MASK] keys overriding the kernel-class masks
 
     def enables(self, comparison: str) -> bool:
         return comparison in self.enabled

@@ -21,34 +21,23 @@ from .errors import InputError
 from .events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped, SummaryReady,
                      TableReady)
 from .info import profile_info
-from .options import CompareOptions, LoadOptions
 from .model import Profile
 from .pair import iter_pair
+from .request import RunRequest
 
 
-def comparison_events(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
-    advisor_config: str | None = None,
-) -> Iterator[Event]:
+def comparison_events(request: RunRequest) -> Iterator[Event]:
     """Run a whole comparison, yielding progress and results as they become available."""
-    from .advisor import load_config
-    from .compare.masks import load_masks
-
     t_start = time.perf_counter()
-    # Config files are the user's input too: reject a bad one before minutes of loading.
-    load_config(advisor_config)
-    load_masks(compare_opts.config_path)
+    compare_opts = request.compare
     steps = [s for s in STEPS if compare_opts.enables(s.switch)]
     yield Planned(("load base", "load comparison", *(s.name for s in steps), "summary", "advisor"))
 
     yield Phase("load base")
     yield Phase("load comparison")
     loaded: dict[str, Profile] = {}
-    for side, profile, seconds in iter_pair(base, comp, base_opts, comp_opts):
+    for side, profile, seconds in iter_pair(request.base, request.comp, request.base_opts,
+                                            request.comp_opts):
         loaded[side] = profile
         yield Loaded(side, profile_info(profile))
         yield Phase(f"load {side}", done=True, seconds=seconds)
@@ -56,9 +45,9 @@ def comparison_events(
 
     from .advisor import advisor_tables
 
-    ctx = Context(base=b, comp=c, opts=compare_opts)
+    ctx = Context(base=b, comp=c, opts=compare_opts, kernel_masks=request.masks)
     # The advisor needs nothing the other steps compute: it runs on the second core meanwhile.
-    advice = background.start(advisor_tables, ctx, advisor_config)
+    advice = background.start(advisor_tables, ctx, request.advisor, request.advisor_file)
     for step in steps:
         yield Phase(step.name)
         t0 = time.perf_counter()
@@ -140,15 +129,10 @@ def top_regressions(result: ComparisonResult, n: int = 10) -> str:
 
 
 def run_export(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
+    request: RunRequest,
     *,
     out_dir: str | None,
     json_path: str | None,
-    advisor_config: str | None,
     write_workbook: bool,
     out: TextIO | None = None,
 ) -> int:
@@ -165,8 +149,7 @@ def run_export(
         check_dir(out_dir or ".")
     if json_path:
         check_dir(Path(json_path).parent)
-    result = collect(comparison_events(base, comp, base_opts, comp_opts, compare_opts,
-                                       advisor_config), base, comp)
+    result = collect(comparison_events(request), request.base, request.comp)
     summary = result.summary or {}
     print(summary.get("text") or "Model Profiling Time Distribution: not available "
           "(profiling comparison disabled or no kernels)", file=out)

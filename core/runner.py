@@ -25,8 +25,9 @@ from typing import Any, Callable, Iterator, Union
 
 from . import lifetime
 from .errors import InputError
+from .gcpause import gc_paused
 from .events import Event, Failed, Finished
-from .options import CompareOptions, LoadOptions
+from .request import RunRequest
 
 _POLL_S = 0.1
 #: How long a stopped run may take to end on SIGTERM before the rest of its group is SIGKILLed.
@@ -214,14 +215,7 @@ def stream_in_process(
     return ChildRun(target, **kwargs).events(should_stop)
 
 
-def start_comparison(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
-    advisor_config: str | None = None,
-) -> ChildRun:
+def start_comparison(request: RunRequest) -> ChildRun:
     """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child.
 
     Forked, the child inherits the pipeline (and pandas) imported here first; the app needs
@@ -229,6 +223,6 @@ def start_comparison(
     delay the start of the child, which imports it again.
     """
     if start_method() == "fork":
-        importlib.import_module(PIPELINE.partition(":")[0])
-    return ChildRun(PIPELINE, base=base, comp=comp, base_opts=base_opts,
-                    comp_opts=comp_opts, compare_opts=compare_opts, advisor_config=advisor_config)
+        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
+            importlib.import_module(PIPELINE.partition(":")[0])
+    return ChildRun(PIPELINE, request=request)

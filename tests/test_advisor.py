@@ -495,7 +495,7 @@ def test_run_advise_rejects_a_bad_config_before_loading(tmp_path: Path) -> None:
 
 def comparison_table() -> Table:
     ctx = Context(inference("A"), inference("B"), CompareOptions())
-    tables = advisor_tables(ctx, None)
+    tables = advisor_tables(ctx, load_config(None))
     assert [t.name for t in tables] == ["Advisor"]
     return tables[0]
 
@@ -659,7 +659,7 @@ def test_inference_fixture_comparison() -> None:
 
     base = load_profile(str(infer_path("dit_vae")))
     comp = load_profile(str(infer_path("dit_vae_fa")))
-    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    t = advisor_tables(Context(base, comp, CompareOptions()), load_config(None))[0]
     diff = t.data[t.data["scope"] == "diff"].set_index(["stage", "category"])
     assert diff.loc[("DiT", "FA"), "time_ms"] == pytest.approx(0.200, abs=1e-6)
     assert diff.loc[("DiT", "MatMul"), "time_ms"] == pytest.approx(-0.520, abs=1e-6)

@@ -27,7 +27,7 @@ from perfcmp_tui.screens.help import KEYS, HelpScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, events, fits, frame, make_app, options, percent, plain, same,
+from tui_support import (PAIRS, aio, events, fits, frame, make_app, percent, plain, request, same,
                          settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
@@ -687,8 +687,7 @@ async def test_child_process_run_fills_every_screen() -> None:
     from perfcmp_core.runner import prepare
 
     prepare()
-    base, comp, load, _, compare = options("npu")
-    app = build_app(base, comp, load, load, compare)
+    app = build_app(request("npu"))
     app.timings = False
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, timeout=120)

@@ -29,7 +29,7 @@ from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import Headline, gap_sentence, headlines
-from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 
 from .panes import PANES, panes_of
@@ -500,43 +500,32 @@ class PerfCmpApp(App[int]):
 
 
 def build_app(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
+    request: RunRequest,
     *,
     out_dir: str = ".",
-    advisor_config: str | None = None,
     first_run: ChildRun | None = None,
 ) -> PerfCmpApp:
     """The app wired to a comparison in a child process (call ``runner.prepare()`` first).
 
-    ``first_run``: a run the caller already started (so it overlaps the app's start-up); a retry
-    after an error starts a fresh one.
+    ``first_run``: a run of ``request`` the caller already started (so it overlaps the app's
+    start-up); a retry after an error starts a fresh one of the same request.
     """
     from perfcmp_core.runner import start_comparison
 
     pending = [first_run] if first_run is not None else []
 
     def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
-        run = pending.pop() if pending else start_comparison(
-            base, comp, base_opts, comp_opts, compare_opts, advisor_config)
+        run = pending.pop() if pending else start_comparison(request)
         return run.events(should_stop)
 
-    return PerfCmpApp(base, comp, source, out_dir=str(Path(out_dir)))
+    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)))
 
 
 def run_app(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
+    request: RunRequest,
     *,
     out_dir: str = ".",
     mouse: bool = True,
-    advisor_config: str | None = None,
     first_run: ChildRun | None = None,
 ) -> int:
     """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
@@ -547,8 +536,7 @@ def run_app(
     # the environment: a stale exported value would pin the app to it and ignore every resize.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-    app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
-                    advisor_config=advisor_config, first_run=first_run)
+    app = build_app(request, out_dir=out_dir, first_run=first_run)
     with Guard(app) as guard:  # SIGHUP / SIGTERM / a hung-up terminal end everything at once
         app.run(mouse=mouse)
     if guard.exit_code is not None:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..model import Profile
 from ..options import CompareOptions
-from .masks import TextIndexes
+from .masks import DEFAULT_MASKS, Masks, TextIndexes
 from .result import Table
 
 
@@ -22,6 +22,7 @@ class Context:
     base: Profile
     comp: Profile
     opts: CompareOptions
+    kernel_masks: Masks = DEFAULT_MASKS  # parsed once, with the run request
     notes: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
 
@@ -33,12 +34,9 @@ class Context:
     def comp_label(self) -> str:
         return self.comp.meta.source
 
-    def masks(self) -> Any:
-        if "masks" not in self.cache:
-            from .masks import load_masks
-
-            self.cache["masks"] = load_masks(self.opts.config_path)
-        return self.cache["masks"]
+    def masks(self) -> Masks:
+        """The keyword masks that sort kernels into OverallMetrics classes."""
+        return self.kernel_masks
 
     def texts(self, profile: Profile) -> TextIndexes:
         """The text-column indexes of ``profile`` (base or comparison), shared by every step:
@@ -158,9 +156,10 @@ def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
     return figures, format_summary_table(figures)
 
 
-def run_all(base: Profile, comp: Profile, opts: CompareOptions) -> list[Table]:
+def run_all(base: Profile, comp: Profile, opts: CompareOptions,
+            masks: Masks = DEFAULT_MASKS) -> list[Table]:
     """Every enabled comparison's non-empty tables, in workbook order (for scripts and tests)."""
-    ctx = Context(base, comp, opts)
+    ctx = Context(base, comp, opts, masks)
     out: list[Table] = []
     for step in STEPS:
         if opts.enables(step.switch):

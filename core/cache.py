@@ -24,6 +24,8 @@ Design points, each answering a way a cache goes wrong:
   (:class:`~perfcmp_core.export.safe_write.Scratch`: unnamed where the system allows, so a writer
   killed even by SIGKILL leaves nothing) and renamed into place, so readers never see half an
   entry, and two processes storing the same entry at once each publish a complete one.
+* **Written once.** Two processes loading the same profile at once: the second waits for the
+  first one's entry (a per-entry ``flock``, see :func:`_loading`) instead of parsing again.
 * **Bounded.** After each write, the least recently used entries beyond :data:`MAX_BYTES` go.
 * **Never written inside input folders**, and never trusted unless the directory and the file are
   owned by the current user.
@@ -37,9 +39,10 @@ import json
 import os
 import stat
 import time
+from contextlib import contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -63,6 +66,10 @@ _NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
 _CODE = ("load/*.py", "model.py", "options.py", "cache.py")
 _SUFFIX = ".npz"
 _TMP_PREFIX = ".tmp-"
+#: Next to each entry: the lock held while it is being loaded (see :func:`_loading`).
+_LOCK_SUFFIX = ".lock"
+#: Longest wait for another process loading the same profile.
+LOCK_WAIT_S = 30.0
 #: A temporary file older than this is left over from a killed writer.
 _STALE_TMP_SECONDS = 3600.0
 
@@ -84,13 +91,52 @@ def cached_load(src: Source, opts: LoadOptions, read: Callable[[Source, LoadOpti
     folder, problem = _usable_dir(wanted)
     if folder is None:
         return _noted(read(src, opts), wanted, problem)
-    entry = folder / (entry_key(src, opts) + _SUFFIX)
-    profile = _read_entry(entry)
-    if profile is not None:
-        return profile
-    profile = read(src, opts)
-    problem = _write_entry(folder, entry, profile, max_bytes)
+    key = entry_key(src, opts)
+    entry = folder / (key + _SUFFIX)
+    inputs = [str(p) for p in (src.trace, src.db, *src.files.values()) if p is not None]
+    # Racy inputs are not stored: nothing to wait for behind another process's load.
+    with (nullcontext() if _racy(inputs) else _loading(folder / (key + _LOCK_SUFFIX))):
+        profile = _read_entry(entry)
+        if profile is not None:
+            return profile
+        profile = read(src, opts)
+        problem = _write_entry(folder, entry, profile, max_bytes)
     return _noted(profile, folder, problem) if problem else profile
+
+
+@contextmanager
+def _loading(lock: Path) -> Iterator[None]:
+    """Hold the lock of one entry while loading it: a second process opening the same profile
+    at the same time (two app instances, the app and an ``export``) waits for the first one's
+    entry instead of parsing the input again, so the entry is written once. Best effort: it
+    waits at most :data:`LOCK_WAIT_S` (a holder may be stopped with Ctrl+Z), and where locks do
+    not work it goes on without (entries are replaced atomically either way). The lock is the
+    kernel's (``flock``): it goes with the process holding it, however that process ends."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system
+        yield
+        return
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:  # a read-only cache folder: nothing will be written to wait for
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            except OSError:  # a file system without locks
+                break
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _noted(profile: Profile, folder: Path, problem: str) -> Profile:
@@ -174,8 +220,10 @@ def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
             st = path.lstat()
         except OSError:
             continue
-        if path.name.startswith(_TMP_PREFIX):
-            if now - st.st_mtime > _STALE_TMP_SECONDS:
+        if path.name.startswith(_TMP_PREFIX) or path.suffix == _LOCK_SUFFIX:
+            # Temporary files of killed writers (only where the system has no unnamed files),
+            # locks of entries long gone: empty files, but they must not accumulate.
+            if now - st.st_mtime > _STALE_TMP_SECONDS and not path.with_suffix(_SUFFIX).exists():
                 path.unlink(missing_ok=True)
             continue
         if path.suffix == _SUFFIX:
@@ -185,6 +233,7 @@ def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
         total += size
         if total > max_bytes and path != keep:
             path.unlink(missing_ok=True)
+            path.with_suffix(_LOCK_SUFFIX).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -252,14 +252,14 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     from perfcmp_tui.terminal import require_terminal
 
     require_terminal()  # before anything else: a script must get neither a screen nor a wait
-    prepare()  # its process starts on the idle core while this one imports
     # The comparison starts before Textual is imported, so its parsing overlaps the app's own
     # start-up. The request is built first: its config files are read (that imports pandas,
     # which the app needs anyway, and the advisor, which the child needs) and a forked child
     # inherits all of it, so it starts parsing at once.
     with gc_paused():  # imports: hundreds of thousands of objects, no cycles
         request = run_request(ns)
-    _check_before_screen(request, ns.output)
+    _check_before_screen(request, ns.output)  # bad input: no process is ever started
+    prepare()
     run = start_comparison(request)
     try:
         with gc_paused():

@@ -274,12 +274,19 @@ class TablePane(Vertical):
             self.refresh_view()
 
     def on_paste(self, event: events.Paste) -> None:
-        """Text pasted on a table filters it (the box opens with the text); pasted into the open
-        box, the box itself takes it."""
+        """Text pasted on a table filters it by that text (the box opens holding it; Esc
+        reverts); pasted into the open box, the box itself takes it."""
         event.stop()
-        text = event.text.splitlines()[0] if event.text.strip() else ""
-        if text and not self.filter_open() and self.open_filter():
-            self.query_one("#filter", Input).insert_text_at_cursor(text)
+        text = event.text.strip().splitlines()[0] if event.text.strip() else ""
+        if text and not self.filter_open():
+            box = self.query_one("#filter", Input)
+            # Typing on goes after the pasted text (not over it: the box selects its text when
+            # focused, unless told otherwise until that Focus event was handled).
+            box.select_on_focus = False
+            if self.open_filter():
+                box.value = text
+                box.cursor_position = len(text)
+            box.call_later(setattr, box, "select_on_focus", True)
 
     def apply_filter(self, text: str) -> None:
         """Keep ``text`` as the filter (empty clears it) and return to the table (focused at

@@ -108,7 +108,7 @@ class PerfCmpApp(App[int]):
         self.failed: Failed | None = None
         self._summary: list[Headline] = []
         self._gap = ""
-        self._held: events.Key | None = None  # see on_event
+        self._held: events.Key | events.Paste | None = None  # see on_event
         self._waiting: deque[events.Event] = deque()
         self._hold_timer: Timer | None = None
 
@@ -136,7 +136,8 @@ class PerfCmpApp(App[int]):
     # paste or burst, already went to the old focus. `/aten` in one burst thus opened an empty
     # filter while `t` toggled TOTAL and `e` opened the export dialog. So a key whose binding
     # moves the focus or edits the focused box (`/` on a screen, a non-printable key in a text
-    # box) is *held*: the keys and pastes behind it wait, in order, until its binding ran.
+    # box) and a paste on a table (it opens the filter) are *held*: the keys and pastes behind
+    # them wait, in order, until they were handled (HOLD_S at most).
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
             if self._held is not None or self._waiting:
@@ -147,19 +148,27 @@ class PerfCmpApp(App[int]):
         await super().on_event(event)
 
     async def _route(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and self._must_hold(event):
+        if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
             self._held = event
             self._hold_timer = self.set_timer(HOLD_S, self._release)
         await super().on_event(event)
 
-    def _must_hold(self, key: events.Key) -> bool:
+    def _must_hold(self, event: events.Key | events.Paste) -> bool:
         if isinstance(self.focused, Input):
-            return not key.is_printable
-        return key.key == "slash" and not isinstance(self.screen, ModalScreen)
+            return isinstance(event, events.Key) and not event.is_printable
+        if isinstance(self.screen, ModalScreen):
+            return False
+        # `/` opens the filter; a paste on a table opens it holding the text.
+        return isinstance(event, events.Paste) or event.key == "slash"
 
     def on_key(self, event: events.Key) -> None:
         """A held key came back up to the app: release the keys behind it once its bindings
         ran (they run after this handler, in the same dispatch)."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A held paste came back up (the screen it landed on handled it): release."""
         if event is self._held:
             self.call_later(self._release)
 

@@ -275,8 +275,8 @@ class TablePane(Vertical):
 
     def on_paste(self, event: events.Paste) -> None:
         """Text pasted on a table filters it by that text (the box opens holding it; Esc
-        reverts); pasted into the open box, the box itself takes it."""
-        event.stop()
+        reverts); pasted into the open box, the box itself takes it. The paste bubbles on to
+        the app, which holds the keys behind it until here."""
         text = event.text.strip().splitlines()[0] if event.text.strip() else ""
         if text and not self.filter_open():
             box = self.query_one("#filter", Input)

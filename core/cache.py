@@ -42,7 +42,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -50,9 +50,11 @@ import pandas as pd
 from . import __version__
 from .events import MACHINE_NOTE
 from .export.safe_write import Scratch
-from .load.detect import Source
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
+
+if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
+    from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
 FORMAT = 1
@@ -63,7 +65,7 @@ RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
 _NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
 #: Code whose source decides what a profile contains (relative to this package).
-_CODE = ("load/*.py", "model.py", "options.py", "cache.py")
+_CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 _SUFFIX = ".npz"
 _TMP_PREFIX = ".tmp-"
 #: Next to each entry: the lock held while it is being loaded (see :func:`_loading`).

@@ -40,7 +40,7 @@ from perfcmp_core.compare.result import IS_TOTAL, ComparisonResult, Table
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.json_out import write_json
 from perfcmp_core.export.xlsx import write_workbook
-from perfcmp_core.load.common import nest
+from perfcmp_core.timeline import nest
 from perfcmp_core.model import KERNELS, OPS, PYFUNCS, STEPS, Profile, ProfileMeta, empty, frame
 from perfcmp_core.options import CompareOptions, LoadOptions
 

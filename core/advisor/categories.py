@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compare.intervals import Spans
 from ..model import Profile
+from ..timeline import Spans
 from .rules import CATEGORIES, AdvisorConfig
 
 COMM = CATEGORIES.index("Comm")

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, thread_key
 from ..model import Profile
+from ..timeline import innermost, thread_key
 from .categories import Items, is_training
 from .rules import AdvisorConfig, Keywords
 

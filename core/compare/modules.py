@@ -40,9 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, nest, thread_key
 from ..model import Profile
 from ..options import CompareOptions
+from ..timeline import innermost, nest, thread_key
 from .align import align
 from .operators import kernel_lines, take_rows
 from .optree import UNCOUNTED_TASK_TYPES

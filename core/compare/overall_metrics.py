@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Kind, Profile
-from .intervals import Spans
+from ..timeline import Spans
 from .masks import BACKWARD_WORDS, Masks, TextIndex, TextIndexes
 
 GIB = 1024**3

@@ -73,7 +73,8 @@ from ..model import (
     frame,
 )
 from ..options import LoadOptions
-from .common import assign_step, is_step_name, nest, steps_from_ops
+from ..timeline import nest
+from .common import assign_step, is_step_name, steps_from_ops
 from .detect import SQLITE_MAGIC, Source
 
 #: What the Db writes where an id is invalid (UINT32 max, torch_npu ``DB_INVALID_VALUE``).

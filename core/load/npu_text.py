@@ -36,9 +36,9 @@ from ..model import (
     frame,
 )
 from ..options import LoadOptions
+from ..timeline import innermost, nest, thread_groups, thread_key
 from . import npu_files
-from .common import (assign_step, float_us_to_ns, innermost, is_step_name, nest, steps_from_ops,
-                     thread_groups, thread_key)
+from .common import assign_step, float_us_to_ns, is_step_name, steps_from_ops
 from .detect import Source
 
 HARDWARE = "Ascend Hardware"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .device_time import DeviceTime, device_time, format_device_time
 from .load.detect import ENABLES, TEXT_FILES
 from .model import Profile
 
@@ -24,11 +25,12 @@ def profile_info(profile: Profile) -> dict[str, Any]:
          "duration_ms": (r.end_ns - r.start_ns) / 1e6}
         for r in profile.steps.itertuples(index=False)
     ]
+    dt = device_time(profile)
     counts = {
         "host_ops": int(len(profile.ops)),
-        "kernels": int((k["in_trace"] & ~k["is_comm"]).sum()),
+        "kernels": dt.linked_tasks + dt.unlinked_tasks,
         "kernel_details_rows": int(k["has_details"].sum()),
-        "kernels_linked_to_ops": int((k["op_row"] >= 0).sum()),
+        "kernels_linked_to_ops": dt.linked_tasks,
         "comm_ops": int(len(profile.comm_ops)),
         "comm_tasks": int(len(profile.comm_tasks)),
         "comm_groups": int(profile.comm_ops["group"].replace("", None).dropna().nunique()),
@@ -57,6 +59,8 @@ def profile_info(profile: Profile) -> dict[str, Any]:
         "selected_step": m.selected_step,
         "steps": steps,
         "counts": counts,
+        "device_time": dt.to_json(),
+        "device_time_detail": dt.detail_json(),
         "files_used": list(m.files_used),
         "files_missing": missing,
         "notes": list(m.notes),
@@ -107,6 +111,9 @@ def format_info(info: dict[str, Any]) -> str:
     lines.append("  counts")
     for key, val in info["counts"].items():
         lines.append(f"    {key.replace('_', ' '):<22} {val:>10,}")
+    lines.append("  device time")
+    dt = DeviceTime.from_json(info["device_time"], info["device_time_detail"])
+    lines.extend(f"    {line}" for line in format_device_time(dt, info["kind"]))
     if info["files_used"]:
         lines.append("  files used")
         lines.extend(f"    {f}" for f in info["files_used"])

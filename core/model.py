@@ -55,7 +55,7 @@ KERNELS: Schema = {
     "input_dtypes": STR,
     "link": I64,  # GPU correlation id, NPU Text async_npu flow id, Db connectionId; -1 none
     "op_row": I64,  # row in Profile.ops of the host op that launched it; -1 unknown
-    "is_comm": BOOL,  # NCCL kernel (GPU) or HCCL op/task (NPU)
+    "is_comm": BOOL,  # NCCL kernel (GPU) or HCCL op/task (NPU); an HCCL op row has task_type "" and covers its tasks
     "in_trace": BOOL,  # present on the device timeline (GPU kernel events, NPU Ascend Hardware, Db TASK)
     "has_details": BOOL,  # a kernel_details.csv row / Db COMPUTE_TASK_INFO row describes it
     "task_id": STR,
@@ -72,7 +72,7 @@ kernel_details rows absent from the trace (``in_trace`` False); NPU Db ``TASK`` 
 
 OPS: Schema = {
     "name": STR,
-    "cat": STR,  # trace category lower-cased (cpu_op, user_annotation, cuda_runtime …); Db: "op"
+    "cat": STR,  # trace category lower-cased (cpu_op, user_annotation, cuda_runtime, cuda_driver …); Db: "op"
     "pid": I64,
     "tid": I64,
     "start_ns": I64,
@@ -86,7 +86,8 @@ OPS: Schema = {
     "step": I64,  # id of the ProfilerStep#N op enclosing it (-1 outside steps)
     "is_step": BOOL,  # this op is a `ProfilerStep#N` marker
 }
-"""Host (CPU) ops: GPU categories cpu_op, user_annotation, cuda_runtime, operator, runtime; NPU
+"""Host (CPU) ops: GPU categories cpu_op, user_annotation, operator and the launch calls (cuda_runtime,
+cuda_driver, runtime, xpu_*/privateuse1_* runtime and driver); NPU
 ``cpu_op``; Db ``PYTORCH_API`` rows of type ``op``. Nesting (``parent``/``depth``) is computed per
 thread with proper containment (start ≥ parent start and end ≤ parent end). Sorted by
 (``start_ns``, longer first)."""

@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("perfcmp_core.model",),
     ("perfcmp_core.cache",),
     ("perfcmp_core.load.",),
-    ("perfcmp_core.info", "perfcmp_core.compare."),
+    ("perfcmp_core.device_time", "perfcmp_core.info", "perfcmp_core.compare."),
     ("perfcmp_core.advisor.",),
     ("perfcmp_core.view", "perfcmp_core.insight", "perfcmp_core.export."),
 )

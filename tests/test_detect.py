@@ -17,6 +17,9 @@ from perfcmp_core.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"
+#: The smallest trace that holds an event (an empty one is refused: "holds no profiler events").
+ONE_OP = ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, '
+          '"ts": 1, "dur": 2}]}')
 
 
 def _npu_run(tmp: Path, name: str, *, db: bool = False, text: bool = True) -> Path:
@@ -130,7 +133,7 @@ def test_folder_without_profile_and_output_without_trace(tmp_path: Path) -> None
 
 def test_size_cap_and_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = tmp_path / "t.pt.trace.json"
-    p.write_text('{"traceEvents": []}' + " " * 100)
+    p.write_text(ONE_OP + " " * 100)
     monkeypatch.setitem(validate._CAPS, ".json", 50)
     with pytest.raises(InputError, match=r"over the .* limit for \.json files; pass --force"):
         load_profile(str(p))
@@ -141,7 +144,7 @@ def test_size_cap_and_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
                     reason="needs root to give a file to another user")
 def test_owner_check_and_force(tmp_path: Path) -> None:
     p = tmp_path / "t.pt.trace.json"
-    p.write_text('{"traceEvents": []}')
+    p.write_text(ONE_OP)
     os.chown(p, 12345, 12345)
     with pytest.raises(InputError, match="is owned by uid 12345, not by you"):
         load_profile(str(p))

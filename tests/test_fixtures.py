@@ -24,7 +24,7 @@ from perfcmp_core.load.detect import detect
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "fixtures"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-OWNED = ("gpu", "npu_text", "npu_ms", "npu_db", "npu_infer")
+OWNED = ("gpu", "gpu_patterns", "npu_text", "npu_ms", "npu_db", "npu_infer")
 OUT = "ASCEND_PROFILER_OUTPUT"
 TS_RE = re.compile(r"^\d{16}\.\d{3}$")
 COMPUTE_CORES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "AI_CPU"}

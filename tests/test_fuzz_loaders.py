@@ -39,7 +39,7 @@ from perfcmp_core import pipeline
 from perfcmp_core.request import RunRequest
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
-from perfcmp_core.load import gpu_events, load_profile
+from perfcmp_core.load import gpu_read, load_profile
 from perfcmp_core.model import SCHEMAS
 from perfcmp_core.options import CompareOptions, LoadOptions
 
@@ -358,9 +358,9 @@ def _outcome_by(path: Path, pieces: bool) -> tuple[str, object]:
     tables and metadata."""
     with pytest.MonkeyPatch.context() as m:
         if pieces:
-            m.setattr(gpu_events, "PIECE_BYTES", 2048)
+            m.setattr(gpu_read, "PIECE_BYTES", 2048)
         else:
-            m.setattr(gpu_events, "_parse_in_pieces", lambda raw, builder: None)
+            m.setattr(gpu_read, "_parse_in_pieces", lambda raw, builder: None)
         with time_limit(BUDGET_S):
             try:
                 profile = load_profile(str(path), NO_CACHE)

@@ -1,7 +1,7 @@
 """Parsing a GPU trace in pieces gives exactly what parsing it whole gives.
 
 The loader cuts the ``traceEvents`` array into pieces of ``PIECE_BYTES`` (1 MB) so that a large
-trace never holds all its event dicts at once (core/load/gpu_events.py). These tests shrink the
+trace never holds all its event dicts at once (core/load/gpu_read.py). These tests shrink the
 piece size so that the small fixtures are cut hundreds of times, including at ``}, {`` inside
 strings and nested objects, and compare every table and the metadata with the whole-file parse
 (the loader's own fallback, forced).
@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 import pytest
 
-from perfcmp_core.load import gpu_events, load_profile
+from perfcmp_core.load import gpu_events, gpu_read, load_profile
 from perfcmp_core.model import SCHEMAS, Profile
 from perfcmp_core.options import LoadOptions
 
@@ -31,7 +31,7 @@ def _load(path: Path, **opts: Any) -> Profile:
 
 def _whole(path: Path, monkeypatch: pytest.MonkeyPatch, **opts: Any) -> Profile:
     with monkeypatch.context() as m:
-        m.setattr(gpu_events, "_parse_in_pieces", lambda raw, builder: None)
+        m.setattr(gpu_read, "_parse_in_pieces", lambda raw, builder: None)
         return _load(path, **opts)
 
 
@@ -40,8 +40,8 @@ def _pieces(path: Path, monkeypatch: pytest.MonkeyPatch, size: int, *, whole: bo
     """The profile parsed in pieces of ``size`` bytes, and how many pieces were parsed; unless
     ``whole``, falling back to the whole-file parse fails the test."""
     parsed: list[int] = []
-    real_add = gpu_events._Builder.add
-    real_parse = gpu_events._parse
+    real_add = gpu_events.Builder.add
+    real_parse = gpu_read._parse
 
     def add(self: Any, events: list[Any], text: bytes) -> None:
         parsed.append(len(events))
@@ -52,9 +52,9 @@ def _pieces(path: Path, monkeypatch: pytest.MonkeyPatch, size: int, *, whole: bo
         return real_parse(*args)
 
     with monkeypatch.context() as m:
-        m.setattr(gpu_events, "PIECE_BYTES", size)
-        m.setattr(gpu_events._Builder, "add", add)
-        m.setattr(gpu_events, "_parse", parse)
+        m.setattr(gpu_read, "PIECE_BYTES", size)
+        m.setattr(gpu_events.Builder, "add", add)
+        m.setattr(gpu_read, "_parse", parse)
         return _load(path, **opts), len(parsed)
 
 

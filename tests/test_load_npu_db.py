@@ -406,14 +406,13 @@ def test_mindspore_db_without_host_tables_pmu_or_memory_rows(tmp_path: Path) -> 
     assert profile.op_statistic[["op_type", "total_us"]].values.tolist() == [["MatMul", 0.3], ["Add", 0.1]]
 
 
-def test_db_with_empty_tables_loads_empty(tmp_path: Path) -> None:
-    """No compute tasks and no communication ops (reference bug B2) is an empty profile, not a crash."""
+def test_db_with_empty_tables_is_an_input_error(tmp_path: Path) -> None:
+    """No compute tasks and no communication ops (reference bug B2: a crash) is one clear line: the
+    file holds no profiler events."""
     path = tmp_path / "ascend_pytorch_profiler.db"
     DbWriter(path, tables=tuple(t for t in SCHEMA if t != "STRING_IDS")).close()
-    profile = _load(path)
-    for name, table in profile.tables().items():
-        assert table.empty, name
-    assert profile.meta.rank is None and profile.meta.notes == []
+    with pytest.raises(InputError, match=r"ascend_pytorch_profiler\.db: holds no profiler events$"):
+        _load(path)
 
 
 def test_steps_fall_back_to_profiler_step_ops_without_step_time(tmp_path: Path) -> None:
@@ -496,9 +495,10 @@ def test_enum_table_missing_skips_host_ops_with_a_note(tmp_path: Path) -> None:
     path = tmp_path / "ascend_pytorch_profiler_0.db"
     w = DbWriter(path)
     w.api(OP, "aten::add", 10, 20, G_MAIN, None)
+    w.task(1, 30, 40, 1, "KERNEL_AIVEC")
     w.close()
     profile = _load(path)
-    assert profile.ops.empty
+    assert profile.ops.empty and len(profile.kernels) == 1
     assert any("ENUM_API_TYPE absent" in n for n in profile.meta.notes)
 
 

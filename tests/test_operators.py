@@ -184,7 +184,9 @@ def test_statistic_sheet_values_and_order() -> None:
         "Top", "Operator Name", "Base Device Duration(ms)", "Base Operator Number",
         "Comparison Device Duration(ms)", "Comparison Operator Number", "Diff Duration(ms)", "Diff Ratio"]
     assert [c.width for c in stat.columns] == [10, 30, 25, 25, 30, 30, 20, 20]
-    assert stat.notes == ["base: 1 kernels (0.007 ms) are linked to no host op and appear in no operator row"]
+    # device time 50 + 10 + 99 (memset) + 80 + 7 = 246 ns; the orphan's 7 ns = 2.8 %
+    assert stat.notes == ["base: 1 kernels (0.007 ms, 2.8 % of device time) are linked to no host op and appear "
+                          "in no operator row: 1 carry no correlation id and no flow reaches them"]
 
 
 def test_detail_sheet_rows_one_sided_and_kernel_text() -> None:

@@ -108,7 +108,7 @@ def test_gpu_compute_uncovered_e2e_and_sdma_use_true_interval_lengths() -> None:
         kern("Memcpy DtoD (Device -> Device)", 30, 2, task_type="gpu_memcpy", stream=7),  # SDMA
         kern("Memcpy HtoD (Pageable -> Device)", 40, 5, task_type="gpu_memcpy", stream=20),  # E2E only
         kern("Memset (Device)", 50, 10, task_type="gpu_memset", stream=7),  # ignored entirely
-        kern("stream0_kernel", 100, 1, task_type="kernel", stream=0),  # compute, but not E2E
+        kern("stream0_kernel", 100, 1, task_type="kernel", stream=0),  # stream 0 is a real stream (ROCm)
     ], memory=[
         {"total_reserved_bytes": 1 * 1024**3, "device": 0},
         {"total_reserved_bytes": 2 * 1024**3, "device": 0},
@@ -118,10 +118,10 @@ def test_gpu_compute_uncovered_e2e_and_sdma_use_true_interval_lengths() -> None:
     assert m.compute_ns == 16_500
     # NCCL [12,30) = 18 µs, of which [12,15) and [20.2,20.7) are covered by compute
     assert m.uncovered_ns == 18_000 - 3_000 - 500
-    # kernels and memcpy with a stream: 0 … 45 (stream-0 kernel and memset excluded)
-    assert m.e2e_ns == 45_000
+    # kernels and memcpy: 0 … 101 (memset excluded; the reference also drops the stream-0 kernel)
+    assert m.e2e_ns == 101_000
     assert m.sdma_stream == Bucket(2_000, 1)
-    assert m.free_time_ns == 45_000 - 16_500 - 14_500
+    assert m.free_time_ns == 101_000 - 16_500 - 14_500
     assert m.free_ns == m.free_time_ns - 2_000
     assert m.memory_gb == 2.0
     assert m.wait_ns == 0 and m.groups == {} and m.lccl == Bucket()

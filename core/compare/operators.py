@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align
-from .optree import UNCOUNTED_TASK_TYPES, OpForest, forest_of, segment_pairs
+from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
 
 STAT_SHEET = "OperatorCompareStatistic"
@@ -317,15 +318,14 @@ def detail_table(match: OperatorMatch) -> Table:
 
 
 def unlinked_notes(match: OperatorMatch) -> list[str]:
-    """Say how much device time no host op accounts for (it is in no operator row)."""
+    """Say how much device time no host op accounts for (it is in no operator row), with the
+    accounting and reasons of :mod:`perfcmp_core.device_time`."""
     notes = []
     for label, forest in (("base", match.base), ("comparison", match.comp)):
-        k = forest.profile.kernels
-        lost = (k["op_row"].to_numpy() < 0) & k["in_trace"].to_numpy() & ~k["task_type"].isin(UNCOUNTED_TASK_TYPES).to_numpy()
-        if lost.any():
-            ms = k["dur_ns"].to_numpy()[lost].sum() / 1e6
-            notes.append(f"{label}: {int(lost.sum())} kernels ({ms:.3f} ms) are linked to no host op "
-                         "and appear in no operator row")
+        profile = forest.profile
+        note = unlinked_note(label, device_time(profile), profile.meta.kind)
+        if note:
+            notes.append(note)
     return notes
 
 

@@ -8,7 +8,8 @@ Distribution" table (spec ``inputs-and-overall.md`` §6). One :func:`overall_met
 What differs per kind is only where the figures come from:
 
 * **GPU** — compute / uncovered communication are interval unions of the kernels themselves,
-  E2E spans every kernel and memcpy with a stream, SDMA is memcpy on the compute stream.
+  E2E spans every kernel and memcpy with a stream (0 included), SDMA is memcpy on the compute
+  stream.
 * **NPU Text** — compute, uncovered and E2E come from the ``Overlap Analysis`` process the
   exporter already computed; kernels with ``kernel_details`` rows are classified.
 * **NPU Db** — there is no overlap analysis, so compute is the union of compute tasks and
@@ -21,13 +22,8 @@ Deliberate differences from the reference (see docs/differences.md):
 * GPU compute and uncovered time are true interval lengths, not counts of 1-µs ticks touched by
   a kernel (the reference counts a 0.5 µs kernel as 0 and depends on how timestamps were parsed).
   On integer-µs traces both give the same number.
-* A kernel is attributed to the earliest-starting FA/Conv/Matmul host op whose [start, end]
-  contains its launch time. The reference finds that op with a forward-only pointer shared by all
-  kernels; processed in launch order (GPU, Text) that gives exactly this op, but in the Db's
-  connectionId order a late launch can move the pointer past ops that earlier launches needed.
-* Overlaps of wait tasks / communication ops with uncovered spans are exact interval
-  intersections; the reference's sweep double-counts or drops time when the tasks of one list
-  overlap each other.
+* GPU stream 0 is a stream (ROCm runs every HIP kernel there); the reference ignores it.
+* Kernel classes: see :mod:`.kernel_classes`; communication groups: :mod:`.comm_groups`.
 * Text profiles without PMU data hide the per-class breakdown whether or not kernel_details.csv
   exists (the reference shows zero Cube/Vector times at trace level).
 """
@@ -41,22 +37,11 @@ import pandas as pd
 
 from ..model import Kind, Profile
 from ..timeline import Spans
-from .masks import BACKWARD_WORDS, Masks, TextIndex, TextIndexes
+from .comm_groups import GroupTime, db_groups, text_groups
+from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
+from .masks import Masks, TextIndexes
 
 GIB = 1024**3
-
-#: Kernel classes of the Computing breakdown, in the order of the spec's accumulator table.
-CLASS_BUCKETS: tuple[str, ...] = (
-    "fa_fwd_cube", "fa_fwd_vector", "fa_bwd_cube", "fa_bwd_vector",
-    "conv_fwd_cube", "conv_fwd_vector", "conv_bwd_cube", "conv_bwd_vector",
-    "matmul_cube", "matmul_vector", "page_attention", "vector_trans", "vector_notrans", "cube",
-    "sdma_tensor_move",
-)
-_CODE = {name: i for i, name in enumerate(CLASS_BUCKETS)}
-_MC2 = len(CLASS_BUCKETS)  # classification code of MC2 kernels (kept per kernel name)
-
-#: Host-op classes of the launch lookup.
-_NONE, _FA, _CONV, _MM = 0, 1, 2, 3
 
 #: GPU copies counted as SDMA when on the compute stream (memset events are never read, so the
 #: reference's "memset (device)" entry could not match and is left out).
@@ -73,7 +58,6 @@ _DB_E2E_SKIP = frozenset({
 })
 _NOT_OVERLAPPED = "Communication(Not Overlapped)"
 _LCCL = "kernel_aivec"
-_RDMA_SEND, _NOTIFY_WAIT = "RDMASend", "Notify_Wait"
 
 
 @dataclass(frozen=True)
@@ -96,18 +80,6 @@ class Mc2Time:
     computing_ns: int = 0
     communication_ns: int = 0
     count: int = 0
-
-
-@dataclass(frozen=True)
-class GroupTime:
-    """A communication group's share of the uncovered communication time."""
-
-    wait_ns: int
-    transmit_ns: int
-
-    @property
-    def uncovered_ns(self) -> int:
-        return self.wait_ns + self.transmit_ns
 
 
 @dataclass
@@ -256,7 +228,7 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     start = k["start_ns"].to_numpy()
     end = start + k["dur_ns"].to_numpy()
     nccl = is_kernel & k["is_comm"].to_numpy()
-    has_stream = stream > 0  # stream 0 / absent: "no stream"
+    has_stream = stream >= 0  # stream 0 is a real stream (ROCm runs every HIP kernel there); -1: absent
 
     timed = used & has_stream
     if timed.any():
@@ -280,9 +252,9 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
 
     n = int(compute.sum())
     sub_names = names.subset(compute)
-    launch_cls, launch_bwd = _launch_classes(profile, k["op_row"].to_numpy()[compute], masks, texts,
+    launch_cls, launch_bwd = launch_classes(profile, k["op_row"].to_numpy()[compute], masks, texts,
                                              conv_tid=True)
-    codes = _classify(
+    codes = classify(
         sub_names, texts("kernels", "op_type").subset(compute), masks, sub_names.contains_any(masks.cube),
         np.zeros(n, dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
     )
@@ -330,12 +302,12 @@ def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics
         mac = k["mac_us"].to_numpy()
         valid = k["has_details"].to_numpy() & ~(np.isnan(aiv_vec) & np.isnan(mac))
         cube = (np.nan_to_num(mac[valid]) > 0) | (np.nan_to_num(k["aicore_us"].to_numpy()[valid]) > 0)
-        launch = _launch_time(profile, k["op_row"].to_numpy()[valid])
+        launch = launch_time(profile, k["op_row"].to_numpy()[valid])
         sqe = k[hw & (k["name"].to_numpy() == _C_CORE_SQE)]
         _classify_npu(side, profile, valid, masks, texts, cube, order=np.argsort(launch, kind="stable"),
                       sqe=sqe, conv_tid=True, fa_types=("flashattention", "fusedinferattention"))
 
-    side.groups, side.pairs = _text_groups(profile, uncovered)
+    side.groups, side.pairs = text_groups(profile, uncovered)
     return side
 
 
@@ -382,112 +354,13 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     _classify_npu(side, profile, det, masks, texts, cube, order=np.argsort(k["link"].to_numpy()[det], kind="stable"),
                   sqe=sqe, conv_tid=False, fa_types=("flashattention",))
 
-    side.groups, side.pairs = _db_groups(profile, active - busy)
+    side.groups, side.pairs = db_groups(profile, active - busy)
     return side
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernel classification
+# Class sums and MC2 times (the classes themselves: kernel_classes.py)
 # ---------------------------------------------------------------------------------------------
-
-
-def _launch_time(profile: Profile, op_row: np.ndarray) -> np.ndarray:
-    """Start of the launching host op for each kernel, 0 when unlinked (sorts first)."""
-    ops_start = profile.ops["start_ns"].to_numpy()
-    linked = (op_row >= 0) & (op_row < len(ops_start))
-    out = np.zeros(len(op_row), dtype="int64")
-    out[linked] = ops_start[op_row[linked]]
-    return out
-
-
-def _launch_classes(
-    profile: Profile, op_row: np.ndarray, masks: Masks, texts: TextIndexes, conv_tid: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Class (FA / Conv / Matmul / none) and backward flag of the "cube" host op that was running
-    when each kernel was launched.
-
-    The op is the earliest-starting FA/Conv/Matmul host op whose [start, end] (inclusive) holds
-    the launch time. Vectorised: over cube ops sorted by start, the running maximum of their ends
-    is non-decreasing, so the first op that has not ended before the launch is a binary search
-    away; it contains the launch iff it has already started.
-    """
-    n = len(op_row)
-    cls = np.zeros(n, dtype="int8")
-    bwd = np.zeros(n, dtype=bool)
-    ops = profile.ops
-    linked = (op_row >= 0) & (op_row < len(ops))
-    if not linked.any():
-        return cls, bwd
-    names = texts("ops", "name")
-    fa = names.contains_any(masks.fa)
-    conv = names.contains_any(masks.conv)
-    mm = names.contains_any(masks.matmul)
-    rows = np.flatnonzero(fa | conv | mm)
-    if len(rows) == 0:
-        return cls, bwd
-    op_cls = np.where(fa, _FA, np.where(conv, _CONV, _MM))[rows].astype("int8")
-    op_bwd = names.leaf().contains_any(BACKWARD_WORDS)[rows]
-    bwd_tid = profile.meta.backward_tid
-    if conv_tid and bwd_tid >= 0:
-        op_bwd |= (op_cls == _CONV) & (ops["tid"].to_numpy()[rows] == bwd_tid)
-    op_start = ops["start_ns"].to_numpy()[rows]
-    order = np.argsort(op_start, kind="stable")
-    op_start, op_cls, op_bwd = op_start[order], op_cls[order], op_bwd[order]
-    reach = np.maximum.accumulate(ops["end_ns"].to_numpy()[rows][order])
-
-    launch = ops["start_ns"].to_numpy()[op_row[linked]]
-    j = np.searchsorted(reach, launch, side="left")
-    hit = j < len(reach)
-    hit[hit] = op_start[j[hit]] <= launch[hit]
-    where = np.flatnonzero(linked)[hit]
-    cls[where] = op_cls[j[hit]]
-    bwd[where] = op_bwd[j[hit]]
-    return cls, bwd
-
-
-def _classify(
-    names: TextIndex,
-    types: TextIndex,
-    masks: Masks,
-    cube: np.ndarray,
-    trans: np.ndarray,
-    launch_cls: np.ndarray,
-    launch_bwd: np.ndarray,
-    npu: bool,
-    fa_types: tuple[str, ...],
-) -> np.ndarray:
-    """Class code per kernel (index into :data:`CLASS_BUCKETS`, or ``_MC2``): the spec's rules
-    applied in order, each deciding the kernels no earlier rule took."""
-    n = len(cube)
-    code = np.full(n, -1, dtype="int16")
-    open_ = np.ones(n, dtype=bool)
-
-    def take(mask: np.ndarray, value: np.ndarray | int) -> None:
-        sel = open_ & mask
-        code[sel] = value[sel] if isinstance(value, np.ndarray) else value
-        open_[sel] = False
-
-    def pick(flag: np.ndarray, yes: str, no: str) -> np.ndarray:
-        return np.where(flag, _CODE[yes], _CODE[no])
-
-    if npu:
-        take(types.contains_any(("pagedattention",)), _CODE["page_attention"])
-        take(names.startswith("aclnninplacecopy") & names.contains_any(("tensormove",)), _CODE["sdma_tensor_move"])
-        take(names.leaf().equals_any(masks.mc2), _MC2)
-    take(launch_cls == _FA, np.where(launch_bwd, pick(cube, "fa_bwd_cube", "fa_bwd_vector"),
-                                     pick(cube, "fa_fwd_cube", "fa_fwd_vector")))
-    take(launch_cls == _CONV, np.where(launch_bwd, pick(cube, "conv_bwd_cube", "conv_bwd_vector"),
-                                       pick(cube, "conv_fwd_cube", "conv_fwd_vector")))
-    take(launch_cls == _MM, pick(cube, "matmul_cube", "matmul_vector"))
-    if npu:
-        # Kernels without a usable launch link: op-type fallbacks, always the cube variant.
-        take(types.contains_any(fa_types), pick(types.contains_any(("bwd", "grad")), "fa_bwd_cube", "fa_fwd_cube"))
-        take(types.startswith("conv"), pick(types.contains_any(BACKWARD_WORDS), "conv_bwd_cube", "conv_fwd_cube"))
-        take(types.contains_any(("matmul",)), _CODE["matmul_cube"])
-    take(cube, _CODE["cube"])
-    take(trans, _CODE["vector_trans"])
-    take(np.ones(n, dtype=bool), _CODE["vector_notrans"])
-    return code
 
 
 def _fill_buckets(side: SideMetrics, dur: np.ndarray, codes: np.ndarray) -> None:
@@ -517,12 +390,12 @@ def _classify_npu(
     """Classify the NPU compute kernels ``kernels[rows]`` (a bool mask) and measure MC2 kernels
     (``order`` = processing order, positions among those rows)."""
     k = profile.kernels
-    launch_cls, launch_bwd = _launch_classes(profile, k["op_row"].to_numpy()[rows], masks, texts, conv_tid=conv_tid)
+    launch_cls, launch_bwd = launch_classes(profile, k["op_row"].to_numpy()[rows], masks, texts, conv_tid=conv_tid)
     names = texts("kernels", "name").subset(rows)
-    codes = _classify(names, texts("kernels", "op_type").subset(rows), masks, cube, names.contains_any(masks.trans),
+    codes = classify(names, texts("kernels", "op_type").subset(rows), masks, cube, names.contains_any(masks.trans),
                       launch_cls, launch_bwd, npu=True, fa_types=fa_types)
     _fill_buckets(side, k["dur_ns"].to_numpy()[rows], codes)
-    is_mc2 = codes[order] == _MC2
+    is_mc2 = codes[order] == MC2
     if is_mc2.any():
         side.mc2 = _mc2_times(k.iloc[np.flatnonzero(rows)[order[is_mc2]]], sqe)
 
@@ -605,132 +478,3 @@ def _memory_gb(profile: Profile) -> float:
     if len(reserved) == 0:
         return 0.0
     return max(0, int(reserved.max())) / GIB
-
-
-# ---------------------------------------------------------------------------------------------
-# Communication groups: wait / transmit and pair overlaps (spec §6.5)
-# ---------------------------------------------------------------------------------------------
-
-
-def _counted_waits(tasks: pd.DataFrame) -> np.ndarray:
-    """Which ``Notify_Wait`` tasks are inter-rank *waits* (bool per task row).
-
-    Per plane, in start order, a Notify_Wait directly after ``RDMASend, RDMASend`` or after
-    ``RDMASend, RDMASend, Notify_Wait, RDMASend`` completes an RDMA transfer: it is transmit
-    time, not waiting. Vectorised with shifted views of the per-plane task-kind sequence.
-    """
-    n = len(tasks)
-    if n == 0:
-        return np.zeros(0, dtype=bool)
-    plane = pd.factorize(tasks["group"] + "\x1f" + tasks["plane"])[0]
-    names = tasks["name"].to_numpy()
-    kind = np.where(names == _RDMA_SEND, 1, np.where(names == _NOTIFY_WAIT, 2, 0)).astype("int8")
-    order = np.lexsort((np.arange(n), tasks["start_ns"].to_numpy(), plane))
-    p, kd = plane[order], kind[order]
-
-    def prev(j: int) -> np.ndarray:
-        out = np.zeros(n, dtype="int8")  # "other" before a plane's first task
-        if j < n:
-            out[j:] = np.where(p[j:] == p[:-j], kd[:-j], 0)
-        return out
-
-    p1, p2, p3, p4 = prev(1), prev(2), prev(3), prev(4)
-    rdma_done = ((p2 == 1) & (p1 == 1)) | ((p4 == 1) & (p3 == 1) & (p2 == 2) & (p1 == 1))
-    counted = np.empty(n, dtype=bool)
-    counted[order] = (kd == 2) & ~rdma_done
-    return counted
-
-
-def _op_spans(ops: pd.DataFrame) -> dict[str, Spans]:
-    """Communication-op spans per group, groups in order of first appearance."""
-    start = ops["start_ns"].to_numpy()
-    end = start + ops["dur_ns"].to_numpy()
-    out: dict[str, Spans] = {}
-    for group, idx in ops.groupby("group", sort=False).indices.items():
-        out[str(group)] = Spans.of(start[idx], end[idx])
-    return out
-
-
-def _group_time(uncovered: Spans, waits: Spans, ops: Spans | None) -> GroupTime:
-    wait = (uncovered & waits).length
-    total = (uncovered & ops).length if ops is not None else 0
-    return GroupTime(wait, total - wait)
-
-
-def _pairs(order: list[str], op_spans: dict[str, Spans], uncovered: Spans) -> dict[tuple[str, str], int]:
-    """Time two groups' communication were both uncovered, for each ordered pair (i < j)."""
-    clipped = [(g, uncovered & op_spans[g]) for g in order if g in op_spans]
-    out: dict[tuple[str, str], int] = {}
-    for i, (a, sa) in enumerate(clipped):
-        for b, sb in clipped[i + 1:]:
-            both = (sa & sb).length
-            if both:
-                out[(a, b)] = both
-    return out
-
-
-def _task_spans(tasks: pd.DataFrame, mask: np.ndarray) -> Spans:
-    start = tasks["start_ns"].to_numpy()[mask]
-    return Spans.of(start, start + tasks["dur_ns"].to_numpy()[mask])
-
-
-def _text_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
-    """Text: groups in HCCL thread order; the wait plane is the one with the least counted wait
-    (planes without counted waits included, so such a plane gives the group zero wait)."""
-    tasks = profile.comm_tasks
-    op_spans = _op_spans(profile.comm_ops)
-    counted = _counted_waits(tasks)
-    plane_order = tasks["plane_order"].to_numpy()
-    group_col = tasks["group"].to_numpy()
-
-    # Group threads precede their plane threads in sort order, so a group's rank is its first
-    # plane's sort index; groups seen only through ops keep their op order, after those.
-    first_plane = pd.Series(plane_order).groupby(group_col).min().to_dict() if len(tasks) else {}
-    groups = list(dict.fromkeys([*op_spans, *first_plane]))
-    groups = [g for g in groups if g]
-    op_rank = {g: i for i, g in enumerate(op_spans)}
-    groups.sort(key=lambda g: (first_plane.get(g, np.iinfo("int64").max), op_rank.get(g, len(op_rank))))
-
-    dur = tasks["dur_ns"].to_numpy()
-    out: dict[str, GroupTime] = {}
-    for g in groups:
-        in_group = group_col == g
-        waits = Spans.empty()
-        if in_group.any():
-            per_plane = pd.DataFrame({
-                "plane": tasks["plane"].to_numpy()[in_group],
-                "order": plane_order[in_group],
-                "wait": np.where(counted[in_group], dur[in_group], 0),
-            }).groupby("plane", sort=False).agg(order=("order", "min"), wait=("wait", "sum"))
-            chosen = per_plane.sort_values(["wait", "order"], kind="stable").index[0]
-            waits = _task_spans(tasks, in_group & counted & (tasks["plane"].to_numpy() == chosen))
-        out[g] = _group_time(uncovered, waits, op_spans.get(g))
-    return out, _pairs(groups, op_spans, uncovered)
-
-
-def _db_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
-    """Db: groups with counted waits first (in order of their first counted wait), the wait plane
-    chosen among planes that have counted waits; then the other groups in op order."""
-    tasks = profile.comm_tasks
-    op_spans = _op_spans(profile.comm_ops)
-    counted = _counted_waits(tasks)
-    waits_df = pd.DataFrame({
-        "group": tasks["group"].to_numpy()[counted],
-        "plane": tasks["plane"].to_numpy()[counted],
-        "start": tasks["start_ns"].to_numpy()[counted],
-        "row": np.flatnonzero(counted),
-        "dur": tasks["dur_ns"].to_numpy()[counted],
-    }).sort_values(["start", "row"], kind="stable")
-
-    out: dict[str, GroupTime] = {}
-    for g, gw in waits_df.groupby("group", sort=False):
-        per_plane = gw.groupby("plane", sort=False)["dur"].sum()
-        chosen = per_plane.index[int(np.argmin(per_plane.to_numpy()))]
-        rows = gw["row"].to_numpy()[gw["plane"].to_numpy() == chosen]
-        mask = np.zeros(len(tasks), dtype=bool)
-        mask[rows] = True
-        out[str(g)] = _group_time(uncovered, _task_spans(tasks, mask), op_spans.get(str(g)))
-    for g, spans in op_spans.items():
-        if g not in out:
-            out[g] = _group_time(uncovered, Spans.empty(), spans)
-    return out, _pairs(list(op_spans), op_spans, uncovered)

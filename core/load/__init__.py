@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..gcpause import gc_paused
-from ..model import Profile
+from ..model import SCHEMAS, Profile
 from ..options import LoadOptions
 from .detect import Source, detect
 from .steps import no_such_step, select_step
@@ -60,9 +61,22 @@ def _read_kind(src: Source, opts: LoadOptions) -> Profile:
     else:
         from .npu_db import load_npu_db as loader
     profile = loader(src, opts)
+    _check_not_empty(src, opts, profile)
     if opts.step is not None:
         profile = select_step(profile, opts.step)
     return profile
+
+
+def _check_not_empty(src: Source, opts: LoadOptions, profile: Profile) -> None:
+    """A profile in which every table is empty is an input error, for every kind alike (an empty
+    ``traceEvents``, a JSON list of numbers, a Db without profiler tables, an empty Text export):
+    comparing it would silently produce an empty side with exit code 0. Memory records the run
+    did not need to read (``load_memory`` off) still count when the profile says it holds them."""
+    skipped_memory = not opts.load_memory and profile.meta.profile_memory
+    if not skipped_memory and all(getattr(profile, name).empty for name in SCHEMAS):
+        why = "; ".join(profile.meta.notes)
+        raise InputError(src.db or src.trace or src.given,
+                         "holds no profiler events" + (f" ({why})" if why else ""))
 
 
 def load_profile(path: str, opts: LoadOptions | None = None) -> Profile:

@@ -1,10 +1,11 @@
 """Load a torch.profiler (Kineto) GPU trace into the profile model.
 
-:mod:`.gpu_events` parses the trace (in pieces) into columns of the events that have a role;
+:mod:`.gpu_read` parses the trace (in pieces) into the :mod:`.gpu_events` columns of the events that have a role;
 only ``traceEvents`` is used (plus ``distributedInfo.rank`` for ``info``). Everything here
 (linking, nesting, steps, memory pairing) works on those columns.
 
-Kernels are linked to the host op that launched them by ``args.correlation`` (exact, and it also
+Kernels are linked to the host op that launched them by ``args.correlation`` of the launch call
+(any of :data:`.gpu_events.LAUNCH_CATS`: CUDA runtime or driver API, HIP; exact, and it also
 reaches kernels replayed by ``cudaGraphLaunch`` that have no flow). The reference links by flow
 events keyed on a bare timestamp instead (spec §3.2); flows remain our fallback for kernels
 without a correlation match, honouring ``--gpu-flow-cat``.
@@ -34,11 +35,9 @@ from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from .common import assign_step, is_step_name, steps_from_ops
 from .detect import Source
-from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, MEMORY as _MEMORY, OP, PYFUNC, Events
-from .gpu_events import factorize, ints, read_trace
-
-#: Host ops that carry the ``correlation`` id shared with the kernels they launch.
-RUNTIME_CATS = ("cuda_runtime", "runtime")
+from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
+from .gpu_events import factorize, ints
+from .gpu_read import read_trace
 
 
 def load_gpu(src: Source, opts: LoadOptions) -> Profile:
@@ -101,7 +100,7 @@ def _ops(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, OP)
     f = ev.at(OP, rows)
     names = pd.Series(f["name"], dtype=object)
-    runtime = np.isin(ev.cat[rows], RUNTIME_CATS)
+    runtime = np.isin(ev.cat[rows], LAUNCH_CATS)
     link = np.where(runtime, f["correlation"], -1)
     # Only names mentioning the marker go through the (slower) regex test.
     maybe_step = np.flatnonzero(["ProfilerStep#" in n for n in names])

@@ -24,7 +24,6 @@ from perfcmp_core.load import load_profile
 from perfcmp_core.options import LoadOptions
 
 from .cases import (
-    DB_BASE,
     DB_COMP,
     GPU_BASE,
     GPU_COMP,
@@ -40,7 +39,6 @@ from .cases import (
     run_cli,
     set_cells,
     sql,
-    tables,
     text_run,
 )
 
@@ -155,21 +153,6 @@ def test_trace_cut_before_an_enqueue(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 # ------------------------------------------------------------------------------ Db
-
-
-def test_db_with_empty_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Clean result with notes: every table present but empty reads as an empty profile (the
-    reference crashes here, bugs B1/B2); compared with a real one, the workbook holds the
-    one-sided rows and the notes say what is missing."""
-    run = db_run(tmp_path / "in")
-    db = db_of(run)
-    sql(db, *[f'DELETE FROM "{t}"' for t in tables(db)])
-    info = _info(capsys, run)
-    assert info["steps"] == [] and set(info["counts"].values()) == {0}
-    result, book = _export(capsys, DB_BASE, run, tmp_path / "out")
-    assert book is not None
-    assert f"note: OverallMetrics skipped: no device activity (E2E time is 0) in {run}" in result.out
-    assert "note: no host ops in comparison" in result.out
 
 
 def test_db_with_missing_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

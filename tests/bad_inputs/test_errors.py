@@ -45,8 +45,11 @@ from .cases import (
     set_cells,
     snapshot,
     sql,
+    tables,
     text_run,
 )
+
+EMPTY_TRACE = Path(__file__).resolve().parents[2] / "fixtures" / "gpu_patterns" / "empty.pt.trace.json"
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -100,6 +103,52 @@ def empty_db(d: Path) -> Bad:
     run = db_run(d)
     db_of(run).write_bytes(b"")
     return Bad(run, db_of(run), "is empty (0 bytes)")
+
+
+def trace_without_events(d: Path) -> Bad:
+    """A profiler stopped before its first step writes an empty ``traceEvents``."""
+    p = Path(shutil.copyfile(EMPTY_TRACE, d / "comp.pt.trace.json"))
+    return Bad(p, p, "holds no profiler events")
+
+
+def _without_events(d: Path, text: str) -> Bad:
+    p = d / "comp.pt.trace.json"
+    p.write_text(text)
+    return Bad(p, p, "holds no profiler events")
+
+
+def trace_with_metadata_only(d: Path) -> Bad:
+    return _without_events(d, '{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, '
+                              '"args": {"name": "python3"}}, {"name": "Record Window End", "ph": "i", '
+                              '"s": "g", "pid": "", "tid": "", "ts": 1}]}')
+
+
+def json_list_of_numbers(d: Path) -> Bad:
+    return _without_events(d, "[1, 2, 3]\n")
+
+
+def db_without_profiler_tables(d: Path) -> Bad:
+    run = db_run(d)
+    db = db_of(run)
+    sql(db, *[f'DROP TABLE "{t}"' for t in tables(db)], "CREATE TABLE notes (text TEXT)")
+    return Bad(run, db, "holds no profiler events (tables absent from the Db")
+
+
+def db_with_empty_tables(d: Path) -> Bad:
+    """Every table present but empty (the reference crashes here, bugs B1/B2)."""
+    run = db_run(d)
+    db = db_of(run)
+    sql(db, *[f'DELETE FROM "{t}"' for t in tables(db)])
+    return Bad(run, db, "holds no profiler events")
+
+
+def text_export_without_events(d: Path) -> Bad:
+    run = text_run(d)
+    for f in (run / OUTPUT).iterdir():
+        f.unlink()
+    tv = out_file(run, "trace_view.json")
+    tv.write_text("[]")
+    return Bad(run, tv, "holds no profiler events")
 
 
 def gpu_cut_mid_event(d: Path) -> Bad:
@@ -318,6 +367,12 @@ CATALOGUE = [
     Case("empty-json", empty_json),
     Case("empty-trace-view", empty_trace_view),
     Case("empty-db", empty_db),
+    Case("trace-without-events", trace_without_events),
+    Case("trace-with-metadata-only", trace_with_metadata_only),
+    Case("json-list-of-numbers", json_list_of_numbers),
+    Case("db-without-profiler-tables", db_without_profiler_tables),
+    Case("db-with-empty-tables", db_with_empty_tables),
+    Case("text-export-without-events", text_export_without_events),
     Case("gpu-json-cut-mid-event", gpu_cut_mid_event),
     Case("trace-view-cut-mid-event", trace_view_cut_mid_event),
     Case("gzip-cut", gzip_cut),
@@ -474,7 +529,7 @@ def test_gzip_is_held_to_the_json_cap_once_decompressed(tmp_path: Path,
     """The cap checked before reading sees the compressed size; a small ``.gz`` that expands
     past the cap (a gzip bomb) is stopped while decompressing. The 475 kB fixture trace stands in
     for a 10 GB one: the cap is lowered to 100,000 bytes (its gzip is ~40 kB)."""
-    from perfcmp_core.load import gpu_events as gpu
+    from perfcmp_core.load import gpu_read as gpu
 
     monkeypatch.setattr(gpu, "JSON_CAP", 100_000)
     p = tmp_path / "bomb.pt.trace.json.gz"

@@ -45,14 +45,24 @@ PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "npu_infer": ("fixtures/npu_infer/dit_vae_fa_ascend_pt", "fixtures/npu_infer/dit_vae_ascend_pt", [], None, None),
     "real_gpu": ("/tmp/trace_diff_test.pt.trace.json", "/tmp/trace_diff_control.pt.trace.json", [],
                  ["OverallMetrics", "OperatorCompareStatistic", "CommunicationCompare", "ApiCompare"], 200),
+    "real_h100_vs_npu_text": ("../shared/data/npu-real-runs/text/level1/rank0_ascend_pt",
+                              "/tmp/bert-small_h100.pt.trace.json", [], None, None),
+}
+
+#: Real GPU traces the reference reads only uncompressed (it rejects ``.json.gz``): the path a
+#: pair names → the ``shared/data`` file it is gunzipped from.
+GUNZIPPED = {
+    "/tmp/trace_diff_control.pt.trace.json": "gpu-real/trace_diff_control.pt.trace.json.gz",
+    "/tmp/trace_diff_test.pt.trace.json": "gpu-real/trace_diff_test.pt.trace.json.gz",
+    "/tmp/bert-small_h100.pt.trace.json": "gpu-real/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
 }
 
 
-def _gunzip_real() -> None:
-    for name in ("trace_diff_control", "trace_diff_test"):
-        dst = Path(f"/tmp/{name}.pt.trace.json")
-        if not dst.exists():
-            with gzip.open(DATA / "gpu-real" / f"{name}.pt.trace.json.gz", "rb") as src, dst.open("wb") as out:
+def _gunzip_real(paths: tuple[str, ...]) -> None:
+    for name in paths:
+        dst = Path(name)
+        if name in GUNZIPPED and not dst.exists():
+            with gzip.open(DATA / GUNZIPPED[name], "rb") as src, dst.open("wb") as out:
                 shutil.copyfileobj(src, out)
 
 
@@ -62,8 +72,7 @@ def _cell(v: object) -> object:
 
 def run_pair(name: str) -> dict:
     comp, base, extra, keep, limit = PAIRS[name]
-    if name == "real_gpu":
-        _gunzip_real()
+    _gunzip_real((comp, base))
     with tempfile.TemporaryDirectory() as out:
         cmd = [str(PEER), "compare", "-d", comp, "-bp", base, "-o", out, "--force", *extra]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)

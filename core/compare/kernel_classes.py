@@ -1,0 +1,135 @@
+"""Kernel classification of the OverallMetrics Computing breakdown (spec ``inputs-and-overall.md``
+§6.2): which class (Flash Attention / Conv / Matmul forward or backward, cube or vector, Paged
+Attention, SDMA Tensor Move, MC2, plain Cube, Vector with or without transposition) each compute
+kernel falls in.
+
+A kernel's class comes first from the "cube" host op (FA / Conv / Matmul by the ``[OP_MASK]``
+keywords) that was running when it was launched, then from its own name and op type. The per-kind
+pipelines of :mod:`.overall_metrics` decide which kernels are compute kernels and what "cube"
+means for them (PMU data, task types or kernel names), and sum the durations per class.
+
+Deliberate difference from the reference (docs/differences.md): a kernel is attributed to the
+earliest-starting FA/Conv/Matmul host op whose [start, end] contains its launch time. The reference
+finds that op with a forward-only pointer shared by all kernels; processed in launch order (GPU,
+Text) that gives exactly this op, but in the Db's connectionId order a late launch can move the
+pointer past ops that earlier launches needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Profile
+from .masks import BACKWARD_WORDS, Masks, TextIndex, TextIndexes
+
+#: Kernel classes of the Computing breakdown, in the order of the spec's accumulator table.
+CLASS_BUCKETS: tuple[str, ...] = (
+    "fa_fwd_cube", "fa_fwd_vector", "fa_bwd_cube", "fa_bwd_vector",
+    "conv_fwd_cube", "conv_fwd_vector", "conv_bwd_cube", "conv_bwd_vector",
+    "matmul_cube", "matmul_vector", "page_attention", "vector_trans", "vector_notrans", "cube",
+    "sdma_tensor_move",
+)
+CODE = {name: i for i, name in enumerate(CLASS_BUCKETS)}
+MC2 = len(CLASS_BUCKETS)  # classification code of MC2 kernels (kept per kernel name)
+
+#: Host-op classes of the launch lookup.
+NO_CLASS, _FA, _CONV, _MM = 0, 1, 2, 3
+
+
+def launch_time(profile: Profile, op_row: np.ndarray) -> np.ndarray:
+    """Start of the launching host op for each kernel, 0 when unlinked (sorts first)."""
+    ops_start = profile.ops["start_ns"].to_numpy()
+    linked = (op_row >= 0) & (op_row < len(ops_start))
+    out = np.zeros(len(op_row), dtype="int64")
+    out[linked] = ops_start[op_row[linked]]
+    return out
+
+
+def launch_classes(
+    profile: Profile, op_row: np.ndarray, masks: Masks, texts: TextIndexes, conv_tid: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class (FA / Conv / Matmul / none) and backward flag of the "cube" host op that was running
+    when each kernel was launched.
+
+    The op is the earliest-starting FA/Conv/Matmul host op whose [start, end] (inclusive) holds
+    the launch time. Vectorised: over cube ops sorted by start, the running maximum of their ends
+    is non-decreasing, so the first op that has not ended before the launch is a binary search
+    away; it contains the launch iff it has already started.
+    """
+    n = len(op_row)
+    cls = np.full(n, NO_CLASS, dtype="int8")
+    bwd = np.zeros(n, dtype=bool)
+    ops = profile.ops
+    linked = (op_row >= 0) & (op_row < len(ops))
+    if not linked.any():
+        return cls, bwd
+    names = texts("ops", "name")
+    fa = names.contains_any(masks.fa)
+    conv = names.contains_any(masks.conv)
+    mm = names.contains_any(masks.matmul)
+    rows = np.flatnonzero(fa | conv | mm)
+    if len(rows) == 0:
+        return cls, bwd
+    op_cls = np.where(fa, _FA, np.where(conv, _CONV, _MM))[rows].astype("int8")
+    op_bwd = names.leaf().contains_any(BACKWARD_WORDS)[rows]
+    bwd_tid = profile.meta.backward_tid
+    if conv_tid and bwd_tid >= 0:
+        op_bwd |= (op_cls == _CONV) & (ops["tid"].to_numpy()[rows] == bwd_tid)
+    op_start = ops["start_ns"].to_numpy()[rows]
+    order = np.argsort(op_start, kind="stable")
+    op_start, op_cls, op_bwd = op_start[order], op_cls[order], op_bwd[order]
+    reach = np.maximum.accumulate(ops["end_ns"].to_numpy()[rows][order])
+
+    launch = ops["start_ns"].to_numpy()[op_row[linked]]
+    j = np.searchsorted(reach, launch, side="left")
+    hit = j < len(reach)
+    hit[hit] = op_start[j[hit]] <= launch[hit]
+    where = np.flatnonzero(linked)[hit]
+    cls[where] = op_cls[j[hit]]
+    bwd[where] = op_bwd[j[hit]]
+    return cls, bwd
+
+
+def classify(
+    names: TextIndex,
+    types: TextIndex,
+    masks: Masks,
+    cube: np.ndarray,
+    trans: np.ndarray,
+    launch_cls: np.ndarray,
+    launch_bwd: np.ndarray,
+    npu: bool,
+    fa_types: tuple[str, ...],
+) -> np.ndarray:
+    """Class code per kernel (index into :data:`CLASS_BUCKETS`, or :data:`MC2`): the spec's rules
+    applied in order, each deciding the kernels no earlier rule took."""
+    n = len(cube)
+    code = np.full(n, -1, dtype="int16")
+    open_ = np.ones(n, dtype=bool)
+
+    def take(mask: np.ndarray, value: np.ndarray | int) -> None:
+        sel = open_ & mask
+        code[sel] = value[sel] if isinstance(value, np.ndarray) else value
+        open_[sel] = False
+
+    def pick(flag: np.ndarray, yes: str, no: str) -> np.ndarray:
+        return np.where(flag, CODE[yes], CODE[no])
+
+    if npu:
+        take(types.contains_any(("pagedattention",)), CODE["page_attention"])
+        take(names.startswith("aclnninplacecopy") & names.contains_any(("tensormove",)), CODE["sdma_tensor_move"])
+        take(names.leaf().equals_any(masks.mc2), MC2)
+    take(launch_cls == _FA, np.where(launch_bwd, pick(cube, "fa_bwd_cube", "fa_bwd_vector"),
+                                     pick(cube, "fa_fwd_cube", "fa_fwd_vector")))
+    take(launch_cls == _CONV, np.where(launch_bwd, pick(cube, "conv_bwd_cube", "conv_bwd_vector"),
+                                       pick(cube, "conv_fwd_cube", "conv_fwd_vector")))
+    take(launch_cls == _MM, pick(cube, "matmul_cube", "matmul_vector"))
+    if npu:
+        # Kernels without a usable launch link: op-type fallbacks, always the cube variant.
+        take(types.contains_any(fa_types), pick(types.contains_any(("bwd", "grad")), "fa_bwd_cube", "fa_fwd_cube"))
+        take(types.startswith("conv"), pick(types.contains_any(BACKWARD_WORDS), "conv_bwd_cube", "conv_fwd_cube"))
+        take(types.contains_any(("matmul",)), CODE["matmul_cube"])
+    take(cube, CODE["cube"])
+    take(trans, CODE["vector_trans"])
+    take(np.ones(n, dtype=bool), CODE["vector_notrans"])
+    return code

@@ -10,6 +10,8 @@ The same in a real terminal (tmux ``send-keys``): tests/test_tui_lifetime.py.
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import events
 from textual.widgets import Input
 
@@ -34,13 +36,23 @@ def box(app) -> Input:  # type: ignore[no-untyped-def]
     return app.pane.query_one("#filter", Input)
 
 
+async def until(pilot, done, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app work until ``done()`` holds (a loaded host may take a while to redraw), then
+    settle; the assertions after it say what must hold."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not done() and loop.time() < end:
+        await pilot.pause(0.05)
+    await pilot.pause(0.2)
+
+
 @aio
 async def test_keys_after_slash_go_into_the_filter() -> None:
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "/aten")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: box(app).value == "aten")
         assert app.focused is box(app) and box(app).value == "aten"
         assert pane.view.filter_text == "aten" and not pane.view.totals_only
         assert type(app.screen).__name__ == "Screen"  # no export dialog
@@ -53,7 +65,7 @@ async def test_editing_keys_and_enter_in_a_burst() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "/atx\x7fen\rd")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: pane.view.sort_key is not None)
         assert pane.view.filter_text == "aten" and app.focused is pane.frame
         assert pane.view.sort_key == pane.view.diff_key()
         rows = shown(app)
@@ -66,7 +78,7 @@ async def test_escape_in_a_burst_reverts_and_the_next_key_is_a_command() -> None
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "/aten\x1bd")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: pane.view.sort_key is not None)
         assert pane.view.filter_text == "" and app.focused is pane.frame
         assert pane.view.sort_key == pane.view.diff_key()
 
@@ -77,7 +89,7 @@ async def test_keys_before_slash_keep_their_order() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "jj/at")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: box(app).value == "at")
         assert pane.frame.cursor == 2 and box(app).value == "at"
 
 
@@ -88,7 +100,7 @@ async def test_paste_on_the_table_filters_and_typing_continues_it() -> None:
         pane = await operators(pilot, app)
         app.post_message(events.Paste("aten::lin"))
         burst(app, "ear")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: box(app).value.endswith("ear"))
         assert box(app).value == "aten::linear" and pane.view.filter_text == "aten::linear"
         assert len(pane.view) == 1
 
@@ -101,5 +113,5 @@ async def test_paste_right_after_slash_goes_into_the_filter() -> None:
         burst(app, "/")
         app.post_message(events.Paste("aten::to"))
         burst(app, "\r")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.focused is pane.frame)
         assert pane.view.filter_text == "aten::to" and app.focused is pane.frame

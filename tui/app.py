@@ -46,9 +46,10 @@ from .widgets.tab_bar import TabBar
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
-#: Longest wait for a held key's binding to run (see :meth:`PerfCmpApp.on_event`); it normally
-#: takes a fraction of a millisecond, so this only matters if a key never comes back.
-HOLD_S = 0.3
+#: Longest wait for a held key to come back up (see :meth:`PerfCmpApp.on_event`): a safety net
+#: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
+#: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
+HOLD_S = 2.0
 
 
 class PerfCmpApp(App[int]):
@@ -152,6 +153,14 @@ class PerfCmpApp(App[int]):
             self._held = event
             self._hold_timer = self.set_timer(HOLD_S, self._release)
         await super().on_event(event)
+        if self._held is event and not event.is_forwarded:
+            self._unhold()  # a priority binding took it: it will not come back up
+
+    def _unhold(self) -> None:
+        self._held = None
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
 
     def _must_hold(self, event: events.Key | events.Paste) -> bool:
         if isinstance(self.focused, Input):
@@ -173,10 +182,10 @@ class PerfCmpApp(App[int]):
             self.call_later(self._release)
 
     async def _release(self) -> None:
-        self._held = None
-        if self._hold_timer is not None:
-            self._hold_timer.stop()
-            self._hold_timer = None
+        self._unhold()
+        if not self._screens_alive():  # the app is closing: the keys have nowhere to go
+            self._waiting.clear()
+            return
         while self._waiting and self._held is None:
             await self._route(self._waiting.popleft())
 

@@ -17,8 +17,6 @@ import importlib
 import multiprocessing as mp
 import os
 import signal
-import sys
-import threading
 import time
 import traceback
 from typing import Any, Callable, Iterator, Union
@@ -26,6 +24,7 @@ from typing import Any, Callable, Iterator, Union
 from . import lifetime
 from .errors import InputError
 from .gcpause import gc_paused
+from .processes import start_method
 from .events import Event, Failed, Finished
 from .request import RunRequest
 
@@ -108,25 +107,9 @@ def prepare() -> None:
     resource_tracker.ensure_running()
 
 
-def start_method() -> str:
-    """How the next child starts: ``fork`` while this process runs no other thread, else
-    ``spawn``.
-
-    The CLI starts the app's first run before Textual (and its threads) exist: a forked child
-    shares the modules already imported here and starts at once, where a spawned one would first
-    start an interpreter and import pandas again (≈ 0.5 s of CPU, on the critical path and
-    competing with the app's start-up). A run started from the running app (a retry) is spawned:
-    a child forked while other threads run can deadlock on a lock one of them held. Not on macOS,
-    where system libraries do not survive a fork.
-    """
-    if ("fork" in mp.get_all_start_methods() and sys.platform != "darwin"
-            and threading.active_count() == 1):
-        return "fork"
-    return "spawn"
-
-
 class ChildRun:
-    """A comparison started in a child process at construction (see :func:`start_method`).
+    """A comparison started in a child process at construction (forked or spawned as
+    :func:`perfcmp_core.processes.start_method` decides).
 
     Starting it before the UI is imported and built lets the child's parsing overlap with the
     app's own start-up (≈ 1 s on the real GPU pair).

@@ -47,9 +47,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("perfcmp_core.model",),
     ("perfcmp_core.cache",),
     ("perfcmp_core.load.",),
-    ("perfcmp_core.device_time", "perfcmp_core.info", "perfcmp_core.compare."),
+    ("perfcmp_core.device_time", "perfcmp_core.info", "perfcmp_core.insight",
+     "perfcmp_core.compare."),
     ("perfcmp_core.advisor.",),
-    ("perfcmp_core.view", "perfcmp_core.insight", "perfcmp_core.export."),
+    ("perfcmp_core.view", "perfcmp_core.export."),
 )
 
 

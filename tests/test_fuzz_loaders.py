@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from perfcmp_core import pipeline
+from perfcmp_core.collect import collect
 from perfcmp_core.request import RunRequest
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
@@ -473,7 +474,7 @@ def compare_outcome(base: Path, comp: Path) -> str:
     with time_limit(2 * BUDGET_S):
         try:
             request = RunRequest.read(str(base), str(comp), NO_CACHE, NO_CACHE, CompareOptions())
-            result = pipeline.collect(pipeline.comparison_events(request), str(base), str(comp))
+            result = collect(pipeline.comparison_events(request), str(base), str(comp))
         except InputError as exc:
             check_clean_error(exc)
             return "input error"

@@ -18,21 +18,21 @@ from rich.text import Text
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import ContentSwitcher, Footer, Input, ProgressBar, Static
 from textual.timer import Timer
+from textual.widgets import ContentSwitcher, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from perfcmp_core.collect import ResultBuilder
+from perfcmp_core.compare import SCREENS, screen_of
 from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
-from perfcmp_core.insight import Headline, gap_sentence, headlines
+from perfcmp_core.insight import headlines
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 
-from .panes import PANES, panes_of
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog
@@ -41,6 +41,7 @@ from .screens.sort_picker import SortPicker
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.pane import TablePane
+from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
 
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
@@ -56,7 +57,7 @@ class PerfCmpApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "perfcmp-tui"
     BINDINGS = [
-        *[Binding(p.key, f"pane('{p.id}')", p.title, show=False) for p in PANES],
+        *[Binding(p.key, f"pane('{p.id}')", p.title, show=False) for p in SCREENS],
         Binding("tab", "next_pane(1)", "Next screen", show=False, priority=True),
         Binding("shift+tab", "next_pane(-1)", "Previous screen", show=False, priority=True),
         Binding("d", "sort_diff", "Diff"),
@@ -101,30 +102,29 @@ class PerfCmpApp(App[int]):
         self.out_dir = out_dir
         self.timings = timings
         self.animation_level = "none"
-        self.result = ComparisonResult(base, comp)
-        self.loaded: dict[str, dict] = {}
-        self.phases: dict[str, str] = {}
+        #: What the run produced so far (the same builder the headless commands use).
+        self.outcome = ResultBuilder(base, comp)
         self.running = False
-        self.finished = False
-        self.failed: Failed | None = None
-        self._summary: list[Headline] = []
-        self._gap = ""
         self._held: events.Key | events.Paste | None = None  # see on_event
         self._waiting: deque[events.Event] = deque()
         self._hold_timer: Timer | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome.finished
+
+    @property
+    def failed(self) -> Failed | None:
+        return self.outcome.failed
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(self._inputs_text(), id="inputs")
         yield TabBar(id="tabs")
-        with ContentSwitcher(initial="pane-overall", id="panes"):
-            for p in PANES:
+        with ContentSwitcher(initial=f"pane-{SCREENS[0].id}", id="panes"):
+            for p in SCREENS:
                 yield TablePane(p)
-        with Vertical(id="progress"):
-            with Horizontal(id="progress-head"):
-                yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="bar")
-                yield Static("starting…  (Esc / q cancels)", id="phase-now")
-            yield Static("", id="phases")
+        yield RunProgress(self.timings, id="progress")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -194,7 +194,7 @@ class PerfCmpApp(App[int]):
         text = Text(no_wrap=True, overflow="ellipsis")
         for tag, path, side in (("BASE", self.base_path, "base"),
                                 ("COMP", self.comp_path, "comparison")):
-            info = self.loaded.get(side, {})
+            info = self.outcome.loaded.get(side, {})
             if info:
                 steps = info.get("steps") or []
                 sel = info.get("selected_step")
@@ -240,71 +240,45 @@ class PerfCmpApp(App[int]):
             return False
 
     def handle_event(self, event: Event) -> None:
+        """Fold the event into the run's results, then show what changed."""
+        self.outcome.add(event)
         if isinstance(event, Planned):
-            self.query_one("#bar", ProgressBar).update(total=len(event.phases), progress=0)
-            self.phases = {p: f"· {p}" for p in event.phases}
+            self.query_one(RunProgress).plan(event.phases)
         elif isinstance(event, Phase):
-            if event.done:
-                took = f" {event.seconds:.2f} s" if self.timings else ""
-                self.phases[event.name] = f"✓ {event.name}{took}"
-                self.query_one("#bar", ProgressBar).advance(1)
-            else:
-                self.phases[event.name] = f"▶ {event.name}"
-                done = sum(v.startswith("✓") for v in self.phases.values())
-                self.query_one("#phase-now", Static).update(
-                    Text(f"{event.name} …  ({done + 1}/{len(self.phases)})  Esc / q cancels"))
+            self.query_one(RunProgress).phase(event)
         elif isinstance(event, Loaded):
-            self.loaded[event.side] = event.info
-            # What the loader had to guess goes into the exported workbook, as headless.
-            self.result.notes.extend(n for n in event.notes() if n not in self.result.notes)
             self.query_one("#inputs", Static).update(self._inputs_text())
         elif isinstance(event, TableReady):
             self._add_table(event)
         elif isinstance(event, Skipped):
-            if event.reason not in self.result.notes:
-                self.result.notes.append(event.reason)
-            for pane_id in {p for name in event.names for p in panes_of(name)}:
+            for pane_id in {screen_of(name) for name in event.names}:
                 self._pane(pane_id).add_reason(event.reason)
         elif isinstance(event, SummaryReady):
-            self.result.summary = {"figures": event.figures, "text": event.text}
-            self._summary = headlines(event.figures)
-            self._update_overall_extra()
+            for pane in self.query(TablePane):
+                if pane.spec.headlines:
+                    pane.set_headlines(headlines(event.figures))
         elif isinstance(event, Failed):
             self._failed(event)
         elif isinstance(event, Finished):
             self._finished(event)
-        self._show_phases()
 
     def _add_table(self, event: TableReady) -> None:
         table = event.table
-        self.result.add(table)
-        for pane_id in panes_of(table.name):
-            self._pane(pane_id).add_table(table)
-            self.query_one(TabBar).set_empty(pane_id, False)
+        pane_id = screen_of(table.name)
+        self._pane(pane_id).add_table(table)
+        self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
             self.pane.frame.focus()
-        if table.name == "OverallMetrics":
-            self._gap = gap_sentence(table)
-            self._update_overall_extra()
 
     def _failed(self, event: Failed) -> None:
-        self.failed = event
         self.running = False
-        self.phases["error"] = f"✗ {event.message}"
-        self.query_one("#phase-now", Static).update("failed")
+        self.query_one(RunProgress).failed(event.message)
         self.push_screen(ErrorScreen(event.message, event.detail, event.is_input),
                          self._after_error)
 
     def _finished(self, event: Finished) -> None:
         self.running = False
-        self.finished = True
-        for note in event.notes:
-            if note not in self.result.notes:
-                self.result.notes.append(note)
         for pane in self.query(TablePane):
-            for note in event.notes:
-                if pane.spec.note_prefix and note.startswith(pane.spec.note_prefix):
-                    pane.add_reason(note)
             pane.mark_finished()
             if pane.current is None:
                 self.query_one(TabBar).set_empty(pane.spec.id, True)
@@ -312,27 +286,10 @@ class PerfCmpApp(App[int]):
         if self.timings:
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
 
-    def _show_phases(self) -> None:
-        self.query_one("#phases", Static).update(Text("   ".join(self.phases.values())))
-
-    def _update_overall_extra(self) -> None:
-        text = Text()
-        width = max((len(h.label) for h in self._summary), default=0)
-        for h in self._summary:
-            arrow = "▲" if h.direction > 0 else "▼" if h.direction < 0 else "="
-            style = "red" if h.direction > 0 else "green" if h.direction < 0 else ""
-            text.append(f"{h.label:<{width}}  {h.base:>13} → {h.comparison:>13}  ")
-            text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
-            text.append("\n")
-        text.append(self._gap)
-        self._pane("overall").set_extra(text if text.plain.strip() else "")
-
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry":
-            self.failed = None
-            self.result = ComparisonResult(self.base_path, self.comp_path)
-            self.loaded.clear()
-            self._summary, self._gap = [], ""
+            self.outcome = ResultBuilder(self.base_path, self.comp_path)
+            self.query_one("#inputs", Static).update(self._inputs_text())
             for pane in self.query(TablePane):
                 pane.reset()
             self.query_one(TabBar).reset()
@@ -354,7 +311,7 @@ class PerfCmpApp(App[int]):
 
     @property
     def pane(self) -> TablePane:
-        current = self.query_one("#panes", ContentSwitcher).current or "pane-overall"
+        current = self.query_one("#panes", ContentSwitcher).current or f"pane-{SCREENS[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
     def action_pane(self, pane_id: str) -> None:
@@ -370,7 +327,7 @@ class PerfCmpApp(App[int]):
         self.action_pane(message.pane_id)
 
     def action_next_pane(self, step: int) -> None:
-        ids = [p.id for p in PANES]
+        ids = [p.id for p in SCREENS]
         self.action_pane(ids[(ids.index(self.pane.spec.id) + step) % len(ids)])
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -433,7 +390,7 @@ class PerfCmpApp(App[int]):
 
     # -- export, help, cancel, quit -----------------------------------------------------------
     def action_export(self) -> None:
-        if not any(not t.empty for t in self.result.tables.values()):
+        if not any(not t.empty for t in self.outcome.tables.values()):
             self.notify("nothing to export yet", severity="warning", timeout=3)
             return
         self.push_screen(ExportDialog(self.out_dir), self._export_to)
@@ -443,16 +400,23 @@ class PerfCmpApp(App[int]):
             self.out_dir = folder
             self.export_workbook(folder)
 
-    @work(thread=True, exclusive=False, exit_on_error=False, group="export")
     def export_workbook(self, folder: str) -> None:
-        """Write the workbook with the headless writer (same file as ``perfcmp-tui export``)."""
+        """Write the workbook of what arrived so far (the same file as ``perfcmp-tui export``).
+
+        The writer runs in a thread on a snapshot taken here, on the UI thread: tables that
+        arrive meanwhile change the app, not the workbook being written.
+        """
+        partial = " (partial: the comparison is still running)" if self.running else ""
+        self._write_workbook(self.outcome.snapshot(), folder, partial)
+
+    @work(thread=True, exclusive=False, exit_on_error=False, group="export")
+    def _write_workbook(self, result: ComparisonResult, folder: str, partial: str) -> None:
         from perfcmp_core.errors import InputError
         from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
 
-        partial = " (partial: the comparison is still running)" if self.running else ""
         try:
-            path = write_workbook(self.result, folder)
-        except (InputError, NothingToWrite, OSError) as exc:
+            path = write_workbook(result, folder)
+        except (InputError, NothingToWrite) as exc:
             message = exc.message if isinstance(exc, InputError) else str(exc)
             self.call_from_thread(self.notify, f"export failed: {message}", severity="error",
                                   timeout=8, markup=False)
@@ -469,9 +433,7 @@ class PerfCmpApp(App[int]):
             return False
         self.workers.cancel_group(self, "compare")
         self.running = False
-        self.phases["cancel"] = "✗ cancelled"
-        self.query_one("#phase-now", Static).update("cancelled — q quits")
-        self._show_phases()
+        self.query_one(RunProgress).cancelled()
         for pane in self.query(TablePane):
             if pane.current is None:
                 pane.add_reason("loading was cancelled before this comparison ran")
@@ -502,7 +464,7 @@ class PerfCmpApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for p in PANES:
+        for p in SCREENS:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
         yield SystemCommand("Sort by Diff (d)", "sort the table by Diff; again to flip",

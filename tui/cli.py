@@ -214,14 +214,14 @@ def cmd_info(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    from perfcmp_core.pipeline import run_export
+    from perfcmp_core.headless import run_export
 
     return run_export(run_request(ns), out_dir=ns.output, json_path=ns.json_out,
                       write_workbook=True)
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:
-    from perfcmp_core.pipeline import run_export
+    from perfcmp_core.headless import run_export
 
     return run_export(run_request(ns), out_dir=None, json_path=None, write_workbook=False)
 

@@ -1,9 +1,16 @@
-"""Every comparison, in workbook order, behind one small interface.
+"""Every comparison, in workbook order, behind one small interface — and the one registry of what
+each comparison's tables are.
 
 Each :class:`Step` takes the shared :class:`Context` (both profiles, options, intermediate results
 reused across steps such as the operator pair list) and returns its tables, or a one-line reason
 when it cannot run. The pipeline, the headless export and the TUI all iterate :data:`STEPS`, so a
 table can never be computed two different ways.
+
+A step also *declares* its tables (:class:`~.result.Sheet`: help line, exported or not, tree,
+drill target, call-stack columns, the screen that shows it); :func:`declare` hands that to each
+table it makes, and :data:`SCREENS` is derived from it. Adding a comparison is therefore: write
+its module here, and add one :class:`Step` to :data:`STEPS` (with a new :class:`~.result.Screen`
+if it needs one). Nothing in the writers or the app names a table.
 """
 
 from __future__ import annotations
@@ -11,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from ..insight import gap_sentence
 from ..model import Profile
 from ..options import CompareOptions
 from .masks import DEFAULT_MASKS, Masks, TextIndexes
-from .result import Table
+from .result import Drill, Screen, Sheet, Table
 
 
 @dataclass
@@ -70,15 +78,30 @@ class Context:
         return self.cache["match"]
 
 
-Outcome = list[Table] | str
+@dataclass(frozen=True)
+class Absent:
+    """Tables a step could not make, and why (the screens say it instead of an empty table)."""
+
+    names: tuple[str, ...]
+    reason: str
+
+
+#: What a step returns: its tables (empty ones say why in ``absent_reason``) and the tables it
+#: could not make, or one reason for all of them.
+Outcome = list[Table | Absent] | str
 
 
 @dataclass(frozen=True)
 class Step:
     name: str  # phase label shown in progress
     switch: str  # CompareOptions switch that enables it
-    tables: tuple[str, ...]  # names of the tables it can produce
     run: Callable[[Context], Outcome]
+    sheets: tuple[Sheet, ...]  # every table it can make, in screen order
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Names of the tables it can produce."""
+        return tuple(s.name for s in self.sheets)
 
 
 def _overall(ctx: Context) -> Outcome:
@@ -86,7 +109,9 @@ def _overall(ctx: Context) -> Outcome:
 
     b, c = ctx.side_metrics()
     table = overall_table(b, c, ctx.base_label, ctx.comp_label)
-    return [table] if table is not None else skip_reason(b, c, ctx.base_label, ctx.comp_label)
+    if table is None:
+        return skip_reason(b, c, ctx.base_label, ctx.comp_label)
+    return [replace(table, lead=gap_sentence(table))]
 
 
 def _communication(ctx: Context) -> Outcome:
@@ -108,10 +133,12 @@ def _operators(ctx: Context) -> Outcome:
     if modules is not None:
         # The workbook carries the module sheets instead of the operator sheets (as the
         # reference does); the app still shows both screens.
-        return modules.tables() + [replace(t, export=False) for t in tables]
-    if reason:
-        ctx.notes.append(f"module comparison: {reason} — showing operators instead")
-    return tables
+        return [*modules.tables(), *(replace(t, export=False) for t in tables)]
+    if not reason:
+        return tables
+    note = f"module comparison: {reason} — showing operators instead"
+    ctx.notes.append(note)
+    return [*tables, Absent(tuple(s.name for s in _OPERATOR_SHEETS if s.screen is MODULES), note)]
 
 
 def _memory(ctx: Context) -> Outcome:
@@ -133,16 +160,96 @@ def _kernels(ctx: Context) -> Outcome:
     return [table] if table is not None else reason
 
 
-STEPS: tuple[Step, ...] = (
-    Step("OverallMetrics", "profiling", ("OverallMetrics",), _overall),
-    Step("CommunicationCompare", "communication", ("CommunicationCompare",), _communication),
-    Step("operators / modules", "operator",
-         ("ModuleCompareStatistic", "ModuleCompare", "ModuleTree",
-          "OperatorCompareStatistic", "OperatorCompare"), _operators),
-    Step("MemoryCompare", "memory", ("MemoryCompareStatistic", "MemoryCompare"), _memory),
-    Step("ApiCompare", "api", ("ApiCompare",), _api),
-    Step("KernelCompare", "kernel", ("KernelCompare", "KernelTypeCompare"), _kernels),
+# ---------------------------------------------------------------------------- the registry
+
+OVERALL = Screen("overall", "1", "Overall",
+                 "needs device kernels on both sides (the profiling comparison)", headlines=True)
+OPERATORS = Screen("operators", "2", "Operators", "needs host ops (cpu_op events) on both sides")
+MODULES = Screen("modules", "3", "Modules",
+                 "no python_function events on both sides: collect with with_stack=True")
+COMMUNICATION = Screen("communication", "4", "Comm", "needs communication ops (NCCL / HCCL)")
+MEMORY = Screen("memory", "5", "Memory",
+                "needs per-op memory records: collect with profile_memory=True")
+KERNELS = Screen("kernels", "6", "Kernels",
+                 "needs NPU kernel details on both sides (NPU vs NPU only)")
+API = Screen("api", "7", "API", "needs host ops on both sides")
+ADVISOR_SCREEN = Screen("advisor", "8", "Advisor", "the advisor runs after the comparisons")
+
+_BY_NAME = (("name", ("base_name", "comp_name")),)  # an op name on either side
+_STACKS = ("base_stack", "comp_stack")
+_OPERATOR_SHEETS = (
+    Sheet("ModuleTree", MODULES, export=False, tree="nodes",
+          drill=Drill("ModuleCompare", (("_path", ("module_name",)),)),
+          stacks=("_base_stack", "_comp_stack")),
+    Sheet("ModuleCompareStatistic", MODULES,
+          "nn.Module paths aggregated: a [ TOTAL ] row per module, then its ops; device "
+          "self/total time per side.",
+          drill=Drill("ModuleCompare", (("module_name", ("module_name",)),
+                                        ("op", ("base_op", "comp_op")))),
+          stacks=_STACKS, regressions="module_name"),
+    Sheet("ModuleCompare", MODULES,
+          "Every module instance (TOTAL row) with its aligned top-level ops, kernels and call "
+          "stacks.", stacks=_STACKS),
+    Sheet("OperatorCompareStatistic", OPERATORS,
+          "Top-level operators grouped by name, sorted by device-time difference.",
+          drill=Drill("OperatorCompare", _BY_NAME), regressions="name"),
+    Sheet("OperatorCompare", OPERATORS,
+          "Aligned operator pairs in execution order with their kernels."),
 )
+
+STEPS: tuple[Step, ...] = (
+    Step("OverallMetrics", "profiling", _overall, (
+        Sheet("OverallMetrics", OVERALL,
+              "Time breakdown per side (computing, uncovered communication, free, E2E): which "
+              "direction the difference comes from.", tree="outline"),)),
+    Step("CommunicationCompare", "communication", _communication, (
+        Sheet("CommunicationCompare", COMMUNICATION,
+              "Communication ops by type: calls and durations per side; NPU task rows under "
+              "each op.", tree="nodes"),)),
+    Step("operators / modules", "operator", _operators, _OPERATOR_SHEETS),
+    Step("MemoryCompare", "memory", _memory, (
+        Sheet("MemoryCompareStatistic", MEMORY,
+              "Operators grouped by name: allocated memory and lifetime per side, sorted by "
+              "memory difference.", drill=Drill("MemoryCompare", _BY_NAME)),
+        Sheet("MemoryCompare", MEMORY,
+              "Aligned operator pairs with every allocation in their subtree."))),
+    Step("ApiCompare", "api", _api, (
+        Sheet("ApiCompare", API,
+              "Every host API / op name: total, self and average time and calls per side."),)),
+    Step("KernelCompare", "kernel", _kernels, (
+        Sheet("KernelCompare", KERNELS, "NPU kernels grouped by type and input shapes."),
+        Sheet("KernelTypeCompare", KERNELS, "NPU kernels grouped by type and core type."))),
+)
+
+#: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the
+#: steps (it needs nothing they compute).
+ADVISOR = Sheet("Advisor", ADVISOR_SCREEN,
+                "Per side: stage/category shares and rule findings; diff rows: what grew and "
+                "which operators drive it.")
+
+#: Every table by name.
+SHEETS: dict[str, Sheet] = {s.name: s for s in (*(s for st in STEPS for s in st.sheets), ADVISOR)}
+
+#: The app's screens in key order, each with its tables in declaration order.
+SCREENS: tuple[Screen, ...] = tuple(
+    replace(screen, sheets=tuple(s.name for s in SHEETS.values() if s.screen is screen))
+    for screen in sorted({s.screen for s in SHEETS.values()}, key=lambda sc: sc.key)
+)
+
+
+def screen_of(name: str) -> str:
+    """Id of the screen that shows table ``name``."""
+    return SHEETS[name].screen.id
+
+
+def declare(table: Table) -> Table:
+    """``table`` carrying what its :class:`~.result.Sheet` declares (a KeyError names a table
+    that no step declares: it would have no screen)."""
+    sheet = SHEETS.get(table.name)
+    if sheet is None:
+        raise KeyError(f"{table.name}: no step declares this table (perfcmp_core.compare.STEPS)")
+    return replace(table, help=sheet.help, export=table.export and sheet.export, tree=sheet.tree,
+                   drill=sheet.drill, stacks=sheet.stacks)
 
 
 def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
@@ -165,5 +272,5 @@ def run_all(base: Profile, comp: Profile, opts: CompareOptions,
         if opts.enables(step.switch):
             outcome = step.run(ctx)
             if not isinstance(outcome, str):
-                out.extend(t for t in outcome if not t.empty)
+                out.extend(declare(t) for t in outcome if isinstance(t, Table) and not t.empty)
     return out

@@ -23,9 +23,10 @@ import orjson
 import pandas as pd
 
 from perfcmp_core import __version__
+from perfcmp_core.compare import ADVISOR
 from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.export.safe_write import safe_write
-from perfcmp_core.export.xlsx import ADVISOR_SHEET, python_values
+from perfcmp_core.export.values import python_values
 
 #: Bumped when the document's layout changes incompatibly.
 SCHEMA_VERSION = 1
@@ -37,9 +38,9 @@ def write_json(
     """Write ``result`` (and the advisor's findings) to ``path``; return the path written.
 
     When ``path`` exists a ``_N`` suffix is added instead of overwriting it. ``advisor``
-    defaults to a table named ``Advisor`` in the result, as in the workbook.
+    defaults to the advisor's table in the result, as in the workbook.
     """
-    advisor = advisor if advisor is not None else result.tables.get(ADVISOR_SHEET)
+    advisor = advisor if advisor is not None else result.tables.get(ADVISOR.name)
     document = {
         "tool": "perfcmp-tui",
         "version": __version__,

@@ -12,6 +12,13 @@ Where the system allows it (Linux, ``O_TMPFILE``) the scratch file has no name a
 published: a writer killed at any moment, even by SIGKILL or a power cut, leaves nothing. Elsewhere
 it is a hidden ``.<name>.<random>.part`` file, removed by every way out of the writer, signals
 included (:func:`perfcmp_core.lifetime.removed_on_signal`).
+
+A character device or a pipe given as the target (``/dev/stdout``, a FIFO) is written straight
+into: it holds no file that could be lost, and cannot be replaced by a rename.
+
+Whatever fails while writing — a full disk, a quota, a file system gone read-only — is a problem
+of the destination the user chose: :func:`safe_write` raises it as an :class:`InputError` naming
+that destination (one line, exit 2), for every writer alike.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -225,14 +233,27 @@ def _link_fd(fd: int, name: Path) -> None:
         os.close(dir_fd)
 
 
-def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
-    """Run ``write(fh)`` on a :class:`Scratch` file next to ``target`` and publish it without
-    clobbering.
+def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None], *,
+               where: str | PathLike[str] | None = None) -> Path:
+    """Run ``write(fh)`` on a :class:`Scratch` file next to ``target`` and publish it without clobbering.
 
-    ``fh`` is a seekable binary file. Returns the path actually written, which differs from
-    ``target`` when that name was taken.
+    ``fh`` is a seekable binary file (zip writers need to seek), except for a device or pipe
+    target, which gets the stream itself. Returns the path actually written, which differs from
+    ``target`` when that name was taken. An ``OSError`` on the way becomes an ``InputError``
+    naming ``where`` (default: ``target``); the scratch file is gone by then.
     """
-    target = Path(target)
+    try:
+        return _write(Path(target), write)
+    except OSError as exc:
+        problem = f"cannot write the result here ({exc.strerror or exc})"
+        raise InputError(target if where is None else where, problem) from exc
+
+
+def _write(target: Path, write: Callable[[BinaryIO], None]) -> Path:
+    if _is_stream(target):
+        with open(target, "wb") as fh:
+            write(fh)
+        return target
     directory = ensure_dir(target.parent)
     if target.is_dir():
         raise InputError(target, "is a directory; expected a file name")
@@ -244,6 +265,18 @@ def safe_write(target: str | PathLike[str], write: Callable[[BinaryIO], None]) -
         write(scratch.fh)
         scratch.sync()
         return _publish(scratch, target)
+
+
+def _is_stream(target: Path) -> bool:
+    """True for an existing character device or FIFO (a block device is refused: writing one
+    would destroy a disk)."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    if stat.S_ISBLK(mode):
+        raise InputError(target, "is a block device; expected a file name")
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _publish(scratch: Scratch, target: Path) -> Path:

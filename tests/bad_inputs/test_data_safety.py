@@ -138,6 +138,53 @@ def test_disk_full_leaves_nothing_behind(tmp_path: Path, capsys: pytest.CaptureF
     assert snapshot(out) == before
 
 
+@pytest.mark.parametrize("command", ["advise", "export"])
+def test_disk_full_json_is_an_input_error_for_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        command: str) -> None:
+    """``advise --json`` onto a full disk exits 2 naming the file, like ``export`` (it exited 1):
+    every writer goes through the one mapping of write errors in ``safe_write``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    _fail_fsync(monkeypatch, errno.ENOSPC, "No space left on device")
+    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", out)
+    run = run_cli(capsys, command, *inputs, "--no-cache", "--json", out / "r.json")
+    assert_input_error(run, out / "r.json", "cannot write the result here (No space left on device)",
+                       quiet=False)
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["advise", "export"])
+def test_json_onto_dev_full(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                            command: str) -> None:
+    """A device is written into, not replaced: /dev/full answers ENOSPC, reported as exit 2
+    (as root the old code instead published a new file ``/dev/full_1``)."""
+    before = set(os.listdir("/dev"))
+    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", tmp_path)
+    run = run_cli(capsys, command, *inputs, "--no-cache", "--json", "/dev/full")
+    assert_input_error(run, "/dev/full", "cannot write the result here (No space left on device)",
+                       quiet=False)
+    assert set(os.listdir("/dev")) == before
+
+
+def test_json_into_a_pipe_is_streamed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json`` naming a FIFO (``/dev/stdout`` in a pipeline) writes the document into it."""
+    import json
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    run = run_cli(capsys, "advise", TEXT_COMP, "--no-cache", "--json", fifo)
+    reader.join(timeout=30)
+    _ok(run)
+    assert json.loads(got[0])["command"] == "advise" and f"JSON written: {fifo}" in run.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
 def test_internal_error_mid_write_leaves_nothing_behind(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:

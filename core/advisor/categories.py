@@ -67,14 +67,16 @@ def work_items(profile: Profile) -> pd.DataFrame:
     """Rows of ``profile.kernels`` that are device work, each counted once.
 
     Collectives: NPU Db lists a collective as a ``COMMUNICATION_OP`` row (``in_trace`` False) *and*
-    as its tasks; NPU Text as an HCCL op (``in_trace``) plus a ``kernel_details`` row; GPU as the
-    NCCL kernel. One row per collective is kept. Stream waits and profiler markers are not work.
+    as its tasks; NPU Text as an HCCL op row (no task type, merged with its ``kernel_details`` row)
+    plus its tasks on the HCCL stream; GPU as the NCCL kernel. One row per collective is kept. Stream waits and profiler markers are not work.
     """
     k = profile.kernels
     is_comm = k["is_comm"].to_numpy()
     in_trace = k["in_trace"].to_numpy()
     if profile.meta.kind == "npu_db":
         comm = is_comm & ~in_trace
+    elif profile.meta.kind == "npu_text":  # the HCCL op row; its HCCL-stream tasks lie inside it
+        comm = is_comm & in_trace & (k["task_type"].to_numpy() == "")
     else:
         comm = is_comm & in_trace
     compute = ~is_comm & (in_trace | k["has_details"].to_numpy())

@@ -40,6 +40,7 @@ from ..timeline import Spans
 from .comm_groups import GroupTime, db_groups, text_groups
 from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
 from .masks import Masks, TextIndexes
+from .names import strip_instance
 
 GIB = 1024**3
 
@@ -420,7 +421,7 @@ def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
     p = 0
     # Rows are keyed by the kernel's own name: MindSpore names every instance by its full scope
     # path plus "-op<n>", which would otherwise give one row per launch.
-    own = mc2["name"].str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+    own = strip_instance(mc2["name"].str.rsplit("/", n=1).str[-1])
     for name, s, d, comp in zip(own.tolist(), starts.tolist(), durs.tolist(), computing_ns):
         e = s + d
         ends: list[int] = []

@@ -133,6 +133,17 @@ def _strip_quotes(col: pd.Series) -> pd.Series:
     return col.str.replace(r'^"(.*)"$', r"\1", regex=True)
 
 
+#: The call instance at the end of an HCCL op name (``hcom_allReduce__868_0_1`` → ``hcom_allReduce_``).
+_HCCL_INSTANCE = r"_\d+_\d+_\d+$"
+
+
+def _op_types(types: pd.Series, names: pd.Series, hccl: pd.Series) -> pd.Series:
+    """``Type``, or for an HCCL row without one (Level0 writes ``N/A``) the type its name spells,
+    exactly what Level1 writes there, so collectives of both levels are keyed alike."""
+    derived = names.str.replace(_HCCL_INSTANCE, "", regex=True)
+    return types.where(~(hccl & (types == "")), derived)
+
+
 def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
     """Parse kernel_details.csv; an unparsable start time is fatal because every later join
     (flows, trace tasks) depends on it, so silently dropping the file would hide the problem."""
@@ -155,9 +166,10 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
         notes.append(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
                      "are counted as 0 µs")
     core = _text(_optional(df, "Accelerator Core"))
+    names = _text(df["Name"])
     columns: dict[str, object] = {
-        "name": _text(df["Name"]),
-        "op_type": _text(df["Type"]),
+        "name": names,
+        "op_type": _op_types(_text(df["Type"]), names, core == "HCCL"),
         "core": core,
         "stream": _float(_optional(df, "Stream ID", "Stream Id")),
         "task_id": _text(_optional(df, "Task ID", "Task Id")),

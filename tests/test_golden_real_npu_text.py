@@ -38,9 +38,9 @@ import openpyxl
 import orjson
 import pytest
 
+from perfcmp_core.collect import collect
 from perfcmp_core.export.xlsx import write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
-from perfcmp_core.collect import collect
 from perfcmp_core.pipeline import comparison_events
 from perfcmp_core.request import RunRequest
 

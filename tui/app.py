@@ -14,19 +14,17 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from rich.text import Text
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.widgets import ContentSwitcher, Footer, Input
 from textual.worker import get_current_worker
 
 from perfcmp_core.collect import ResultBuilder
 from perfcmp_core.compare import SCREENS, screen_of
-from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import headlines
@@ -35,11 +33,12 @@ from perfcmp_core.runner import ChildRun
 
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
-from .screens.export_dialog import ExportDialog
+from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
 from .screens.sort_picker import SortPicker
 from .terminal import Guard
 from .widgets.frame_view import FrameView
+from .widgets.inputs import InputsBar
 from .widgets.pane import TablePane
 from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
@@ -119,7 +118,7 @@ class PerfCmpApp(App[int]):
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(self._inputs_text(), id="inputs")
+        yield InputsBar(self.base_path, self.comp_path, id="inputs")
         yield TabBar(id="tabs")
         with ContentSwitcher(initial=f"pane-{SCREENS[0].id}", id="panes"):
             for p in SCREENS:
@@ -189,25 +188,6 @@ class PerfCmpApp(App[int]):
         while self._waiting and self._held is None:
             await self._route(self._waiting.popleft())
 
-    def _inputs_text(self) -> Text:
-        """Two lines: each input's path, kind and steps (as loaded; "loading…" until then)."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for tag, path, side in (("BASE", self.base_path, "base"),
-                                ("COMP", self.comp_path, "comparison")):
-            info = self.outcome.loaded.get(side, {})
-            if info:
-                steps = info.get("steps") or []
-                sel = info.get("selected_step")
-                step = (f"step {sel}" if sel is not None else
-                        f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps
-                        else "no steps")
-                detail = f"  · {info.get('label', '?')} · {step}"
-            else:
-                detail = "  · loading…"
-            text.append(tag, style="bold")
-            text.append(f" {path}{detail}" + ("\n" if side == "base" else ""))
-        return text
-
     # -- the worker ---------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
     def run_comparison(self) -> None:
@@ -247,7 +227,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, Phase):
             self.query_one(RunProgress).phase(event)
         elif isinstance(event, Loaded):
-            self.query_one("#inputs", Static).update(self._inputs_text())
+            self.query_one(InputsBar).show(self.outcome.loaded)
         elif isinstance(event, TableReady):
             self._add_table(event)
         elif isinstance(event, Skipped):
@@ -289,7 +269,7 @@ class PerfCmpApp(App[int]):
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry":
             self.outcome = ResultBuilder(self.base_path, self.comp_path)
-            self.query_one("#inputs", Static).update(self._inputs_text())
+            self.query_one(InputsBar).show(self.outcome.loaded)
             for pane in self.query(TablePane):
                 pane.reset()
             self.query_one(TabBar).reset()
@@ -401,28 +381,11 @@ class PerfCmpApp(App[int]):
             self.export_workbook(folder)
 
     def export_workbook(self, folder: str) -> None:
-        """Write the workbook of what arrived so far (the same file as ``perfcmp-tui export``).
-
-        The writer runs in a thread on a snapshot taken here, on the UI thread: tables that
-        arrive meanwhile change the app, not the workbook being written.
-        """
+        """Write the workbook of what arrived so far (the same file as ``perfcmp-tui export``),
+        from a snapshot taken here, on the UI thread: tables that arrive meanwhile change the
+        app, not the workbook being written."""
         partial = " (partial: the comparison is still running)" if self.running else ""
-        self._write_workbook(self.outcome.snapshot(), folder, partial)
-
-    @work(thread=True, exclusive=False, exit_on_error=False, group="export")
-    def _write_workbook(self, result: ComparisonResult, folder: str, partial: str) -> None:
-        from perfcmp_core.errors import InputError
-        from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
-
-        try:
-            path = write_workbook(result, folder)
-        except (InputError, NothingToWrite) as exc:
-            message = exc.message if isinstance(exc, InputError) else str(exc)
-            self.call_from_thread(self.notify, f"export failed: {message}", severity="error",
-                                  timeout=8, markup=False)
-            return
-        self.call_from_thread(self.notify, f"workbook written: {path}{partial}", timeout=8,
-                              markup=False)
+        write_in_background(self, self.outcome.snapshot(), folder, partial)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -467,16 +430,21 @@ class PerfCmpApp(App[int]):
         for p in SCREENS:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
-        yield SystemCommand("Sort by Diff (d)", "sort the table by Diff; again to flip",
-                            self.action_sort_diff)
-        yield SystemCommand("Sort by column… (s)", "pick a sort column", self.action_sort_pick)
-        yield SystemCommand("Filter rows… (/)", "filter the table by text", self.action_filter)
-        yield SystemCommand("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows",
-                            self.action_totals)
-        yield SystemCommand("Switch view (v)", "statistic ↔ detail ↔ tree", self.action_cycle_view)
-        yield SystemCommand("Call stacks (c)", "show or hide the call stacks", self.action_stacks)
-        yield SystemCommand("Export workbook… (e)", "write the xlsx", self.action_export)
-        yield SystemCommand("Keys (?)", "every key of the app", self.action_help)
+        for title, help_text, action in PALETTE:
+            yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+
+
+#: The command palette's entries besides the screens: (title, help, action name).
+PALETTE: tuple[tuple[str, str, str], ...] = (
+    ("Sort by Diff (d)", "sort the table by Diff; again to flip", "sort_diff"),
+    ("Sort by column… (s)", "pick a sort column", "sort_pick"),
+    ("Filter rows… (/)", "filter the table by text", "filter"),
+    ("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows", "totals"),
+    ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
+    ("Call stacks (c)", "show or hide the call stacks", "stacks"),
+    ("Export workbook… (e)", "write the xlsx", "export"),
+    ("Keys (?)", "every key of the app", "help"),
+)
 
 
 def build_app(

@@ -945,7 +945,7 @@ def test_xdit_flux_fixture_stages_shares_and_rules(name: str) -> None:
     dit = XDIT_DIT[name]
     # one compute stream and the all-gathers beside it: wall = busy − the hidden communication
     assert_fixture_stage(a, "DiT", dit, sum(dit[c] for c in PARTITION) - dit["Comm"] + dit["Comm exposed"])
-    assert_fixture_stage(a, "VAE", {"Other": 920, "Vector": 165, "FA": 0, "MatMul": 0, "Comm": 0}, 1085)
+    assert_fixture_stage(a, "VAE", {"Other": 670, "Vector": 90, "FA": 0, "MatMul": 0, "Comm": 0}, 760)
     assert_fixture_stage(a, "Other", {"MatMul": 70, "Vector": 10, "Other": 60}, 140)  # T5 + the D2H copy
     assert [f.rule.key for f in a.findings] == ["dit_matmul", "dit_comm_exposed"]
     assert a.findings[0].value == pytest.approx(460 / (sum(dit[c] for c in PARTITION)), abs=0.003)
@@ -965,3 +965,16 @@ def test_xdit_flux_eager_vs_compiled_diff() -> None:
     for cat in ("MatMul", "FA", "Comm"):
         assert diff.loc[("DiT", cat), "time_ms"] == pytest.approx(0.0, abs=0.003), cat
     assert "the sides' stages were found differently" not in " ".join(t.notes)  # both: module names
+
+
+def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
+    """GPU training fixture vs its NPU Text rendering: aten::mm moves by < 1 µs per step (the
+    sub-µs kernel fractions); an evidence line does not name a change it prints as 0.000 ms."""
+    from perfcmp_core.load import load_profile
+
+    base = load_profile(str(REPO / "fixtures" / "gpu" / "base.pt.trace.json"))
+    comp = load_profile(str(REPO / "fixtures" / "npu_text" / "comp_ascend_pt"))
+    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
+    assert "operators found on one side only" in evidence
+    assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence

@@ -19,6 +19,8 @@ from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule
 from .text import NS_PER_MS, ms, pct, range_text, steps_text, top_text
 
 TABLE_NAME = "Advisor"
+#: The smallest change an evidence line names: half the 0.001 ms it is printed with.
+_VISIBLE_NS = 500.0
 
 
 def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[tuple[str, str], Rule],
@@ -85,13 +87,13 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     b, c = side(base), side(comp)
     common = b.index.intersection(c.index)
     delta = c[common] - b[common]
-    moved = delta[delta > 0] if grew else delta[delta < 0]
+    moved = delta[delta >= _VISIBLE_NS] if grew else delta[delta <= -_VISIBLE_NS]
     moved = moved.sort_values(ascending=not grew, kind="stable").head(n)
     parts = [f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({ms(b[label])} → {ms(c[label])})"
              for label, d in moved.items()]
     text = "driven by: " + ", ".join(parts) if parts else ""
     one_sided = float(c.drop(common).sum() - b.drop(common).sum())
-    if one_sided and (one_sided > 0) == grew:
+    if abs(one_sided) >= _VISIBLE_NS and (one_sided > 0) == grew:
         what = "operators found on one side only"
         text += ("; " if text else "") + f"{'+' if one_sided > 0 else '−'}{ms(abs(one_sided))} in {what}"
     return text

@@ -974,7 +974,7 @@ def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
 
     base = load_profile(str(REPO / "fixtures" / "gpu" / "base.pt.trace.json"))
     comp = load_profile(str(REPO / "fixtures" / "npu_text" / "comp_ascend_pt"))
-    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    t = advisor_tables(Context(base, comp, CompareOptions()), load_config(None))[0]
     evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
     assert "operators found on one side only" in evidence
     assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence

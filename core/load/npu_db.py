@@ -55,6 +55,8 @@ reference's ``Constant.TABLE_*``):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import orjson
 import pandas as pd
@@ -258,8 +260,8 @@ def step_ids(path: Path) -> list[int] | None:
 
     Lets a requested ``--base-step`` / ``--comparison-step`` fail before the app's screen opens.
     """
-    _check_header(path)
-    db = _Db(path)
+    check_header(path)
+    db = Db(path)
     try:
         if not db.has("STEP_TIME", "id", "startNs", "endNs"):
             return None

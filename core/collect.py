@@ -35,8 +35,8 @@ class ResultBuilder:
         if isinstance(event, Loaded):
             self.loaded[event.side] = event.info
             # N/A durations, absent Db tables, links leading outside the folder …: headless
-            # users see them only in the notes.
-            self._side_notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
+            # users see them only in the notes (a note about this machine, once for both).
+            self._side_notes.extend(n for n in event.notes() if n not in self._side_notes)
         elif isinstance(event, TableReady):
             self.tables[event.table.name] = event.table
         elif isinstance(event, Skipped):

@@ -31,12 +31,23 @@ class Phase:
     seconds: float = 0.0
 
 
+#: Notes that start with this are about this machine, not about one input (the profile cache
+#: could not be used): the same for both sides, so a result shows them once, without a side.
+MACHINE_NOTE = "profile cache: "
+
+
 @dataclass
 class Loaded:
     """One side is loaded; ``info`` is :func:`perfcmp_core.info.profile_info` of it."""
 
     side: str  # "base" | "comparison"
     info: dict[str, Any]
+
+    def notes(self) -> list[str]:
+        """The loader's notes as a result lists them: ``"<side>: <note>"``, except
+        :data:`MACHINE_NOTE` ones, which stay as they are (callers skip repeats)."""
+        return [n if n.startswith(MACHINE_NOTE) else f"{self.side}: {n}"
+                for n in self.info.get("notes", ())]
 
 
 @dataclass

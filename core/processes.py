@@ -16,6 +16,8 @@ import sys
 import threading
 from typing import Any, Callable, Generic, TypeVar
 
+from . import lifetime
+
 T = TypeVar("T")
 
 
@@ -34,7 +36,9 @@ def start_method() -> str:
 
 
 def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    """Worker body: send back ``(True, fn(*args))``, or ``(False, the exception)``."""
+    """Worker body: send back ``(True, fn(*args))``, or ``(False, the exception)``. It dies
+    with its parent and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
+    lifetime.child_started()
     try:
         q.put((True, fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
@@ -53,7 +57,7 @@ class Worker(Generic[T]):
         ctx = mp.get_context(method or start_method())
         self._queue = ctx.SimpleQueue()
         self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args), name=name)
-        self._proc.start()
+        lifetime.start(self._proc)
 
     def result(self) -> T:
         """Wait for the value (re-raising the child's exception); the child is then joined."""

@@ -567,7 +567,7 @@ def test_safe_write_cleans_up_after_partial_write(tmp_path: Path) -> None:
 
 
 def test_safe_write_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_links(src: object, dst: object) -> None:
+    def no_links(src: object, dst: object, **kw: object) -> None:
         raise PermissionError("hard links not supported")
 
     monkeypatch.setattr(os, "link", no_links)

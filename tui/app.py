@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input
 from textual.worker import get_current_worker
 
@@ -35,6 +37,7 @@ from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
 from .screens.sort_picker import SortPicker
+from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
 from .widgets.pane import TablePane
@@ -44,6 +47,10 @@ from .widgets.tab_bar import TabBar
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+#: Longest wait for a held key to come back up (see :meth:`PerfCmpApp.on_event`): a safety net
+#: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
+#: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
+HOLD_S = 2.0
 
 
 class PerfCmpApp(App[int]):
@@ -100,6 +107,9 @@ class PerfCmpApp(App[int]):
         #: What the run produced so far (the same builder the headless commands use).
         self.outcome = ResultBuilder(base, comp)
         self.running = False
+        self._held: events.Key | events.Paste | None = None  # see on_event
+        self._waiting: deque[events.Event] = deque()
+        self._hold_timer: Timer | None = None
 
     @property
     def finished(self) -> bool:
@@ -126,6 +136,64 @@ class PerfCmpApp(App[int]):
     def on_mount(self) -> None:
         self.running = True
         self.run_comparison()
+
+    # -- key routing --------------------------------------------------------------------------
+    # Textual sends each key to the focused widget's queue at once, but runs the key's binding
+    # only when the key has bubbled back up to the app: by then the keys behind it, from the same
+    # paste or burst, already went to the old focus. `/aten` in one burst thus opened an empty
+    # filter while `t` toggled TOTAL and `e` opened the export dialog. So a key whose binding
+    # moves the focus or edits the focused box (`/` on a screen, a non-printable key in a text
+    # box) and a paste on a table (it opens the filter) are *held*: the keys and pastes behind
+    # them wait, in order, until they were handled (HOLD_S at most).
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if self._held is not None or self._waiting:
+                self._waiting.append(event)
+            else:
+                await self._route(event)
+            return
+        await super().on_event(event)
+
+    async def _route(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
+            self._held = event
+            self._hold_timer = self.set_timer(HOLD_S, self._release)
+        await super().on_event(event)
+        if self._held is event and not event.is_forwarded:
+            self._unhold()  # a priority binding took it: it will not come back up
+
+    def _unhold(self) -> None:
+        self._held = None
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
+
+    def _must_hold(self, event: events.Key | events.Paste) -> bool:
+        if isinstance(self.focused, Input):
+            return isinstance(event, events.Key) and not event.is_printable
+        if isinstance(self.screen, ModalScreen):
+            return False
+        # `/` opens the filter; a paste on a table opens it holding the text.
+        return isinstance(event, events.Paste) or event.key == "slash"
+
+    def on_key(self, event: events.Key) -> None:
+        """A held key came back up to the app: release the keys behind it once its bindings
+        ran (they run after this handler, in the same dispatch)."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A held paste came back up (the screen it landed on handled it): release."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    async def _release(self) -> None:
+        self._unhold()
+        if not self._screens_alive():  # the app is closing: the keys have nowhere to go
+            self._waiting.clear()
+            return
+        while self._waiting and self._held is None:
+            await self._route(self._waiting.popleft())
 
     # -- the worker ---------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
@@ -433,5 +501,8 @@ def run_in_terminal(build: Callable[[], PerfCmpApp], mouse: bool) -> int:
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
     app = build()
-    app.run(mouse=mouse)
+    with Guard(app) as guard:  # SIGHUP / SIGTERM / a hung-up terminal end everything at once
+        app.run(mouse=mouse)
+    if guard.exit_code is not None:
+        return guard.exit_code
     return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

@@ -14,6 +14,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from perfcmp_core import lifetime
 from perfcmp_core.errors import InputError, UsageError
 from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
@@ -276,10 +277,28 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
 
 
+def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = False) -> None:
+    """What can fail without loading fails here, as one line and exit code 2, before the
+    terminal switches to the app: options and config files (read into ``request``), the inputs
+    (they exist, their kind is detected, every file they name is readable and passes the size and
+    owner checks, a requested Db step exists) and the export folder. The in-app error view is
+    left for what only loading reveals. Two ``clusters`` were checked as far as finding their
+    ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal)."""
+    from perfcmp_core.export.safe_write import check_dir
+    from perfcmp_core.load import check_input
+
+    if not clusters:
+        check_input(request.base, request.base_opts)
+        check_input(request.comp, request.comp_opts)
+    check_dir(out_dir)
+
+
 def cmd_tui(ns: argparse.Namespace) -> int:
     from perfcmp_core.runner import prepare, start_comparison
 
-    prepare()  # its process starts on the idle core while this one imports
+    from perfcmp_tui.terminal import require_terminal
+
+    require_terminal()  # before anything else: a script must get neither a screen nor a wait
     # The comparison starts before Textual is imported, so its parsing overlaps the app's own
     # start-up. The request is built first: its config files are read (that imports pandas,
     # which the app needs anyway, and the advisor, which the child needs) and a forked child
@@ -287,7 +306,9 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     with gc_paused():  # imports: hundreds of thousands of objects, no cycles
         request = run_request(ns)
         cluster = cluster_request(ns, request)
-    if cluster is not None:
+    _check_before_screen(request, ns.output, clusters=cluster is not None)
+    prepare()
+    if cluster is not None:  # bad input: no process is ever started
         from perfcmp_core.cluster.events import start_cluster
 
         run = start_cluster(cluster)
@@ -349,6 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except lifetime.Terminated as exc:
+        lifetime.remove_temp_files()
+        try:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+        except OSError:  # the terminal that would show it is gone
+            pass
+        return exc.exit_code
     except BrokenPipeError:
         # `perfcmp-tui info … | head`: the reader left; not an error worth a message.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -366,18 +394,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The console script: run a command and end the process.
 
-    A headless command has, by the time it returns, written, closed and renamed every output
-    and joined every child process; all that is left is the interpreter freeing the two profiles
-    object by object, which took 0.11 s of a 1.4 s export of the real pair. So after flushing
-    the standard streams the process ends at once (``os._exit``). The app keeps the normal exit.
+    By the time a command returns it has written, closed and renamed every output and joined
+    every child process (the app has also restored the terminal); all that is left is the
+    interpreter freeing the loaded profiles object by object, which took 0.11 s of a 1.4 s
+    export of the real pair, and over a second after quitting the app on a busy host. So after
+    flushing the standard streams the process ends at once (``os._exit``).
     """
+    # SIGTERM / SIGHUP (a supervisor, a dropped SSH connection) unwind like Ctrl+C: temporary
+    # files are removed and worker processes stopped on the way out (main reports it).
+    lifetime.raise_on_termination()
     code = main()
-    if _command(sys.argv[1:]) == "tui":
-        sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except OSError:  # a reader that left (`| head`): nothing more to deliver
+        except OSError:  # a reader that left (`| head`), a terminal that is gone
             pass
     os._exit(code)
 

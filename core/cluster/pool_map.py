@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from .. import lifetime
 from ..errors import InputError
 from ..processes import start_method
 from .ranks import format_ranks, ranks_phrase
@@ -44,9 +45,15 @@ def map_in_pool(tasks: Sequence[RankTask], jobs: int | None = None) -> Iterator[
     method = start_method()
     if method == "fork":
         import_workers_modules()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+    # Each worker dies with this process and ends at once on SIGTERM (the one lifetime policy);
+    # the signals stay held until it says so.
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                               initializer=lifetime.child_started)
+    completed = False
     try:
-        pending: dict[Future[RankOutcome], RankTask] = {pool.submit(summarize_rank, t): t for t in tasks}
+        with lifetime.signals_blocked():
+            pending: dict[Future[RankOutcome], RankTask] = {pool.submit(summarize_rank, t): t
+                                                            for t in tasks}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -58,5 +65,8 @@ def map_in_pool(tasks: Sequence[RankTask], jobs: int | None = None) -> Iterator[
                     raise InputError(None, f"a process loading the ranks died (out of memory? try "
                                            f"fewer with --jobs N); not finished: "
                                            f"{ranks_phrase(lost)}") from None
+        completed = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        # Stopped early (an error, Ctrl+C, a cancelled app): do not wait for the ranks being
+        # loaded; the workers end when this process does.
+        pool.shutdown(wait=completed, cancel_futures=True)

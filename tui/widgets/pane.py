@@ -8,7 +8,10 @@ cost the app next to nothing while the user already reads the overall one.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
@@ -18,6 +21,19 @@ from perfcmp_core.insight import Headline
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
+
+
+class FilterBox(Input):
+    """The filter's text box. Enter keeps the text at once, inside the key's own handling (a
+    plain Input posts a message and keeps it later): keys typed right behind the Enter, in the
+    same burst, then reach the table instead of this box."""
+
+    def __init__(self, keep: Callable[[str], None], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._keep = keep
+
+    async def action_submit(self) -> None:
+        self._keep(self.value)
 
 
 class TablePane(Vertical):
@@ -48,8 +64,9 @@ class TablePane(Vertical):
         yield Static("", id="extra", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
-        yield Input(placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
-                    id="filter", classes="hidden")
+        yield FilterBox(self.apply_filter,
+                        placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
+                        id="filter", classes="hidden")
 
     @property
     def frame(self) -> FrameView:
@@ -234,6 +251,8 @@ class TablePane(Vertical):
 
     # -- filter -------------------------------------------------------------------------------
     def open_filter(self) -> bool:
+        """Show the filter box and focus it *now* (``focus()`` would only schedule it): the app
+        holds the keys behind the ``/`` until this ran, then they land in the box."""
         if self.view is None:
             return False
         self.view.ready_filter()
@@ -241,7 +260,7 @@ class TablePane(Vertical):
         self._filter_before = self.view.filter_text
         box.value = self.view.filter_text
         box.remove_class("hidden")
-        box.focus()
+        self.screen.set_focus(box)
         return True
 
     def filter_open(self) -> bool:
@@ -253,17 +272,29 @@ class TablePane(Vertical):
             self.view.set_filter(event.value)
             self.refresh_view()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.apply_filter(event.value)
+    def on_paste(self, event: events.Paste) -> None:
+        """Text pasted on a table filters it by that text (the box opens holding it; Esc
+        reverts); pasted into the open box, the box itself takes it. The paste bubbles on to
+        the app, which holds the keys behind it until here."""
+        text = event.text.strip().splitlines()[0] if event.text.strip() else ""
+        if text and not self.filter_open():
+            box = self.query_one("#filter", Input)
+            # Typing on goes after the pasted text (not over it: the box selects its text when
+            # focused, unless told otherwise until that Focus event was handled).
+            box.select_on_focus = False
+            if self.open_filter():
+                box.value = text
+                box.cursor_position = len(text)
+            box.call_later(setattr, box, "select_on_focus", True)
 
     def apply_filter(self, text: str) -> None:
-        """Keep ``text`` as the filter (empty clears it) and return to the table."""
+        """Keep ``text`` as the filter (empty clears it) and return to the table (focused at
+        once, for the keys held behind an Enter or Esc)."""
         self.query_one("#filter", Input).add_class("hidden")
         if self.view is not None:
             self.view.set_filter(text)
             self.refresh_view()
-        self.frame.focus()
+        self.screen.set_focus(self.frame)
 
     def close_filter(self) -> bool:
         """Esc in the filter box: revert to the filter it started with."""

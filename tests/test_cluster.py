@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
 import shutil
 from pathlib import Path
 
@@ -307,6 +308,8 @@ def test_process_pool_gives_the_same_summaries_as_loading_in_process() -> None:
     assert pooled.keys() == inline.keys() and len(pooled) == 8
     for key in pooled:
         assert pooled[key].__dict__ | {"seconds": 0} == inline[key].__dict__ | {"seconds": 0}
+        # what travels back from a worker and stays: a few hundred bytes, not the profile
+        assert len(pickle.dumps(pooled[key])) < 1024
 
 
 def test_rank_summaries_use_the_profile_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,3 +370,67 @@ def test_real_clusters_agree_with_the_single_rank_comparison() -> None:
         assert row["base_spread"] == 0.0  # one step (50) each
     # Db rank 1 waits 0.0002 ms, rank 0 2.68 ms: rank 0 waits for rank 1
     assert by_rank(tables.groups.data)[1]["flag"] == WAITED_FOR
+
+
+@pytest.mark.skipif(not (DATA / "db" / "level1").is_dir(), reason="../shared/data absent")
+def test_real_cluster_of_mixed_kinds(tmp_path: Path) -> None:
+    """A real 2-rank cluster whose rank 0 is the Db export and rank 1 the Text export: each rank
+    compares as in the cluster of its own kind, and Text rank 1 against itself differs nowhere."""
+    text, db = DATA / "text" / "level1", DATA / "db" / "level1"
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "rank0_ascend_pt").symlink_to(db / "rank0_ascend_pt", target_is_directory=True)
+    (mixed / "rank1_ascend_pt").symlink_to(text / "rank1_ascend_pt", target_is_directory=True)
+    got = by_rank(compare(text, mixed).ranks.data)
+    assert [got[r]["_comp_label"] for r in (0, 1)] == ["NPU Db", "NPU Text"]
+    against_db = by_rank(compare(text, db).ranks.data)
+    for key in ("e2e", "compute", "uncovered", "wait", "free", "spread"):
+        assert got[0][f"comp_{key}"] == pytest.approx(against_db[0][f"comp_{key}"], abs=1e-9), key
+        assert got[1][f"comp_{key}"] == pytest.approx(got[1][f"base_{key}"], abs=1e-9), key
+    assert got[1]["diff_e2e"] == 0.0 and got[0]["comp_e2e"] == pytest.approx(137.919, abs=5e-4)
+
+
+GPU_REAL = DATA.parent / "gpu-real"
+
+
+@pytest.mark.skipif(not (GPU_REAL / "trace_diff_control.pt.trace.json.gz").is_file(),
+                    reason="../shared/data absent")
+def test_real_gpu_traces_pair_by_their_distributed_info(tmp_path: Path) -> None:
+    """Two real A100 traces named as tensorboard_trace_handler names them (no rank in the name):
+    their ranks, 3 and 1, come from distributedInfo.rank (checked in the raw files here)."""
+    real = {"trace_diff_control.pt.trace.json.gz": 3, "trace_diff_test.pt.trace.json.gz": 1}
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for i, (name, rank) in enumerate(real.items()):
+        with gzip.open(GPU_REAL / name, "rt") as fh:
+            head = fh.read(1 << 20)
+        start = head.index('"distributedInfo"')
+        info = json.JSONDecoder().raw_decode(head, head.index("{", start))[0]
+        assert info["rank"] == rank
+        (folder / f"gpu-node_{4200 + i}.1700000000{i}.pt.trace.json.gz").symlink_to(GPU_REAL / name)
+    members = sorted(folder.iterdir())
+    assert [member_rank(m)[0] for m in members] == [3, 1]
+    inputs = cluster_inputs(str(folder), str(folder))
+    assert inputs is not None and inputs.paired == (1, 3)
+    assert inputs.base.path(3) == str(members[0]) and inputs.comp.path(1) == str(members[1])
+
+
+def test_the_pool_has_one_process_per_core_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Default size: the cores this process may use, never more than there are rank loads;
+    --jobs overrides it."""
+    import perfcmp_core.cluster.pool_map as pool_map
+
+    sizes: list[int] = []
+
+    class Recorded(pool_map.ProcessPoolExecutor):  # type: ignore[misc]
+        def __init__(self, max_workers: int, **kw: object) -> None:
+            sizes.append(max_workers)
+            super().__init__(max_workers, **kw)  # type: ignore[arg-type]
+
+    assert pool_map.available_cores() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(pool_map, "ProcessPoolExecutor", Recorded)
+    monkeypatch.setattr(pool_map, "available_cores", lambda: 3)
+    tasks = rank_tasks(cluster_inputs(str(NPU_BASE), str(NPU_COMP)), OPTS, OPTS)
+    assert len(list(map_in_pool(tasks))) == 8 and len(list(map_in_pool(tasks[:2]))) == 2
+    assert len(list(map_in_pool(tasks, jobs=2))) == 8
+    assert sizes == [3, 2, 2]

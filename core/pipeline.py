@@ -36,12 +36,14 @@ def comparison_events(
 ) -> Iterator[Event]:
     """Run a whole comparison, yielding progress and results as they become available."""
     from .advisor import load_config
+    from .compare.equivalence import check_equivalence
     from .compare.masks import load_masks
 
     t_start = time.perf_counter()
     # Config files are the user's input too: reject a bad one before minutes of loading.
     load_config(advisor_config)
     load_masks(compare_opts.config_path)
+    check_equivalence(compare_opts.equivalence_path)
     steps = [s for s in STEPS if compare_opts.enables(s.switch)]
     yield Planned(("load base", "load comparison", *(s.name for s in steps), "summary", "advisor"))
 

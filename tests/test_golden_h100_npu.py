@@ -72,7 +72,7 @@ def _pair(sheet: str, key: tuple[str, ...]) -> list[tuple[dict, dict]]:
     """(reference row, our row) by ``key`` columns, in order of occurrence; both as {column key: value}."""
     ours = _ours()[sheet]
     keys = [c.key for c in ours.columns]
-    assert _golden()["sheets"][sheet]["header"] == [c.header for c in ours.columns]
+    assert _golden()["sheets"][sheet]["header"] == [c.header for c in ours.sheet_columns()]
     ref = [dict(zip(keys, r)) for r in _golden()["sheets"][sheet]["rows"]]
     mine = ours.data[keys].to_dict("records")
 

@@ -70,6 +70,10 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
           action="store_true")
     _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
           default=None)
+    _flag(g, "equivalence", "ini file of equivalent operators / kernel classes read on top of the "
+                            "built-in table (docs/matching.md)", default=None)
+    _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
+                            "equivalence table, no pairing by position)", action="store_true")
 
 
 def _add_pair(p: argparse.ArgumentParser) -> None:
@@ -175,6 +179,8 @@ def compare_options(ns: argparse.Namespace) -> CompareOptions:
         use_input_shape=ns.use_input_shape,
         use_kernel_type=ns.use_kernel_type,
         config_path=ns.config,
+        equivalence_path=ns.equivalence,
+        exact_names=ns.exact_names,
     )
 
 
@@ -232,10 +238,12 @@ def cmd_advise(ns: argparse.Namespace) -> int:
 def _check_configs(advisor_config: str | None, copts: CompareOptions) -> None:
     """Bad config files fail here, before the terminal switches to the app."""
     from perfcmp_core.advisor import load_config
+    from perfcmp_core.compare.equivalence import check_equivalence
     from perfcmp_core.compare.masks import load_masks
 
     load_config(advisor_config)
     load_masks(copts.config_path)
+    check_equivalence(copts.equivalence_path)
 
 
 def cmd_tui(ns: argparse.Namespace) -> int:

@@ -38,6 +38,9 @@ class Column:
     fmt: Fmt = "text"
     unit: str = ""  # us | ms | KB | MB | count | "" — for labels in the TUI
     width: float = 20
+    #: shown on screens and in --json but not written to the reference's sheet (whose columns
+    #: must stay exactly the reference's); such columns come last, after the spans
+    ui_only: bool = False
 
 
 @dataclass
@@ -66,6 +69,10 @@ class Table:
             if c.key == key:
                 return c
         raise KeyError(key)
+
+    def sheet_columns(self) -> tuple[Column, ...]:
+        """The columns of the workbook sheet: the reference's layout, without UI-only columns."""
+        return tuple(c for c in self.columns if not c.ui_only)
 
     def visible(self) -> pd.DataFrame:
         """The data restricted to the visible columns, in order."""

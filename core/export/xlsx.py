@@ -346,7 +346,7 @@ def _table_sheet(
     ws: WriteOnlyWorksheet, table: Table, result: ComparisonResult, palette: _Palette
 ) -> _SheetXml:
     """Lay out one comparison table: titles, headers, data, widths, panes, filter, merges."""
-    columns = table.columns
+    columns = table.sheet_columns()
     ncols = len(columns)
     letters = [get_column_letter(i + 1) for i in range(ncols)]
     data = table.data.iloc[:MAX_DATA_ROWS]

@@ -28,8 +28,9 @@ PANES: tuple[PaneSpec, ...] = (
              "needs communication ops (NCCL / HCCL)"),
     PaneSpec("memory", "5", "Memory", ("MemoryCompareStatistic", "MemoryCompare"),
              "needs per-op memory records: collect with profile_memory=True"),
-    PaneSpec("kernels", "6", "Kernels", ("KernelCompare", "KernelTypeCompare"),
-             "needs NPU kernel details on both sides (NPU vs NPU only)"),
+    PaneSpec("kernels", "6", "Kernels", ("KernelCompare", "KernelTypeCompare", "KernelClassCompare",
+                                         "KernelOpCompare"),
+             "needs device kernels on both sides"),
     PaneSpec("api", "7", "API", ("ApiCompare",), "needs host ops on both sides"),
     PaneSpec("advisor", "8", "Advisor", ("Advisor",), "the advisor runs after the comparisons"),
 )

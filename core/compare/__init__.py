@@ -135,6 +135,16 @@ def _kernels(ctx: Context) -> Outcome:
     return [table] if table is not None else reason
 
 
+def _kernel_classes(ctx: Context) -> Outcome:
+    from .equivalence import load_equivalence
+    from .kernel_families import kernel_class_compare, kernel_classes, kernel_op_compare
+
+    table = load_equivalence(ctx.opts.equivalence_path)
+    classes = (kernel_classes(ctx.base, table), kernel_classes(ctx.comp, table))
+    return [kernel_class_compare(ctx.base, ctx.comp, ctx.opts, classes),
+            kernel_op_compare(ctx.base, ctx.comp, ctx.opts, classes)]
+
+
 STEPS: tuple[Step, ...] = (
     Step("OverallMetrics", "profiling", ("OverallMetrics",), _overall),
     Step("CommunicationCompare", "communication", ("CommunicationCompare",), _communication),
@@ -144,6 +154,7 @@ STEPS: tuple[Step, ...] = (
     Step("MemoryCompare", "memory", ("MemoryCompareStatistic", "MemoryCompare"), _memory),
     Step("ApiCompare", "api", ("ApiCompare",), _api),
     Step("KernelCompare", "kernel", ("KernelCompare", "KernelTypeCompare"), _kernels),
+    Step("kernel classes", "kernel", ("KernelClassCompare", "KernelOpCompare"), _kernel_classes),
 )
 
 

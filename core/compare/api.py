@@ -23,7 +23,7 @@ import pandas as pd
 from ..model import Profile
 from ..options import CompareOptions
 from .masks import TextIndex, TextIndexes
-from .names import pairing_keys
+from .names import by_primitive, other_names, pairing_keys
 from .operators import MATCHED_AS
 from .result import Column, Table, ratio
 
@@ -58,7 +58,7 @@ def self_ns(ops: pd.DataFrame) -> np.ndarray:
 
 
 def per_name(ops: pd.DataFrame, opts: CompareOptions, names: TextIndex | None = None, *,
-             by_primitive: bool = False) -> pd.DataFrame:
+             primitive: bool = False, other: frozenset[str] | None = None) -> pd.DataFrame:
     """Total / self ns and calls per pairing key (:func:`.names.pairing_keys`), in first-seen
     (start) order, with the key's ``label`` (its first pairing name) and equivalence ``cls``
     (""); steps excluded.
@@ -68,24 +68,36 @@ def per_name(ops: pd.DataFrame, opts: CompareOptions, names: TextIndex | None = 
     pairing keys are derived for the distinct names only.
     """
     names = TextIndex(ops["name"]) if names is None else names
-    pk = pairing_keys(names.distinct, opts, by_primitive=by_primitive)
+    pk = pairing_keys(names.distinct, opts, by_primitive=primitive, other=other)
     key_of, keys = pd.factorize(pk.key)
+    # Per op: its name's key, except for an op nested in an op of the same class, which keeps its
+    # own pairing name (:func:`.names.pairing_keys`); those get key ids after the distinct keys.
+    op_key = key_of[names.codes]
+    in_class = (pk.cls != "")[names.codes]
+    parent = ops["parent"].to_numpy()
+    has = (parent >= 0) & in_class
+    nested = np.zeros(len(op_key), dtype=bool)
+    nested[has] = op_key[parent[has]] == op_key[has]
+    op_key = np.where(nested, len(keys) + names.codes, op_key)
+    all_keys = np.concatenate([np.asarray(keys, dtype=object), pk.name.astype(object)])
+    all_names = np.concatenate([np.empty(len(keys), dtype=object), pk.name.astype(object)])
     keep = ~ops["is_step"].to_numpy()
-    codes = key_of[names.codes[keep]]
-    k = len(keys)
+    codes = op_key[keep]
+    k = len(all_keys)
     groups = pd.unique(codes)  # codes in order of their first kept row
     first_kept = pd.Series(names.codes[keep]).groupby(codes).first()  # the first kept name per key
     label_at = np.zeros(k, dtype="int64")
     label_at[first_kept.index.to_numpy()] = first_kept.to_numpy()
+    own = groups >= len(keys)
     return pd.DataFrame(
         {
             "total": group_sums(codes, (ops["end_ns"] - ops["start_ns"]).to_numpy()[keep], k)[groups],
             "self_": group_sums(codes, self_ns(ops)[keep], k)[groups],
             "calls": np.bincount(codes, minlength=k).astype("int64")[groups],
             "label": pk.name[label_at][groups],
-            "cls": pk.cls[label_at][groups],
+            "cls": np.where(own, "", pk.cls[label_at][groups]),
         },
-        index=pd.Index(np.asarray(keys, dtype=object)[groups], name="key"),
+        index=pd.Index(np.where(own, all_names[groups], all_keys[groups]), name="key"),
     )
 
 
@@ -104,10 +116,6 @@ def group_sums(codes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _by_primitive(side: Profile, other: Profile) -> bool:
-    return side.meta.framework == "mindspore" and other.meta.framework != "mindspore"
-
-
 def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: TextIndexes | None = None,
                 comp_names: TextIndexes | None = None) -> Table:
     """The ``ApiCompare`` table; empty with a reason when a side has no host ops.
@@ -115,9 +123,9 @@ def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: 
     ``base_names`` / ``comp_names``: the sides' shared text indexes, when the caller has them.
     """
     b = per_name(base.ops, opts, None if base_names is None else base_names("ops", "name"),
-                 by_primitive=_by_primitive(base, comp))
+                 primitive=by_primitive(base, comp), other=other_names(comp, opts))
     c = per_name(comp.ops, opts, None if comp_names is None else comp_names("ops", "name"),
-                 by_primitive=_by_primitive(comp, base))
+                 primitive=by_primitive(comp, base), other=other_names(base, opts))
     missing = [label for label, g in (("base", b), ("comparison", c)) if g.empty]
     if missing:
         data = pd.DataFrame({col.key: pd.Series(dtype="float64") for col in COLUMNS})

@@ -33,7 +33,7 @@ BUILTIN = "equivalence.ini"
 #: Name lists of an ``[op.*]`` section, one per family of software that writes the names.
 OP_NAME_KEYS: tuple[str, ...] = ("torch", "torch_npu", "mindspore", "library")
 OP_KEYS = frozenset({"label", "source", "enabled", *OP_NAME_KEYS})
-KERNEL_KEYS = frozenset({"label", "names", "ops", "enabled"})
+KERNEL_KEYS = frozenset({"label", "names", "tasks", "ops", "enabled"})
 _REGEX = "re:"
 
 
@@ -68,8 +68,9 @@ class OpClass:
 class KernelRule:
     id: str
     label: str
-    names: Patterns
-    ops: Patterns
+    names: Patterns  # kernel name / NPU op type
+    tasks: Patterns  # task type (GPU trace category, NPU Task Type)
+    ops: Patterns  # launching host op
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,8 +146,8 @@ def _sections(parser: configparser.ConfigParser, where: str) -> tuple[dict[str, 
             names = tuple(n for key in OP_NAME_KEYS for n in split_items(section.get(key, "")))
             ops[ident] = OpClass(ident, label, names) if enabled else None
         else:
-            rule = KernelRule(ident, label, compile_patterns(split_items(section.get("names", "")), where),
-                              compile_patterns(split_items(section.get("ops", "")), where))
+            rule = KernelRule(ident, label, *(compile_patterns(split_items(section.get(key, "")), where)
+                                              for key in ("names", "tasks", "ops")))
             kernels[ident] = rule if enabled else None
     return ops, kernels
 

@@ -26,7 +26,7 @@ from ..model import Profile
 from ..options import CompareOptions
 from .align import align, fill_by_position
 from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
-from .names import BY_POSITION, matched_as, pairing_keys
+from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
 
@@ -232,8 +232,8 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple
     reason = _absent_reason(base, comp, opts)
     if reason:
         return None, reason
-    b = build_side(base, "base", pairing_keys(base.ops["name"], opts))
-    c = build_side(comp, "comparison", pairing_keys(comp.ops["name"], opts))
+    b = build_side(base, "base", side_keys(base, comp, opts))
+    c = build_side(comp, "comparison", side_keys(comp, base, opts))
     structural = not opts.exact_names
     pairs = _match(b, c, _module_keys(b, opts), _module_keys(c, opts), one_sided=opts.disable_details,
                    structural=structural)

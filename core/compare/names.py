@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..model import Profile
 from ..options import CompareOptions
 from .equivalence import Equivalence, load_equivalence
 
@@ -89,11 +90,24 @@ class PairingKeys:
     cls: np.ndarray
 
 
-def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool = False) -> PairingKeys:
+def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool = False,
+                 parent: np.ndarray | None = None, other: frozenset[str] | None = None) -> PairingKeys:
     """:class:`PairingKeys` of ``names``.
 
     ``by_primitive``: look MindSpore launch names up by their primitive (set it for a MindSpore
     side compared with a side of another framework).
+
+    ``other`` (the other side's pairing names): a name the other side has too pairs by itself and
+    keeps its own key — the table only joins names that differ between the sides, so a profile
+    holding both ``aten::_to_copy`` and ``npu::npu_dtype_cast`` keeps them apart when compared
+    with one that holds them too.
+
+    ``parent`` (the ops' parent rows, when ``names`` are a profile's ``ops["name"]``): an op whose
+    parent has the same class keeps its pairing name as key. A class lists every level one
+    platform writes for the work (``aten::scaled_dot_product_attention`` →
+    ``aten::_scaled_dot_product_flash_attention`` → ``aten::_flash_attention_forward``); only the
+    outermost of them stands for the class, so a per-name table (ApiCompare) never sums an op
+    and the ops inside it into one row.
     """
     codes, distinct = pd.factorize(names.to_numpy(dtype=object))
     plain = _distinct_names(pd.Series(distinct, dtype=object), opts)
@@ -103,6 +117,8 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool =
     if table is not None and table.lookup:
         lookup = table.lookup
         for i, name in enumerate(plain.tolist()):
+            if other is not None and name in other:
+                continue
             prefix, bare = (AUTOGRAD_WRAPPER, name[len(AUTOGRAD_WRAPPER):]) if name.startswith(AUTOGRAD_WRAPPER) \
                 else ("", name)
             hit = lookup.get(bare)
@@ -113,7 +129,35 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool =
                 cls[i] = hit.label
     empty = np.zeros(0, dtype=object)
     take = (lambda a: a[codes]) if len(codes) else (lambda a: empty)
-    return PairingKeys(take(key), take(plain.to_numpy(dtype=object)), take(cls))
+    out = PairingKeys(take(key), take(plain.to_numpy(dtype=object)), take(cls))
+    if parent is not None and len(codes) and (cls != "").any():
+        parent = np.asarray(parent)
+        has = parent >= 0
+        nested = np.zeros(len(codes), dtype=bool)
+        nested[has] = (out.cls[has] != "") & (out.key[parent[has]] == out.key[has])
+        if nested.any():
+            out.key[nested] = out.name[nested]
+            out.cls[nested] = ""
+    return out
+
+
+def side_keys(profile: Profile, other: Profile, opts: CompareOptions) -> PairingKeys:
+    """The pairing keys of ``profile``'s ops when compared with ``other``: MindSpore launches
+    looked up by primitive when the other side is not MindSpore, names the other side has kept,
+    ops nested in an op of their own class kept (see :func:`pairing_keys`)."""
+    return pairing_keys(profile.ops["name"], opts, by_primitive=by_primitive(profile, other),
+                        parent=profile.ops["parent"].to_numpy(), other=other_names(other, opts))
+
+
+def by_primitive(profile: Profile, other: Profile) -> bool:
+    """Look ``profile``'s MindSpore launch names up by primitive (the other side has no scopes)."""
+    return profile.meta.framework == "mindspore" and other.meta.framework != "mindspore"
+
+
+def other_names(profile: Profile, opts: CompareOptions) -> frozenset[str]:
+    """The pairing names of ``profile``'s ops (the set :func:`pairing_keys` takes as ``other``)."""
+    distinct = pd.Series(pd.unique(profile.ops["name"].to_numpy(dtype=object)), dtype=object)
+    return frozenset(_distinct_names(distinct, opts).tolist())
 
 
 def matched_as(base_name: np.ndarray, comp_name: np.ndarray, base_cls: np.ndarray, comp_cls: np.ndarray,

@@ -32,7 +32,7 @@ from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align, fill_by_position
-from .names import PairingKeys, matched_as, pairing_keys
+from .names import matched_as, side_keys
 from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
 
@@ -79,13 +79,6 @@ def op_keys(ops: pd.DataFrame, keys: np.ndarray, opts: CompareOptions) -> np.nda
         return (pd.Series(keys, dtype=object) + "\x1f" + shape_key(ops["input_dims"]).to_numpy(dtype=object)
                 ).to_numpy(dtype=object)
     return keys
-
-
-def side_keys(profile: Profile, other: Profile, opts: CompareOptions) -> PairingKeys:
-    """The pairing keys of ``profile``'s ops when compared with ``other`` (MindSpore launches are
-    looked up by their primitive when the other side is not MindSpore)."""
-    by_primitive = profile.meta.framework == "mindspore" and other.meta.framework != "mindspore"
-    return pairing_keys(profile.ops["name"], opts, by_primitive=by_primitive)
 
 
 #: One aligned entry: base row, comparison row (-1 when absent), paired by position.

@@ -37,6 +37,7 @@ from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from openpyxl.worksheet.filters import AutoFilter
 
 from perfcmp_core import __version__
+from perfcmp_core.compare.matching_sheet import matching_table
 from perfcmp_core.compare.result import LEVEL, RATIO_HEADERS, Column, ComparisonResult, Table
 from perfcmp_core.export.safe_write import safe_write
 
@@ -96,6 +97,12 @@ SHEET_HELP = {
     "ApiCompare": "Every host API / op name: total, self and average time and calls per side.",
     "KernelCompare": "NPU kernels grouped by type and input shapes.",
     "KernelTypeCompare": "NPU kernels grouped by type and core type.",
+    "KernelClassCompare": "Device time per kernel class (GEMM, attention, convolution, …) for any"
+    " pair, GPU vs NPU and vendor vs vendor included; each class's largest kernels.",
+    "KernelOpCompare": "Device time per launching op and kernel class, for kernels whose names"
+    " differ by vendor.",
+    "Matching": "Rows of the sheets above whose two sides have different names: matched through"
+    " the equivalence table or by position (docs/matching.md).",
     ADVISOR_SHEET: "Per side: stage/category shares and rule findings; diff rows: what grew and which operators drive it.",
 }
 
@@ -139,6 +146,9 @@ def write_workbook(
     ]
     if not sheets:
         raise NothingToWrite("no comparison produced any rows; no workbook written")
+    matching = matching_table([t for _, t in sheets])
+    if matching is not None:  # the Matched As column the reference's sheets cannot hold
+        sheets.append((matching.name, matching))
     advisor = advisor if advisor is not None else result.tables.get(ADVISOR_SHEET)
     if advisor is not None and _written(ADVISOR_SHEET, advisor):
         sheets.append((ADVISOR_SHEET, advisor))

@@ -1,0 +1,58 @@
+"""The workbook's ``Matching`` sheet: every row that pairs differently named ops, and how.
+
+The reference's sheets must keep their exact columns (scripts read them by header), so the
+``Matched As`` column the screens show (:data:`.operators.MATCHED_AS`, UI-only) is not written
+into them. This extra sheet carries it instead: one line per row of a written sheet that was
+joined through the equivalence table or by position, naming the sheet, the row's position in it
+and its names — so a user reading the workbook can tell which pairs are the tool's judgement.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .result import Column, Table
+
+SHEET = "Matching"
+
+#: Per sheet, the columns that name a row (joined with " | ", empty ones left out).
+NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "OperatorCompareStatistic": ("name",),
+    "OperatorCompare": ("base_name", "comp_name"),
+    "MemoryCompareStatistic": ("name",),
+    "MemoryCompare": ("base_name", "comp_name"),
+    "ModuleCompareStatistic": ("module_name", "op"),
+    "ModuleCompare": ("module_name", "base_op", "comp_op"),
+    "ApiCompare": ("name",),
+    "KernelOpCompare": ("op", "cls"),
+}
+
+COLUMNS: tuple[Column, ...] = (
+    Column("sheet", "Sheet", "key", "bold", "", 26),
+    Column("row", "Row", "key", "int", "", 8),
+    Column("names", "Name", "key", "text", "", 60),
+    Column("matched_as", "Matched As", "key", "text", "", 60),
+)
+
+
+def matching_table(tables: list[Table]) -> Table | None:
+    """The ``Matching`` table over ``tables`` (the sheets being written), None when no row of
+    them was matched by anything but its name."""
+    parts = []
+    for t in tables:
+        cols = NAME_COLUMNS.get(t.name)
+        if cols is None or "matched_as" not in t.data or t.empty:
+            continue
+        d = t.data.reset_index(drop=True)
+        hit = d["matched_as"].astype(str) != ""
+        if not hit.any():
+            continue
+        sel = d[hit]
+        names = sel[list(cols)].astype(str).apply(lambda r: " | ".join(v for v in r if v and v != "nan"), axis=1)
+        parts.append(pd.DataFrame({"sheet": t.name, "row": sel.index.to_numpy() + 1,
+                                   "names": names.to_numpy(dtype=object),
+                                   "matched_as": sel["matched_as"].astype(str).to_numpy(dtype=object)}))
+    if not parts:
+        return None
+    data = pd.concat(parts, ignore_index=True)
+    return Table(SHEET, COLUMNS, data, (-1, -1), (-1, -1), title="Rows matched by the equivalence table or by position")

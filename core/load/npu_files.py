@@ -8,7 +8,8 @@ a comparison.
 
 The export's quirks are handled here once: numeric cells such as ``"1736413971558972.912\\t"``
 carry a trailing tab, ``Input Shapes`` keeps literal double quotes after CSV parsing
-(``"81920,4096;8192,512"``), and ``N/A`` marks absent values.
+(``"81920,4096;8192,512"``; :mod:`.shapes` removes them, for the Db export too), and ``N/A`` marks
+absent values.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
-from .common import us_text_to_ns
+from .common import hccl_op_types, us_text_to_ns
+from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
 NA = "N/A"
@@ -128,19 +130,10 @@ class KernelDetails:
     has_pmu: bool
 
 
-def _strip_quotes(col: pd.Series) -> pd.Series:
-    """Drop the one pair of literal quotes the exporter keeps around shape lists."""
-    return col.str.replace(r'^"(.*)"$', r"\1", regex=True)
-
-
-#: The call instance at the end of an HCCL op name (``hcom_allReduce__868_0_1`` → ``hcom_allReduce_``).
-_HCCL_INSTANCE = r"_\d+_\d+_\d+$"
-
-
 def _op_types(types: pd.Series, names: pd.Series, hccl: pd.Series) -> pd.Series:
     """``Type``, or for an HCCL row without one (Level0 writes ``N/A``) the type its name spells,
     exactly what Level1 writes there, so collectives of both levels are keyed alike."""
-    derived = names.str.replace(_HCCL_INSTANCE, "", regex=True)
+    derived = hccl_op_types(names)
     return types.where(~(hccl & (types == "")), derived)
 
 
@@ -176,7 +169,7 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
         "start_ns": start_ns,
         "dur_ns": np.maximum(_scaled_int(dur_us, 1000, 0), 0),
         "step": _float(_optional(df, "Step Id", "Step ID")),
-        "input_shapes": _text(_strip_quotes(_optional(df, "Input Shapes").str.strip())),
+        "input_shapes": normalise_shapes(_optional(df, "Input Shapes")),
         "input_dtypes": _text(_optional(df, "Input Data Types")),
         "is_comm": (core == "HCCL").to_numpy(),
         "in_trace": np.zeros(len(df), dtype=bool),

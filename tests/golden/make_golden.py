@@ -32,9 +32,11 @@ DATA = REPO.parent / "shared" / "data"
 PEER = Path("/tmp/peer/bin/msprof-analyze")
 GOLDEN = Path(__file__).resolve().parent
 REFERENCE = "msprof-analyze 26.2.0"
+#: The real torch_npu exports (AlexNet DDP, 2 ranks), relative to the repository root.
+REAL_NPU = "../shared/data/npu-real-runs"
 
 #: The real torch_npu Text exports (AlexNet, 2-rank DDP), relative to the repository root.
-_TEXT = "../shared/data/npu-real-runs/text"
+_TEXT = f"{REAL_NPU}/text"
 
 #: pair name → (comparison, base, extra options, sheets to keep (None = all), max rows per sheet)
 PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
@@ -52,6 +54,9 @@ PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "real_npu_text_l0_l1": (f"{_TEXT}/level1/rank0_ascend_pt", f"{_TEXT}/level0/rank0_ascend_pt", [], None, None),
     "real_h100_vs_npu_text": (f"{_TEXT}/level1/rank0_ascend_pt",
                               "/tmp/bert-small_h100.pt.trace.json", [], None, None),
+    "real_npu_db": (f"{REAL_NPU}/db/level1/rank1_ascend_pt", f"{REAL_NPU}/db/level1/rank0_ascend_pt", [], None, None),
+    "real_npu_text_vs_db": (f"{REAL_NPU}/db/level1/rank0_ascend_pt", f"{REAL_NPU}/text/level1/rank0_ascend_pt", [],
+                            None, None),
 }
 
 #: Real GPU traces the reference reads only uncompressed (it rejects ``.json.gz``): the path a

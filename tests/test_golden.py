@@ -118,7 +118,8 @@ def test_known_db_ai_cpu_difference_is_real() -> None:
     reference's *Text* breakdown, while the reference's Db Vector row adds the AI_CPU NonZero
     kernels that its Text mode (and we) leave in Other."""
     ours, ref_db, ref_text = _overall("npu_db"), _golden("npu_db"), _golden("npu_text")
-    assert "Other" not in ref_db and ours["Other"][0] > 0
+    # (the reference's Db Other is at most its float residue, e.g. 2.8e-15 ms: O2)
+    assert max(map(abs, ref_db.get("Other", (0.0, 0.0)))) < 1e-9 and ours["Other"][0] > 0
     for label in ("Vector", "Vector (No Trans)", "Other"):
         assert all(_close(o, r) for o, r in zip(ours[label], ref_text[label])), label
     assert all(_close(v + o, r) for v, o, r in zip(ours["Vector"], ours["Other"], ref_db["Vector"]))

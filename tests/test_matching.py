@@ -365,3 +365,21 @@ def test_gpu_vs_npu_fixture_kernel_classes(gpu_vs_npu: tuple) -> None:
         assert d.loc["[ TOTAL ]", f"{prefix}_ms"] == pytest.approx(device_time(profile).total_ns / 1e6)
     # NPU-only work shows up where it belongs: TransData layout changes in copy / cast.
     assert "TransData" in d.loc["copy / cast / memset", "comp_top"]
+
+
+def test_advisor_diff_names_equivalent_operators_on_the_fixture_pair(gpu_vs_npu: tuple) -> None:
+    """The advisor's GPU-vs-NPU diff names categories and the operators both sides share — the
+    tensor-parallel linear (Megatron's on GPU, MindSpeed's MC2 on NPU: 180 µs GEMM → 220 µs
+    AllGatherMatmul per step) and the all-reduce (+90 µs per step, injected difference 3) —
+    instead of leaving them to "operators found on one side only"."""
+    from perfcmp_core.advisor.table import advisor_tables
+    from perfcmp_core.compare import Context
+
+    t = advisor_tables(Context(*gpu_vs_npu, CompareOptions()), None)[0]
+    diff = t.data[(t.data["scope"] == "diff") & (t.data["stage"] == "All")].set_index("category")
+    assert diff.loc["MatMul", "evidence"].startswith(
+        "driven by: tensor-parallel linear +0.040 ms (0.180 ms → 0.220 ms)")
+    assert "one side only" not in diff.loc["MatMul", "evidence"]
+    assert diff.loc["Comm", "evidence"] == "driven by: all-reduce +0.090 ms (0.500 ms → 0.590 ms)"
+    # What only the NPU has is named with its side: the TransData inside aten::addmm.
+    assert "aten::addmm +0.043 ms (comparison only)" in diff.loc["Vector", "evidence"]

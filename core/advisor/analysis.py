@@ -119,9 +119,10 @@ def _present(rows: pd.DataFrame, method: str) -> pd.DataFrame:
     return rows[rows["stage"].isin(keep)].reset_index(drop=True)
 
 
-def analyse(profile: Profile, config: AdvisorConfig) -> Analysis:
-    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile."""
-    items = build_items(profile)
+def analyse(profile: Profile, config: AdvisorConfig, equivalence: str | None = None) -> Analysis:
+    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile
+    (``equivalence``: the user's equivalence table, which names operators across platforms)."""
+    items = build_items(profile, equivalence)
     cats = classify(items, config)
     assignment = assign_stages(profile, items, config)
     stage_names = config.stage_names

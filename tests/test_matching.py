@@ -383,3 +383,27 @@ def test_advisor_diff_names_equivalent_operators_on_the_fixture_pair(gpu_vs_npu:
     assert diff.loc["Comm", "evidence"] == "driven by: all-reduce +0.090 ms (0.500 ms → 0.590 ms)"
     # What only the NPU has is named with its side: the TransData inside aten::addmm.
     assert "aten::addmm +0.043 ms (comparison only)" in diff.loc["Vector", "evidence"]
+
+
+REAL_PROFILES = [
+    "gpu-real/tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz",
+    "gpu-real/tracelens/inference/xdit_sd_3.5_rank_0.json.gz",
+    "gpu-real/alexnet.pt.trace.json.gz",
+    "gpu-real/trace_diff_control.pt.trace.json.gz",
+    "npu-real-runs/text/level1/rank0_ascend_pt",
+    "npu-real-runs/text/level0/rank0_ascend_pt",
+    "npu-real-runs/db/level1/rank0_ascend_pt",
+    "npu-real-runs/db/level0/rank0_ascend_pt",
+]
+
+
+@needs_real
+@pytest.mark.parametrize("path", REAL_PROFILES)
+def test_real_profiles_leave_almost_nothing_unclassified(path: str) -> None:
+    """Every real profile in ../shared/data: the kernel classes add up to its device time and at
+    most 0.1 % of it is in no class (measured: 0 %, the A100 trace 0.01 %)."""
+    profile = load_profile(str(DATA / path))
+    df = kernel_classes(profile, load_equivalence())
+    total = device_time(profile).total_ns
+    assert int(df["dur_ns"].sum()) == total > 0
+    assert df.loc[df["cls"] == OTHER, "dur_ns"].sum() <= 0.001 * total

@@ -56,10 +56,9 @@ def launching_ops(profile: Profile, op_row: np.ndarray) -> np.ndarray:
     rows = np.asarray(op_row, dtype="int64").copy()
     if len(ops) == 0:
         return np.full(len(rows), -1, dtype="int64")
-    names = pd.Series(pd.unique(ops["name"].to_numpy(dtype=object)), dtype=object)
-    is_launcher = dict(zip(names.tolist(), names.str.contains(LAUNCHER_NAMES).tolist()))
-    skip = (ops["cat"].isin(list(LAUNCH_CATEGORIES)).to_numpy()
-            | ops["name"].map(is_launcher).to_numpy(dtype=bool))
+    codes, names = pd.factorize(ops["name"].to_numpy(dtype=object))
+    is_launcher = pd.Series(names, dtype=object).str.contains(LAUNCHER_NAMES).to_numpy(dtype=bool)
+    skip = ops["cat"].isin(list(LAUNCH_CATEGORIES)).to_numpy() | is_launcher[codes]
     parent = ops["parent"].to_numpy()
     pending = np.flatnonzero((rows >= 0) & skip[np.clip(rows, 0, None)])
     while len(pending):
@@ -109,31 +108,40 @@ def kernel_classes(profile: Profile, table: Equivalence) -> pd.DataFrame:
     launch_name = np.where(launch >= 0, op_names[np.maximum(launch, 0)] if len(op_names) else "", "")
     text = _kernel_text(profile).to_numpy(dtype=object)[rows]
     task = k["task_type"].to_numpy(dtype=object)[rows]
-    combo = pd.DataFrame({"text": text, "task": task, "op": launch_name})
-    code = combo.groupby(["text", "task", "op"], sort=False).ngroup().to_numpy()
-    distinct = combo.drop_duplicates().reset_index(drop=True)
-    cls = class_of(table, distinct["text"], distinct["task"], distinct["op"])
-    out_cls = cls[code] if len(code) else np.zeros(0, dtype=object)
+    out_cls = class_of(table, pd.Series(text, dtype=object), pd.Series(task, dtype=object),
+                       pd.Series(launch_name, dtype=object))
     out_cls = np.where(bucket[rows] == BUCKET_COMM, COMMUNICATION, out_cls)
-    names = short_kernel_name(pd.Series(text, dtype=object)) if len(text) else pd.Series([], dtype=object)
-    return pd.DataFrame({"row": rows, "cls": out_cls, "launch": launch, "kernel": names.to_numpy(dtype=object),
+    codes, uniques = pd.factorize(text)
+    short = short_kernel_name(pd.Series(uniques, dtype=object)).to_numpy(dtype=object)
+    names = short[codes] if len(codes) else np.zeros(0, dtype=object)
+    return pd.DataFrame({"row": rows, "cls": out_cls, "launch": launch, "kernel": names,
                          "dur_ns": k["dur_ns"].to_numpy()[rows]})
+
+
+def _first_rule(table: Equivalence, values: np.ndarray, patterns: str) -> np.ndarray:
+    """Per value (object array): index of the first rule whose ``patterns`` match it, or
+    ``len(table.kernels)``; each pattern list runs once per distinct value."""
+    rules = table.kernels
+    none = len(rules)
+    codes, uniques = pd.factorize(values)
+    lower = pd.Series(uniques, dtype=object).astype(str).str.lower()
+    first = np.full(len(lower), none, dtype="int64")
+    for i, rule in enumerate(rules):
+        open_ = np.flatnonzero(first == none)
+        if len(open_):
+            first[open_[getattr(rule, patterns).matches(lower.iloc[open_].reset_index(drop=True))]] = i
+    return first[codes] if len(codes) else np.zeros(0, dtype="int64")
 
 
 def class_of(table: Equivalence, text: pd.Series, task: pd.Series, op: pd.Series) -> np.ndarray:
     """The class label of each (kernel text, task type, launching op name): the first rule whose
     names or tasks match, else the first whose ops match, else ``other`` (communication flagged by
     the loader is decided by the caller)."""
-    lower = [s.astype(str).str.lower().reset_index(drop=True) for s in (text, task, op)]
-    cls = np.full(len(lower[0]), "", dtype=object)
-    for rule in table.kernels:  # names / task types first
-        hit = (cls == "") & (rule.names.matches(lower[0]) | rule.tasks.matches(lower[1]))
-        cls[hit] = rule.label
-    for rule in table.kernels:  # then the launching op
-        hit = (cls == "") & rule.ops.matches(lower[2])
-        cls[hit] = rule.label
-    cls[cls == ""] = OTHER
-    return cls
+    none = len(table.kernels)
+    by_name = np.minimum(_first_rule(table, text.to_numpy(dtype=object), "names"),
+                         _first_rule(table, task.to_numpy(dtype=object), "tasks"))
+    chosen = np.where(by_name < none, by_name, _first_rule(table, op.to_numpy(dtype=object), "ops"))
+    return np.array([r.label for r in table.kernels] + [OTHER], dtype=object)[chosen]
 
 
 def class_order(table: Equivalence) -> list[str]:

@@ -45,9 +45,9 @@ from perfcmp_core.compare.result import IS_TOTAL, ComparisonResult, Table
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.json_out import write_json
 from perfcmp_core.export.xlsx import write_workbook
-from perfcmp_core.load.common import nest
 from perfcmp_core.model import COMM_OPS, COMM_TASKS, KERNELS, OPS, PYFUNCS, STEPS, Profile, ProfileMeta, empty, frame
 from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.timeline import nest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -694,7 +694,7 @@ def test_run_advise_rejects_a_bad_config_before_loading(tmp_path: Path) -> None:
 
 def comparison_table() -> Table:
     ctx = Context(inference("A"), inference("B"), CompareOptions())
-    tables = advisor_tables(ctx, None)
+    tables = advisor_tables(ctx, load_config(None))
     assert [t.name for t in tables] == ["Advisor"]
     return tables[0]
 
@@ -740,7 +740,7 @@ def test_gpu_vs_npu_diff_names_categories_and_shared_operators() -> None:
     attention on GPU, npu::npu_fusion_attention on NPU; docs/matching.md) — never a GPU kernel or
     an Ascend op type. Ops found on one side only (aten::gelu only in B, aten::mm only in A) are
     summed and the largest named with the side that has them."""
-    t = advisor_tables(Context(inference("A", kind="gpu"), inference("B"), CompareOptions()), None)[0]
+    t = advisor_tables(Context(inference("A", kind="gpu"), inference("B"), CompareOptions()), load_config(None))[0]
     diff = t.data[t.data["scope"] == "diff"].set_index(["stage", "category"])
     vec = diff.loc[("DiT", "Vector")]
     assert vec["time_ms"] == pytest.approx(0.380) and vec["finding"].startswith("grew 0.380 ms per step")
@@ -889,7 +889,7 @@ def test_inference_fixture_comparison() -> None:
 
     base = load_profile(str(infer_path("dit_vae")))
     comp = load_profile(str(infer_path("dit_vae_fa")))
-    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    t = advisor_tables(Context(base, comp, CompareOptions()), load_config(None))[0]
     diff = t.data[t.data["scope"] == "diff"].set_index(["stage", "category"])
     assert diff.loc[("DiT", "FA"), "time_ms"] == pytest.approx(0.200, abs=1e-6)
     assert diff.loc[("DiT", "MatMul"), "time_ms"] == pytest.approx(-0.520, abs=1e-6)
@@ -956,7 +956,8 @@ def test_xdit_flux_eager_vs_compiled_diff() -> None:
     """torch.compile fuses the DiT's norms, RoPE, bias + GELU and residual adds: Vector shrinks
     130 → 95 µs per call. Eager aten ops and Inductor kernels share no name, so the change is summed,
     not attributed to one side's kernels; the GEMMs and the attention are the same work."""
-    t = advisor_tables(Context(xdit("flux_eager"), xdit("flux_compiled"), CompareOptions()), None)[0]
+    t = advisor_tables(Context(xdit("flux_eager"), xdit("flux_compiled"), CompareOptions()),
+                       load_config(None))[0]
     diff = t.data[t.data["scope"] == "diff"].set_index(["stage", "category"])
     vec = diff.loc[("DiT", "Vector")]
     assert vec["time_ms"] == pytest.approx(-0.035, abs=0.003)
@@ -974,7 +975,7 @@ def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
 
     base = load_profile(str(REPO / "fixtures" / "gpu" / "base.pt.trace.json"))
     comp = load_profile(str(REPO / "fixtures" / "npu_text" / "comp_ascend_pt"))
-    t = advisor_tables(Context(base, comp, CompareOptions()), None)[0]
+    t = advisor_tables(Context(base, comp, CompareOptions()), load_config(None))[0]
     evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
     assert "operators found on one side only" in evidence
     assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence

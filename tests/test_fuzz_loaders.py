@@ -36,6 +36,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from perfcmp_core import pipeline
+from perfcmp_core.collect import collect
+from perfcmp_core.request import RunRequest
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
 from perfcmp_core.load import gpu_read, load_profile
@@ -471,8 +473,8 @@ def compare_outcome(base: Path, comp: Path) -> str:
     process, so its error also crosses a process boundary) and write the workbook."""
     with time_limit(2 * BUDGET_S):
         try:
-            result = pipeline.collect(pipeline.comparison_events(
-                str(base), str(comp), NO_CACHE, NO_CACHE, CompareOptions()), str(base), str(comp))
+            request = RunRequest.read(str(base), str(comp), NO_CACHE, NO_CACHE, CompareOptions())
+            result = collect(pipeline.comparison_events(request), str(base), str(comp))
         except InputError as exc:
             check_clean_error(exc)
             return "input error"

@@ -563,6 +563,20 @@ def test_corrupted_pages_are_an_input_error(tmp_path: Path) -> None:
     assert str(db) in err.value.message
 
 
+def test_non_utf8_bytes_in_the_schema_are_an_input_error(tmp_path: Path) -> None:
+    # SQLite's error message quotes the damaged schema text, which Python then fails to decode
+    # (a UnicodeDecodeError instead of an sqlite3.Error; found by the Db byte fuzzer).
+    run, db = _rank_dir(tmp_path, b"")
+    data = bytearray(_big_db(tmp_path / "whole.db"))
+    at = data.find(b"CREATE TABLE")
+    assert at > 0
+    data[at + 3] = 0xFF  # CR\xffATE TABLE …: SQLite quotes the bytes in its error message
+    db.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="corrupted or unreadable|cannot be read") as err:
+        load_profile(str(run))
+    assert str(db) in err.value.message
+
+
 def test_db_wins_over_text_in_one_folder(tmp_path: Path) -> None:
     run, db = _rank_dir(tmp_path)
     (db.parent / "trace_view.json").write_text("[]")

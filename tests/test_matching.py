@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.compare.align import fill_by_position
-from perfcmp_core.compare.equivalence import load_equivalence
+from perfcmp_core.compare.equivalence import Equivalence, load_equivalence
 from perfcmp_core.compare.kernel_families import (OTHER, class_of, kernel_class_compare, kernel_classes,
                                                    kernel_op_compare)
 from perfcmp_core.compare.names import pairing_keys
@@ -100,14 +100,15 @@ def test_keys_see_through_the_autograd_wrapper_and_mindspore_scopes() -> None:
         n.replace("-op12", "") for n in names]
 
 
-def _pair(base_name: str, comp_name: str, opts: CompareOptions) -> pd.DataFrame:
+def _pair(base_name: str, comp_name: str, opts: CompareOptions,
+          equivalence: Equivalence | None = None) -> pd.DataFrame:
     """One op per side inside a step, with a neighbour on each side so that nothing is alone."""
     def side(name: str):
         return make_profile([("ProfilerStep#1", 1, 0, 100, -1, 0), ("aten::add", 1, 1, 10, 0, 1),
                              (name, 1, 20, 30, 0, 1), ("aten::add", 1, 40, 50, 0, 1),
                              ("aten::mul", 1, 60, 70, 0, 1), ("aten::add", 1, 80, 90, 0, 1)],
                             [("k", 1, 1), ("k", 2, 5), ("k", 3, 1), ("k", 4, 1), ("k", 5, 1)])
-    return match_operators(side(base_name), side(comp_name), opts).pairs
+    return match_operators(side(base_name), side(comp_name), opts, equivalence).pairs
 
 
 def test_user_file_overrides_and_extends_the_builtin_table(tmp_path: Path) -> None:
@@ -119,15 +120,15 @@ def test_user_file_overrides_and_extends_the_builtin_table(tmp_path: Path) -> No
     # pairs with SDPA by the table, but with the user's own op.
     user = tmp_path / "eq.ini"
     user.write_text("[op.mine]\nlabel = my attention\ntorch_npu = npu::npu_fusion_attention\nlibrary = my::attn\n")
-    opts = CompareOptions(equivalence_path=str(user))
-    mine = _pair("my::attn", fa, opts)
+    table = load_equivalence(str(user))
+    mine = _pair("my::attn", fa, CompareOptions(), table)
     assert mine[mine["base_name"] == "my::attn"]["matched_as"].tolist() == ["my attention (table)"]
-    keys = pairing_keys(pd.Series([sdpa, fa, "my::attn"]), opts)
+    keys = pairing_keys(pd.Series([sdpa, fa, "my::attn"]), CompareOptions(), equivalence=table)
     assert keys.key[1] == keys.key[2] != keys.key[0]
     # Disabling a built-in class.
     off = tmp_path / "off.ini"
     off.write_text("[op.attention]\nenabled = no\n")
-    keys = pairing_keys(pd.Series([sdpa, fa]), CompareOptions(equivalence_path=str(off)))
+    keys = pairing_keys(pd.Series([sdpa, fa]), CompareOptions(), equivalence=load_equivalence(str(off)))
     assert keys.key.tolist() == [sdpa, fa]
 
 
@@ -216,7 +217,7 @@ def test_gpu_vs_npu_fixture_one_sided_device_time_at_most_5_percent(gpu_vs_npu: 
     assert fa["base_ms"] == pytest.approx(fa["comp_ms"], rel=1e-3)  # both 6 × 150 µs (designed)
 
 
-def test_matched_as_is_ui_only_and_the_workbook_gets_a_matching_sheet(gpu_vs_npu: tuple, tmp_path: Path) -> None:
+def test_matched_as_is_not_exported_and_the_workbook_gets_a_matching_sheet(gpu_vs_npu: tuple, tmp_path: Path) -> None:
     import openpyxl
 
     from perfcmp_core.compare import run_all
@@ -228,7 +229,7 @@ def test_matched_as_is_ui_only_and_the_workbook_gets_a_matching_sheet(gpu_vs_npu
     for t in run_all(base, comp, CompareOptions()):
         result.add(t)
     stat = result.tables["ModuleCompareStatistic"]
-    assert stat.columns[-1].key == "matched_as" and stat.columns[-1].ui_only
+    assert stat.columns[-1].key == "matched_as" and not stat.columns[-1].export
     wb = openpyxl.load_workbook(write_workbook(result, tmp_path), read_only=True)
     header = next(wb["ModuleCompareStatistic"].iter_rows(min_row=3, max_row=3, values_only=True))
     assert "Matched As" not in header and len(header) == len(stat.sheet_columns())
@@ -237,6 +238,38 @@ def test_matched_as_is_ui_only_and_the_workbook_gets_a_matching_sheet(gpu_vs_npu
     assert any("flash attention (table)" in r[3] for r in rows)
     names = wb.sheetnames
     assert names[names.index("Matching") + 1:] == ["README"]  # our extra sheets come last
+
+
+def test_the_users_table_reaches_every_comparison_through_the_request(tmp_path: Path) -> None:
+    """``--equivalence`` is read once, into the run request, and every consumer pairs by that
+    table — operators, memory, modules, API, kernel classes, the advisor (in its own process) and
+    the workbook's Matching sheet: the user's file relabels two built-in classes (same names) and
+    adds a kernel class, and every table then says the user's labels."""
+    import openpyxl
+
+    from perfcmp_tui.cli import main
+
+    builtin = {c.id: c for c in load_equivalence().ops}
+    user = tmp_path / "mine.ini"
+    user.write_text("".join(f"[op.{i}]\nlabel = my {builtin[i].label}\ntorch = {', '.join(builtin[i].names)}\n\n"
+                            for i in ("attention", "tp_linear"))
+                    + "[kernel.mine]\nlabel = my matmul\nnames = MatMul\n")
+    doc_path, out = tmp_path / "r.json", tmp_path / "out"
+    code = main(["export", str(FIX / "gpu" / "base.pt.trace.json"), str(FIX / "npu_text" / "comp_ascend_pt"),
+                 "--no-cache", "-o", str(out), "--json", str(doc_path), "--equivalence", str(user)])
+    assert code == 0
+    doc = json.loads(doc_path.read_text())
+    said = {name: {str(r.get("matched_as", "")).split(" (table)")[0] for r in t["rows"]} - {""}
+            for name, t in doc["tables"].items()}
+    for name in ("OperatorCompareStatistic", "OperatorCompare", "MemoryCompareStatistic", "MemoryCompare",
+                 "ModuleCompareStatistic", "ModuleCompare", "ApiCompare"):
+        assert "my flash attention" in said[name] and "flash attention" not in said[name], name
+    assert "my matmul" in {r["cls"] for r in doc["tables"]["KernelClassCompare"]["rows"]}
+    diff = [r for r in doc["advisor"]["rows"] if r["scope"] == "diff"]
+    assert any("driven by: my tensor-parallel linear" in str(r["evidence"]) for r in diff)
+    book = openpyxl.load_workbook(next(out.glob("*.xlsx")), read_only=True)
+    assert any(str(r[3]).startswith("my flash attention (table)")
+               for r in book["Matching"].iter_rows(min_row=4, values_only=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,7 +348,7 @@ def test_h100_vs_mi300_kernel_classes(model: str) -> None:
         assert int(df["dur_ns"].sum()) == total  # every device nanosecond is in one class
         assert df.loc[df["cls"] == OTHER, "dur_ns"].sum() <= 0.05 * total
         assert (df["cls"] == OTHER).sum() == 0  # in fact none is left over
-    t = kernel_class_compare(h100, mi300, CompareOptions())
+    t = kernel_class_compare(h100, mi300)
     d = t.data.set_index("cls")
     # The same model launches (nearly: MI300's hipBLASLt splits one more) the same GEMMs and
     # attention kernels on both vendors.
@@ -345,7 +378,7 @@ def test_bert_small_counts_by_hand() -> None:
                           sum(attention))
     h100 = load_profile(str(TRACELENS / "h100" / f"{MODELS[0]}.json.gz"))
     mi300 = load_profile(str(TRACELENS / "mi300" / f"{MODELS[0]}.json.gz"))
-    d = kernel_class_compare(h100, mi300, CompareOptions()).data.set_index("cls")
+    d = kernel_class_compare(h100, mi300).data.set_index("cls")
     assert counts == {"h100": (26, 4), "mi300": (26, 4)}
     assert (d.loc["GEMM", "base_calls"], d.loc["GEMM", "comp_calls"]) == (26, 26)
     assert (d.loc["attention", "base_calls"], d.loc["attention", "comp_calls"]) == (4, 4)
@@ -355,7 +388,7 @@ def test_gpu_vs_npu_fixture_kernel_classes(gpu_vs_npu: tuple) -> None:
     """Designed per step (fixtures/README.md): flash attention 150 forward + 320 backward per
     layer on both platforms (GPU: 300 + 20 convert); 2 layers × 3 steps."""
     base, comp = gpu_vs_npu
-    d = kernel_class_compare(base, comp, CompareOptions()).data.set_index("cls")
+    d = kernel_class_compare(base, comp).data.set_index("cls")
     fa = d.loc["attention"]
     # FA: 6 × (150 + 320) µs on both sides, + the 12 µs paged-attention probe × 3.
     assert fa["base_ms"] == pytest.approx(6 * 0.470 + 3 * 0.012, abs=0.01)
@@ -372,10 +405,11 @@ def test_advisor_diff_names_equivalent_operators_on_the_fixture_pair(gpu_vs_npu:
     tensor-parallel linear (Megatron's on GPU, MindSpeed's MC2 on NPU: 180 µs GEMM → 220 µs
     AllGatherMatmul per step) and the all-reduce (+90 µs per step, injected difference 3) —
     instead of leaving them to "operators found on one side only"."""
+    from perfcmp_core.advisor.rules import load_config
     from perfcmp_core.advisor.table import advisor_tables
     from perfcmp_core.compare import Context
 
-    t = advisor_tables(Context(*gpu_vs_npu, CompareOptions()), None)[0]
+    t = advisor_tables(Context(*gpu_vs_npu, CompareOptions()), load_config(None))[0]
     diff = t.data[(t.data["scope"] == "diff") & (t.data["stage"] == "All")].set_index("category")
     assert diff.loc["MatMul", "evidence"].startswith(
         "driven by: tensor-parallel linear +0.040 ms (0.180 ms → 0.220 ms)")

@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.compare.modules import compare_modules
-from perfcmp_core.load.common import innermost
+from perfcmp_core.timeline import innermost
 from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, Table
-from perfcmp_core.load.common import nest
+from perfcmp_core.timeline import nest
 from perfcmp_core.model import FWDBWD, KERNELS, OPS, PYFUNCS, Profile, ProfileMeta, frame
 from perfcmp_core.options import CompareOptions
 

@@ -16,6 +16,7 @@ from perfcmp_core.compare.result import Table
 from perfcmp_core.events import Event, TableReady
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
+from perfcmp_core.request import RunRequest
 from perfcmp_tui.app import PerfCmpApp
 from perfcmp_tui.widgets.frame_view import FrameView
 
@@ -45,17 +46,18 @@ def aio(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     return run
 
 
-def options(pair: str) -> tuple[str, str, LoadOptions, LoadOptions, CompareOptions]:
+def request(pair: str) -> RunRequest:
+    """The run request of a fixture pair (absolute paths, no cache, shipped configs)."""
     base, comp, extra = PAIRS[pair]
     load = LoadOptions(use_cache=False)
-    return (str(ROOT / base), str(ROOT / comp), load, load,
-            CompareOptions(**extra))  # type: ignore[arg-type]
+    return RunRequest.read(str(ROOT / base), str(ROOT / comp), load, load,
+                           CompareOptions(**extra))  # type: ignore[arg-type]
 
 
 @functools.cache
 def events(pair: str) -> tuple[Event, ...]:
     """The whole event stream of one pair, computed in this process once per session."""
-    return tuple(comparison_events(*options(pair)))
+    return tuple(comparison_events(request(pair)))
 
 
 def tables(pair: str) -> dict[str, Table]:

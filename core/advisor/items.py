@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..model import KERNELS, Profile, frame
+
+if TYPE_CHECKING:
+    from ..compare.equivalence import Equivalence
 
 #: Host-op categories that are launch calls, not operators (the operator is their parent).
 _RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
@@ -217,7 +221,8 @@ def short_label(text: pd.Series) -> pd.Series:
     return out.where(out.str.len() <= 60, out.str.slice(0, 57) + "…")
 
 
-def _class_rows(profile: Profile, host: np.ndarray, equivalence: str | None) -> tuple[np.ndarray, np.ndarray]:
+def _class_rows(profile: Profile, host: np.ndarray,
+                equivalence: Equivalence | None) -> tuple[np.ndarray, np.ndarray]:
     """The nearest op around each launch that belongs to a class of the equivalence table
     (docs/matching.md; -1 where none does), and the label of every op's class ("" for none)."""
     from ..compare.names import pairing_keys
@@ -226,11 +231,11 @@ def _class_rows(profile: Profile, host: np.ndarray, equivalence: str | None) -> 
     ops = profile.ops
     if len(ops) == 0:
         return np.full(len(host), -1, dtype="int64"), np.zeros(0, dtype=object)
-    cls = pairing_keys(ops["name"], CompareOptions(equivalence_path=equivalence)).cls
+    cls = pairing_keys(ops["name"], CompareOptions(), equivalence=equivalence).cls
     return climb(host, ops["parent"].to_numpy(), cls != ""), cls
 
 
-def build_items(profile: Profile, equivalence: str | None = None) -> Items:
+def build_items(profile: Profile, equivalence: Equivalence | None = None) -> Items:
     """The work items with their classification texts and operator labels.
 
     Label: the NPU op type when there is one, else (GPU copies aside) the launching host operator
@@ -238,7 +243,7 @@ def build_items(profile: Profile, equivalence: str | None = None) -> Items:
     little on their own. Operator — what a GPU-vs-NPU difference can name on both sides: the
     class of the nearest op around the launch that the equivalence table knows
     (``flash attention`` for ``aten::_scaled_dot_product_flash_attention`` and for
-    ``npu::npu_fusion_attention``; ``equivalence`` is a user table on top of the built-in one),
+    ``npu::npu_fusion_attention``; ``equivalence``: the run's table, None for the built-in one),
     else the framework op around the launch (:func:`_framework_rows`), else the launching op,
     else the label.
     """

@@ -15,7 +15,7 @@ import pandas as pd
 from ..compare import Context
 from ..compare.result import IS_TOTAL, Column, Table
 from .analysis import ROW_ORDER, Analysis, analyse
-from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule, load_config
+from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule
 from .text import NS_PER_MS, ms, pct, range_text, steps_text, top_text
 
 TABLE_NAME = "Advisor"
@@ -163,17 +163,19 @@ def _table(rows: list[dict[str, Any]], notes: list[str]) -> Table:
                  default_sort="time_ms", notes=notes)
 
 
-def advisor_tables(ctx: Context, config_path: str | None) -> list[Table]:
-    """The ``Advisor`` table of a comparison: each side's analysis, then their difference."""
-    cfg = load_config(config_path)
-    eq = ctx.opts.equivalence_path
-    base, comp = analyse(ctx.base, cfg, eq), analyse(ctx.comp, cfg, eq)
+def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = None) -> list[Table]:
+    """The ``Advisor`` table of a comparison: each side's analysis, then their difference.
+
+    ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
+    (named in a note), None for the shipped rules alone. Operators are named across platforms
+    by the context's equivalence table."""
+    base, comp = analyse(ctx.base, cfg, ctx.equivalence), analyse(ctx.comp, cfg, ctx.equivalence)
     rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:
         notes.append("the sides' stages were found differently; compare the All rows first")
-    if config_path:
-        notes.append(f"rules from {config_path} on top of the defaults")
+    if config_file:
+        notes.append(f"rules from {config_file} on top of the defaults")
     return [_table(rows, notes)]
 
 

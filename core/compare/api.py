@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
+from .equivalence import Equivalence
 from .masks import TextIndex, TextIndexes
 from .names import by_primitive, other_names, pairing_keys
 from .operators import MATCHED_AS
@@ -58,7 +59,8 @@ def self_ns(ops: pd.DataFrame) -> np.ndarray:
 
 
 def per_name(ops: pd.DataFrame, opts: CompareOptions, names: TextIndex | None = None, *,
-             primitive: bool = False, other: frozenset[str] | None = None) -> pd.DataFrame:
+             primitive: bool = False, other: frozenset[str] | None = None,
+             equivalence: Equivalence | None = None) -> pd.DataFrame:
     """Total / self ns and calls per pairing key (:func:`.names.pairing_keys`), in first-seen
     (start) order, with the key's ``label`` (its first pairing name) and equivalence ``cls``
     (""); steps excluded.
@@ -68,7 +70,7 @@ def per_name(ops: pd.DataFrame, opts: CompareOptions, names: TextIndex | None = 
     pairing keys are derived for the distinct names only.
     """
     names = TextIndex(ops["name"]) if names is None else names
-    pk = pairing_keys(names.distinct, opts, by_primitive=primitive, other=other)
+    pk = pairing_keys(names.distinct, opts, equivalence=equivalence, by_primitive=primitive, other=other)
     key_of, keys = pd.factorize(pk.key)
     # Per op: its name's key, except for an op nested in an op of the same class, which keeps its
     # own pairing name (:func:`.names.pairing_keys`); those get key ids after the distinct keys.
@@ -117,15 +119,18 @@ def group_sums(codes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
 
 
 def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: TextIndexes | None = None,
-                comp_names: TextIndexes | None = None) -> Table:
+                comp_names: TextIndexes | None = None, equivalence: Equivalence | None = None) -> Table:
     """The ``ApiCompare`` table; empty with a reason when a side has no host ops.
 
-    ``base_names`` / ``comp_names``: the sides' shared text indexes, when the caller has them.
+    ``base_names`` / ``comp_names``: the sides' shared text indexes, when the caller has them;
+    ``equivalence``: the run's table (None: the built-in one).
     """
     b = per_name(base.ops, opts, None if base_names is None else base_names("ops", "name"),
-                 primitive=by_primitive(base, comp), other=other_names(comp, opts))
+                 primitive=by_primitive(base, comp), other=other_names(comp, opts),
+                 equivalence=equivalence)
     c = per_name(comp.ops, opts, None if comp_names is None else comp_names("ops", "name"),
-                 primitive=by_primitive(comp, base), other=other_names(base, opts))
+                 primitive=by_primitive(comp, base), other=other_names(base, opts),
+                 equivalence=equivalence)
     missing = [label for label, g in (("base", b), ("comparison", c)) if g.empty]
     if missing:
         data = pd.DataFrame({col.key: pd.Series(dtype="float64") for col in COLUMNS})

@@ -156,9 +156,21 @@ def _builtin_text() -> str:
     return resources.files(__package__).joinpath(BUILTIN).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=1)
+def builtin_equivalence() -> Equivalence:
+    """The built-in table alone (parsed once per process: it is part of the package)."""
+    return _merged(None)
+
+
 def load_equivalence(path: str | None = None) -> Equivalence:
-    """The built-in table, with ``path`` (a user file) read on top of it when given."""
+    """The built-in table, with ``path`` (a user file) read on top of it when given.
+
+    The command line calls this once, into the run request (:class:`perfcmp_core.request.
+    RunRequest`), so a bad file fails before any profile is opened and is never read again."""
+    return builtin_equivalence() if path is None else _merged(path)
+
+
+def _merged(path: str | None) -> Equivalence:
     base = _parser()
     _read(base, _builtin_text(), f"perfcmp_core/compare/{BUILTIN}")
     ops, kernels = _sections(base, BUILTIN)
@@ -190,8 +202,3 @@ def load_equivalence(path: str | None = None) -> Equivalence:
             seen[n] = cls.id
     return Equivalence(source, classes, tuple(v for v in kernels.values() if v is not None),
                        {n: cls for cls in classes for n in cls.names})
-
-
-def check_equivalence(path: str | None) -> None:
-    """Raise :class:`InputError` now (before any profile is loaded) if the user file is bad."""
-    load_equivalence(path)

@@ -33,7 +33,7 @@ from ..device_time import COMMUNICATION as BUCKET_COMM
 from ..device_time import EXCLUDED, classify as device_buckets
 from ..model import Profile
 from ..options import CompareOptions
-from .equivalence import Equivalence, load_equivalence
+from .equivalence import Equivalence, builtin_equivalence
 from .names import OP_INSTANCE_SUFFIX, side_keys
 from .result import IS_TOTAL, Column, Table, diff, ratio
 
@@ -192,15 +192,14 @@ OP_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _table_of(opts: CompareOptions) -> Equivalence:
-    return load_equivalence(opts.equivalence_path)
-
-
-def kernel_class_compare(base: Profile, comp: Profile, opts: CompareOptions,
+def kernel_class_compare(base: Profile, comp: Profile, equivalence: Equivalence | None = None,
                          classes: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> Table:
     """``KernelClassCompare``: calls, device time and share per kernel class and side, a
-    ``[ TOTAL ]`` row (= each side's device time), and each class's largest kernels."""
-    table = _table_of(opts)
+    ``[ TOTAL ]`` row (= each side's device time), and each class's largest kernels.
+
+    ``equivalence``: the run's table (None: the built-in one); ``classes``: both sides'
+    :func:`kernel_classes` when the caller has them."""
+    table = equivalence if equivalence is not None else builtin_equivalence()
     b, c = classes or (kernel_classes(base, table), kernel_classes(comp, table))
     order = class_order(table)
     cols: dict[str, object] = {"cls": order}
@@ -234,14 +233,16 @@ def kernel_class_compare(base: Profile, comp: Profile, opts: CompareOptions,
 
 
 def kernel_op_compare(base: Profile, comp: Profile, opts: CompareOptions,
+                      equivalence: Equivalence | None = None,
                       classes: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> Table:
     """``KernelOpCompare``: calls and device time per (launching op, kernel class) and side,
-    largest increase first; kernels without a launching op are keyed by their class alone."""
-    table = _table_of(opts)
+    largest increase first; kernels without a launching op are keyed by their class alone.
+    Launching ops are keyed like the operators' (``opts``, ``equivalence``)."""
+    table = equivalence if equivalence is not None else builtin_equivalence()
     b, c = classes or (kernel_classes(base, table), kernel_classes(comp, table))
     sides = []
     for df, profile, other in ((b, base, comp), (c, comp, base)):
-        keys = side_keys(profile, other, opts)
+        keys = side_keys(profile, other, opts, table)
         launch = df["launch"].to_numpy()
         linked = launch >= 0
         key = np.where(linked, keys.key[np.maximum(launch, 0)] if len(keys.key) else "", "(no launching op)")

@@ -1,10 +1,12 @@
 """The workbook's ``Matching`` sheet: every row that pairs differently named ops, and how.
 
 The reference's sheets must keep their exact columns (scripts read them by header), so the
-``Matched As`` column the screens show (:data:`.operators.MATCHED_AS`, UI-only) is not written
-into them. This extra sheet carries it instead: one line per row of a written sheet that was
-joined through the equivalence table or by position, naming the sheet, the row's position in it
-and its names — so a user reading the workbook can tell which pairs are the tool's judgement.
+``Matched As`` column the screens show (:data:`.operators.MATCHED_AS`, not exported) is not
+written into them. This extra sheet carries it instead: one line per row of a written sheet that
+was joined through the equivalence table or by position, naming the sheet, the row's position in
+it and its names — so a user reading the workbook can tell which pairs are the tool's judgement.
+Which columns name a row is each sheet's declaration (:attr:`.result.Sheet.row_names`);
+:func:`perfcmp_core.compare.matching` hands them over.
 """
 
 from __future__ import annotations
@@ -15,18 +17,6 @@ from .result import Column, Table
 
 SHEET = "Matching"
 
-#: Per sheet, the columns that name a row (joined with " | ", empty ones left out).
-NAME_COLUMNS: dict[str, tuple[str, ...]] = {
-    "OperatorCompareStatistic": ("name",),
-    "OperatorCompare": ("base_name", "comp_name"),
-    "MemoryCompareStatistic": ("name",),
-    "MemoryCompare": ("base_name", "comp_name"),
-    "ModuleCompareStatistic": ("module_name", "op"),
-    "ModuleCompare": ("module_name", "base_op", "comp_op"),
-    "ApiCompare": ("name",),
-    "KernelOpCompare": ("op", "cls"),
-}
-
 COLUMNS: tuple[Column, ...] = (
     Column("sheet", "Sheet", "key", "bold", "", 26),
     Column("row", "Row", "key", "int", "", 8),
@@ -35,13 +25,13 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
-def matching_table(tables: list[Table]) -> Table | None:
-    """The ``Matching`` table over ``tables`` (the sheets being written), None when no row of
-    them was matched by anything but its name."""
+def matching_table(tables: list[tuple[Table, tuple[str, ...]]]) -> Table | None:
+    """The ``Matching`` table over ``tables`` (the sheets being written, each with the columns
+    that name its rows, joined with " | " and empty ones left out), None when no row of them was
+    matched by anything but its name."""
     parts = []
-    for t in tables:
-        cols = NAME_COLUMNS.get(t.name)
-        if cols is None or "matched_as" not in t.data or t.empty:
+    for t, cols in tables:
+        if "matched_as" not in t.data or t.empty:
             continue
         d = t.data.reset_index(drop=True)
         hit = d["matched_as"].astype(str) != ""

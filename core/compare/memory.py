@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, thread_key
 from ..model import Profile
 from ..options import CompareOptions
+from ..timeline import innermost, thread_key
 from .operators import (MATCHED_AS, OperatorMatch, float_text, grouped, match_operators, rank_rows, side_text,
                         take_rows)
 from .optree import Items, OpForest

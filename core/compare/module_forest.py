@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, nest, thread_key
 from ..model import Profile
+from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
 from .operators import kernel_lines
 from .optree import UNCOUNTED_TASK_TYPES

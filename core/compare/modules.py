@@ -25,6 +25,7 @@ import pandas as pd
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align, fill_by_position
+from .equivalence import Equivalence
 from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
@@ -85,11 +86,11 @@ def _match(b: ModuleSide, c: ModuleSide, b_keys: np.ndarray, c_keys: np.ndarray,
     return out
 
 
-def _module_keys(side: ModuleSide, opts: CompareOptions) -> np.ndarray:
+def _module_keys(side: ModuleSide, opts: CompareOptions, equivalence: Equivalence | None) -> np.ndarray:
     """Pairing key of every module's own name: ``nn.Module: Linear_0`` as recorded, an optimizer
     pseudo-module (``Optimizer.step#NpuFusedAdamW.step``) through the equivalence table, a
     backward pseudo-module by the forward path it names."""
-    return pairing_keys(pd.Series(side.name, dtype=object), opts).key
+    return pairing_keys(pd.Series(side.name, dtype=object), opts, equivalence=equivalence).key
 
 
 #: Per module pair: its aligned top-layer ops (base op, comparison op — indices into the sides'
@@ -226,17 +227,19 @@ def _absent_reason(base: Profile, comp: Profile, opts: CompareOptions) -> str:
     return ""
 
 
-def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple[ModuleResult | None, str]:
+def compare_modules(base: Profile, comp: Profile, opts: CompareOptions,
+                    equivalence: Equivalence | None = None) -> tuple[ModuleResult | None, str]:
     """Module comparison tables, or ``(None, reason)`` when it cannot run (then the operator
-    comparison stands in for it, as in the reference)."""
+    comparison stands in for it, as in the reference). Ops and optimizer modules are keyed
+    through ``equivalence`` (the run's table; None: the built-in one)."""
     reason = _absent_reason(base, comp, opts)
     if reason:
         return None, reason
-    b = build_side(base, "base", side_keys(base, comp, opts))
-    c = build_side(comp, "comparison", side_keys(comp, base, opts))
+    b = build_side(base, "base", side_keys(base, comp, opts, equivalence))
+    c = build_side(comp, "comparison", side_keys(comp, base, opts, equivalence))
     structural = not opts.exact_names
-    pairs = _match(b, c, _module_keys(b, opts), _module_keys(c, opts), one_sided=opts.disable_details,
-                   structural=structural)
+    pairs = _match(b, c, _module_keys(b, opts, equivalence), _module_keys(c, opts, equivalence),
+                   one_sided=opts.disable_details, structural=structural)
     if not pairs.base:
         return None, "no modules to compare"
     order = _walk_order(pairs, b, c)

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from .equivalence import Equivalence, load_equivalence
+from .equivalence import Equivalence, builtin_equivalence
 
 #: MindSpore's per-run graph-node number at the end of an op or kernel name (``…/MatMul-op12``).
 OP_INSTANCE_SUFFIX = re.compile(r"-op\d+$")
@@ -50,9 +50,12 @@ def strip_instance(names: pd.Series) -> pd.Series:
     return names.astype(object).str.replace(OP_INSTANCE_SUFFIX, "", regex=True)
 
 
-def table_of(opts: CompareOptions) -> Equivalence | None:
-    """The equivalence table the options ask for (None with ``--exact-names``)."""
-    return None if opts.exact_names else load_equivalence(opts.equivalence_path)
+def table_of(opts: CompareOptions, equivalence: Equivalence | None) -> Equivalence | None:
+    """The equivalence table to pair by: the run's (None: the built-in one), or none at all with
+    ``--exact-names``."""
+    if opts.exact_names:
+        return None
+    return equivalence if equivalence is not None else builtin_equivalence()
 
 
 def pairing_names(names: pd.Series, opts: CompareOptions) -> pd.Series:
@@ -90,9 +93,12 @@ class PairingKeys:
     cls: np.ndarray
 
 
-def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool = False,
-                 parent: np.ndarray | None = None, other: frozenset[str] | None = None) -> PairingKeys:
+def pairing_keys(names: pd.Series, opts: CompareOptions, *, equivalence: Equivalence | None = None,
+                 by_primitive: bool = False, parent: np.ndarray | None = None,
+                 other: frozenset[str] | None = None) -> PairingKeys:
     """:class:`PairingKeys` of ``names``.
+
+    ``equivalence``: the run's table (the request's, parsed once; None for the built-in one).
 
     ``by_primitive``: look MindSpore launch names up by their primitive (set it for a MindSpore
     side compared with a side of another framework).
@@ -113,7 +119,7 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool =
     plain = _distinct_names(pd.Series(distinct, dtype=object), opts)
     key = plain.to_numpy(dtype=object).copy()
     cls = np.full(len(key), "", dtype=object)
-    table = table_of(opts)
+    table = table_of(opts, equivalence)
     if table is not None and table.lookup:
         lookup = table.lookup
         for i, name in enumerate(plain.tolist()):
@@ -141,11 +147,13 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, by_primitive: bool =
     return out
 
 
-def side_keys(profile: Profile, other: Profile, opts: CompareOptions) -> PairingKeys:
+def side_keys(profile: Profile, other: Profile, opts: CompareOptions,
+              equivalence: Equivalence | None = None) -> PairingKeys:
     """The pairing keys of ``profile``'s ops when compared with ``other``: MindSpore launches
     looked up by primitive when the other side is not MindSpore, names the other side has kept,
     ops nested in an op of their own class kept (see :func:`pairing_keys`)."""
-    return pairing_keys(profile.ops["name"], opts, by_primitive=by_primitive(profile, other),
+    return pairing_keys(profile.ops["name"], opts, equivalence=equivalence,
+                        by_primitive=by_primitive(profile, other),
                         parent=profile.ops["parent"].to_numpy(), other=other_names(other, opts))
 
 

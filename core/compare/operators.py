@@ -32,6 +32,7 @@ from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align, fill_by_position
+from .equivalence import Equivalence
 from .names import matched_as, side_keys
 from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
@@ -116,10 +117,12 @@ def _drill_down(pairs: list[Step], base: OpForest, comp: OpForest, b_keys: np.nd
     return out
 
 
-def match_operators(base: Profile, comp: Profile, opts: CompareOptions) -> OperatorMatch:
-    """Pair the two profiles' ops (top level, then drill-down)."""
+def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
+                    equivalence: Equivalence | None = None) -> OperatorMatch:
+    """Pair the two profiles' ops (top level, then drill-down), keyed through ``equivalence``
+    (the run's table; None: the built-in one)."""
     bf, cf = forest_of(base), forest_of(comp)
-    bk, ck = side_keys(base, comp, opts), side_keys(comp, base, opts)
+    bk, ck = side_keys(base, comp, opts, equivalence), side_keys(comp, base, opts, equivalence)
     b_keys, c_keys = op_keys(base.ops, bk.key, opts), op_keys(comp.ops, ck.key, opts)
     structural = not opts.exact_names
     pairs: list[Step] = []
@@ -163,8 +166,9 @@ def take_rows(values: np.ndarray, rows: np.ndarray, fill: object) -> np.ndarray:
 # Tables
 # ---------------------------------------------------------------------------------------------
 
-#: The UI-only column every table of paired rows ends with (not written to the reference's sheet).
-MATCHED_AS = Column("matched_as", "Matched As", "key", "text", "", 30, ui_only=True)
+#: The column every table of paired rows ends with: on the screens and in --json, not in the
+#: reference's sheets (the workbook's Matching sheet carries it instead).
+MATCHED_AS = Column("matched_as", "Matched As", "key", "text", "", 30, export=False)
 
 
 STAT_COLUMNS = (
@@ -377,10 +381,11 @@ def unlinked_notes(match: OperatorMatch) -> list[str]:
 
 
 def compare_operators(base: Profile, comp: Profile, opts: CompareOptions,
-                      match: OperatorMatch | None = None) -> tuple[OperatorMatch, list[Table]]:
+                      match: OperatorMatch | None = None,
+                      equivalence: Equivalence | None = None) -> tuple[OperatorMatch, list[Table]]:
     """The operator sheets (statistic, then detail unless ``--disable-details``) and the pair list
     (returned so the memory comparison reuses it)."""
-    match = match or match_operators(base, comp, opts)
+    match = match or match_operators(base, comp, opts, equivalence)
     tables = [statistic_table(match)]
     if not opts.disable_details:
         tables.append(detail_table(match))

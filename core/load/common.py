@@ -1,4 +1,6 @@
-"""Model-building steps shared by every loader: per-thread nesting and steps."""
+"""Model-building steps shared by every loader: steps, time conversions, text codes.
+
+Nesting intervals per thread lives in :mod:`perfcmp_core.timeline` (the comparisons use it too)."""
 
 from __future__ import annotations
 
@@ -14,126 +16,6 @@ from ..model import STEPS, frame
 _INT64_MAX = 2**63 - 1
 _STEP_RE = re.compile(r"ProfilerStep#(\d+)")
 _STEP_MARK = re.compile(r"ProfilerStep#\d+")  # no group: str.contains warns on capturing groups
-
-
-def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parent row and depth of each interval, nesting only within the same ``tid_key``.
-
-    An interval's parent is the innermost earlier interval of the same thread that fully contains
-    it (start ≥ parent start and end ≤ parent end). Unlike the reference (one tree over all
-    threads, start-only test, inclusive end), an op that outlives its would-be parent or lives on
-    another thread is never nested under it, so self times cannot go negative.
-
-    Inputs are parallel arrays in any order; outputs refer to positions in those arrays.
-
-    With rows sorted by (thread, start, longest first) every earlier row of the thread starts
-    no later, so the innermost container is simply the *nearest earlier row whose end is not
-    before this one's* (the classic "previous greater element"; a stack walk finds the same
-    row). That is found for all rows at once by binary lifting over a table of window maxima
-    of the ends, and depths by pointer jumping up the parents: O(n log n) in numpy, instead of
-    a Python loop per row (0.77 → 0.1 s for the 520k ops of an 8× trace).
-    """
-    n = len(start)
-    if n == 0:
-        return np.full(0, -1, dtype="int64"), np.zeros(0, dtype="int64")
-    order = np.lexsort((-end, start, tid_key))
-    ends = end[order]
-    tids = tid_key[order]
-    first = np.flatnonzero(np.r_[True, tids[1:] != tids[:-1]])  # first row of each thread
-    thread_start = np.repeat(first, np.diff(np.r_[first, n]))
-    # window_max[k][p] = max(ends[p - 2**k + 1 .. p]) (only read where the window fits).
-    window_max = [ends]
-    while (1 << len(window_max)) <= n:
-        prev, half = window_max[-1], 1 << (len(window_max) - 1)
-        window_max.append(np.r_[prev[:half], np.maximum(prev[half:], prev[:-half])])
-    # Skip back over the longest run of rows right before each row that all end before it.
-    pos = np.arange(n)
-    for k in range(len(window_max) - 1, -1, -1):
-        rows = np.flatnonzero(pos >= (1 << k))
-        skip = window_max[k][pos[rows] - 1] < ends[rows]
-        pos[rows[skip]] -= 1 << k
-    sorted_parent = np.where(pos - 1 >= thread_start, pos - 1, -1)
-    sorted_depth = _depths(sorted_parent)
-    parent = np.full(n, -1, dtype="int64")
-    has = sorted_parent >= 0
-    parent[order[has]] = order[sorted_parent[has]]
-    depth = np.empty(n, dtype="int64")
-    depth[order] = sorted_depth
-    return parent, depth
-
-
-def _depths(parent: np.ndarray) -> np.ndarray:
-    """Number of ancestors of each node of a forest given by parent positions (-1: root), by
-    pointer jumping: each round adds the distance to the current ancestor and jumps to its
-    ancestor, so ``log2(depth)`` rounds suffice."""
-    dist = (parent >= 0).astype("int64")
-    up = parent.copy()
-    live = np.flatnonzero(up >= 0)
-    while len(live):
-        target = up[live]
-        dist[live] += dist[target]
-        up[live] = up[target]
-        live = live[up[live] >= 0]
-    return dist
-
-
-def thread_groups(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One group number per distinct (pid, tid) pair of these arrays, exact for ids of any size
-    (hash grouping; a MultiIndex factorize is 10x slower). The numbers mean nothing outside
-    this call: to compare threads across tables, use :func:`thread_key`."""
-    return pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
-
-
-def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One int64 per (pid, tid) so that "same thread" is a single integer comparison.
-
-    Exact for OS thread ids (32-bit ``pid_t``) and for the negative codes loaders give text ids.
-    """
-    return (np.asarray(pid, dtype="int64") << 32) | (np.asarray(tid, dtype="int64") & 0xFFFFFFFF)
-
-
-def innermost(
-    iv_key: np.ndarray,
-    iv_start: np.ndarray,
-    iv_end: np.ndarray,
-    iv_parent: np.ndarray,
-    pt_key: np.ndarray,
-    pt_ts: np.ndarray,
-    strict: bool,
-) -> np.ndarray:
-    """Row of the innermost interval containing each point on the same thread, -1 for none.
-
-    ``iv_parent`` must be the containment nesting of the intervals (as :func:`nest` computes).
-    Containment is ``start <= ts <= end``, or ``start < ts < end`` when ``strict``. The candidate
-    is the last interval of the thread starting before the point (shortest first on ties); if it
-    ended too early, the answer is its nearest ancestor that did not — in a nested family every
-    interval containing the point is an ancestor of that candidate. One vectorised step per
-    nesting level, one ``searchsorted`` per thread.
-    """
-    out = np.full(len(pt_ts), -1, dtype="int64")
-    if len(pt_ts) == 0 or len(iv_start) == 0:
-        return out
-    order = np.lexsort((-iv_end, iv_start, iv_key))
-    sk, ss = iv_key[order], iv_start[order]
-    side = "left" if strict else "right"
-    for key in np.unique(pt_key):
-        lo, hi = np.searchsorted(sk, key, "left"), np.searchsorted(sk, key, "right")
-        if lo == hi:
-            continue
-        pts = np.flatnonzero(pt_key == key)
-        pos = np.searchsorted(ss[lo:hi], pt_ts[pts], side=side) - 1
-        ok = pos >= 0
-        out[pts[ok]] = order[lo + pos[ok]]
-    while True:
-        has = out >= 0
-        cur = out[has]
-        ends = iv_end[cur]
-        ts = pt_ts[has]
-        too_early = ends <= ts if strict else ends < ts
-        if not too_early.any():
-            return out
-        idx = np.flatnonzero(has)[too_early]
-        out[idx] = iv_parent[out[idx]]
 
 
 def first_seen_codes(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, empty, frame
-from .common import is_step_name, nest, steps_from_ops
+from ..timeline import nest
+from .common import is_step_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
 
 

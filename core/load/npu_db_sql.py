@@ -62,7 +62,9 @@ class Db:
         try:
             self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            # UnicodeDecodeError: SQLite's own message quotes the damaged schema bytes, and
+            # Python fails to decode the message itself.
             raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
         self.tables = {str(r[0]) for r in rows}
         self._columns: dict[str, set[str]] = {}
@@ -81,7 +83,7 @@ class Db:
             # default decoder is the fast one).
             if not str(exc).startswith("Could not decode to UTF-8") or self.bad_text:
                 raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # see __init__ for the decode error
             raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
         self.bad_text = True
         self.conn.text_factory = _lenient_text

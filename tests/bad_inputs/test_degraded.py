@@ -19,7 +19,7 @@ import openpyxl
 import orjson
 import pytest
 
-from perfcmp_core.export.xlsx import CELL_CHARS
+from perfcmp_core.export.sheet_xml import CELL_CHARS
 from perfcmp_core.load import load_profile
 from perfcmp_core.options import LoadOptions
 

@@ -25,6 +25,7 @@ launching op's pairing key (:mod:`.names`, so ``aten::_scaled_dot_product_flash_
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ from ..model import Profile
 from ..options import CompareOptions
 from .equivalence import Equivalence, builtin_equivalence
 from .names import OP_INSTANCE_SUFFIX, side_keys
+from .operators import MATCHED_AS
 from .result import IS_TOTAL, Column, Table, diff, ratio
 
 COMMUNICATION, OTHER = "communication", "other"
@@ -188,7 +190,8 @@ OP_COLUMNS: tuple[Column, ...] = (
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 12),
     Column("base_kernels", "Base Kernels", "base", "text", "", 50),
     Column("comp_kernels", "Comparison Kernels", "comparison", "text", "", 50),
-    Column("matched_as", "Matched As", "key", "text", "", 30),
+    # Our own sheet, not the reference's: here the workbook holds the column too.
+    replace(MATCHED_AS, export=True),
 )
 
 

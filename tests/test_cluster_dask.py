@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,26 @@ def run(base: Path, comp: Path, scheduler: str):
     assert inputs is not None
     tables, _ = compare_cluster(inputs, OPTS, OPTS, ClusterOptions(scheduler=scheduler))
     return tables
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_thread_left() -> Iterator[None]:
+    """After this module, the process runs one thread again.
+
+    distributed keeps an idle "Dask-Offload" thread once a client has run; with it alive,
+    ``processes.start_method`` (fork only while one thread runs) makes every later test's
+    workers spawn, and monkeypatches in later tests no longer reach them. The executor is shut
+    down (its thread joined) and replaced by a fresh one, which starts no thread until used.
+    """
+    yield
+    if distributed is not None:
+        import concurrent.futures
+
+        from distributed import utils as dask_utils
+        dask_utils._offload_executor.shutdown(wait=True)
+        dask_utils._offload_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="Dask-Offload")
+    assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
 
 
 def local_cluster(**kw: object):

@@ -88,6 +88,12 @@ def cached_load(src: Source, opts: LoadOptions, read: Callable[[Source, LoadOpti
     return profile
 
 
+def has_entry(src: Source, opts: LoadOptions, *, directory: Path | None = None) -> bool:
+    """Whether an entry for ``src`` is stored (not whether it is still valid: that is checked
+    when it is read)."""
+    return ((directory or cache_dir()) / (entry_key(src, opts) + _SUFFIX)).is_file()
+
+
 # ---------------------------------------------------------------------------------------------
 # Keys
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any, Iterator
 
-from .load import load_profile
+from .load import load_profile, preload
 from .model import Profile
 from .options import LoadOptions
 
@@ -54,6 +54,8 @@ def iter_pair(
             profile = load_profile(path, opts)
             yield side, profile, time.perf_counter() - t0
         return
+    for path, opts in ((base, base_opts), (comp, comp_opts)):
+        preload(path, opts)  # the worker inherits the loaders instead of importing them again
     ctx = _context()
     q = ctx.SimpleQueue()
     worker = ctx.Process(target=_load_into, args=(q, comp, comp_opts), name="perfcmp-load")

@@ -13,7 +13,7 @@ without a correlation match, honouring ``--gpu-flow-cat``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -99,12 +99,12 @@ def _ops(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, OP)
     f = ev.at(OP, rows)
     names = pd.Series(f["name"], dtype=object)
-    runtime = np.isin(ev.cat[rows], LAUNCH_CATS)
+    runtime = _is_in(ev.cat[rows], LAUNCH_CATS)
     link = np.where(runtime, f["correlation"], -1)
-    # Only names mentioning the marker go through the (slower) regex test.
-    maybe_step = np.flatnonzero(["ProfilerStep#" in n for n in names])
-    is_step = np.zeros(len(rows), dtype=bool)
-    is_step[maybe_step] = is_step_name(names.iloc[maybe_step])
+    # The regex test runs once per distinct name that mentions the marker.
+    distinct = pd.Series(list(dict.fromkeys(names.tolist())), dtype=object)
+    mention = distinct[distinct.str.contains("ProfilerStep#", regex=False).to_numpy(dtype=bool)]
+    is_step = _is_in(names.to_numpy(), mention[is_step_name(mention)])
     return frame(OPS, {
         "name": names,
         "cat": ev.cat[rows],
@@ -120,6 +120,13 @@ def _ops(ev: Events) -> pd.DataFrame:
         "depth": depth,
         "is_step": is_step,
     })
+
+
+def _is_in(values: np.ndarray, texts: Iterable[str]) -> np.ndarray:
+    """``values`` (an object array of str) that are one of ``texts``: a hash lookup per row
+    (``np.isin`` compares object arrays element by element)."""
+    wanted = frozenset(texts)
+    return np.fromiter(map(wanted.__contains__, values), dtype=bool, count=len(values))
 
 
 def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:

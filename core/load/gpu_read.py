@@ -27,7 +27,8 @@ import orjson
 
 from ..errors import InputError
 from ..options import JSON_CAP, LoadOptions
-from .gpu_events import Builder, Events
+from .gpu_decode import decode
+from .gpu_events import Builder, Events, NotLikeOrjson
 
 #: Target size of one parsed piece of the ``traceEvents`` array. The extraction makes about
 #: twenty passes over a piece's dicts (≈ 8 bytes of objects per byte of JSON): at 1 MB they stay
@@ -126,17 +127,24 @@ def _parse_in_pieces(raw: bytes | bytearray, builder: Builder) -> dict[str, Any]
             boundary = _BOUNDARY.search(raw, cut, end) if cut < end else None
             b = boundary.start() + 1 if boundary else end
             text = b"".join((b"[", view[a:b], b"]"))
-            try:
-                events = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                if boundary is not None and _cut_short(text, exc):
-                    cut = boundary.start() + 1  # cut inside a string or nested object
-                    continue
-                if boundary is None and (found := next(ends, None)) is not None and found[1] > a:
-                    doc, end = found  # the array closes earlier: a later key holds a "]"
-                    continue
-                return None
-            builder.add(events, text)
+            typed = decode(text)
+            if typed is not None:
+                try:
+                    builder.add_typed(typed, text)
+                except NotLikeOrjson:  # orjson reads a value otherwise: it reads the file
+                    return None
+            else:  # a cut, a broken file, or values msgspec does not take: orjson decides
+                try:
+                    events = orjson.loads(text)
+                except orjson.JSONDecodeError as exc:
+                    if boundary is not None and _cut_short(text, exc):
+                        cut = boundary.start() + 1  # cut inside a string or nested object
+                        continue
+                    if boundary is None and (found := next(ends, None)) is not None and found[1] > a:
+                        doc, end = found  # the array closes earlier: a later key holds a "]"
+                        continue
+                    return None
+                builder.add(events, text)
             a = boundary.end() - 1 if boundary else end
             break
         else:

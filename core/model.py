@@ -44,10 +44,10 @@ Schema = Mapping[str, str]
 
 KERNELS: Schema = {
     "name": STR,  # kernel / task name as recorded
-    "op_type": STR,  # NPU kernel_details `Type` / Db opType; "" on GPU
+    "op_type": STR,  # NPU kernel_details `Type` (HCCL rows without one: spelt by the name) / Db opType; "" on GPU
     "task_type": STR,  # NPU `Task Type` (AI_CORE, SDMA_SQE, EVENT_WAIT_SQE, C_CORE_SQE …) / Db TASK.taskType; GPU: trace cat (kernel, gpu_memcpy, gpu_memset)
     "core": STR,  # accelerator core: kernel_details `Accelerator Core` / Db COMPUTE_TASK_INFO.taskType; "" on GPU
-    "stream": I64,  # stream id, -1 when absent (GPU stream 0 is kept as 0)
+    "stream": I64,  # stream id, -1 when absent (GPU stream 0 is kept as 0; NPU Text: Stream Id / Physic Stream Id)
     "start_ns": I64,
     "dur_ns": I64,
     "step": I64,  # step id the kernel belongs to, -1 when unknown
@@ -66,9 +66,9 @@ KERNELS: Schema = {
     "aiv_vec_us": F64,  # PMU `aiv_vec_time(us)`
 }
 """Device kernels and tasks: GPU ``kernel``/``gpu_memcpy``/``gpu_memset`` events; NPU Text
-``Ascend Hardware`` events merged (on exact start) with ``kernel_details.csv`` rows, plus
-kernel_details rows absent from the trace (``in_trace`` False); NPU Db ``TASK`` ⟕
-``COMPUTE_TASK_INFO``. Sorted by ``start_ns``."""
+``Ascend Hardware`` events and HCCL ops, merged with the ``kernel_details.csv`` rows describing
+them (a task: same start and name; an HCCL op: same name), plus kernel_details rows absent from the
+trace (``in_trace`` False); NPU Db ``TASK`` ⟕ ``COMPUTE_TASK_INFO``. Sorted by ``start_ns``."""
 
 OPS: Schema = {
     "name": STR,

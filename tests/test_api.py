@@ -11,6 +11,9 @@ import pytest
 from perfcmp_core.compare.api import compare_api, group_sums, per_name, self_ns
 from perfcmp_core.compare.masks import TextIndex
 from perfcmp_core.model import OPS, Profile, ProfileMeta, frame
+from perfcmp_core.options import CompareOptions
+
+OPTS = CompareOptions()
 
 US = 1000
 
@@ -43,7 +46,7 @@ COMP = make_profile([
 
 
 def test_api_rows_by_hand() -> None:
-    t = compare_api(BASE, COMP)
+    t = compare_api(BASE, COMP, OPTS)
     d = t.data.set_index("name")
     assert d.index.tolist() == ["aten::linear", "aten::addmm", "cudaLaunchKernel", "aten::empty", "aten::gelu"]
     assert d["order"].tolist() == [1, 2, 3, 4, 5]
@@ -61,7 +64,7 @@ def test_api_rows_by_hand() -> None:
 
 
 def test_api_layout() -> None:
-    t = compare_api(BASE, COMP)
+    t = compare_api(BASE, COMP, OPTS)
     assert t.name == "ApiCompare"
     assert [c.header for c in t.columns] == [
         "Order Id", "api name", "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
@@ -78,10 +81,10 @@ def test_self_time_clamped_at_zero() -> None:
 
 
 def test_no_ops_gives_reason() -> None:
-    t = compare_api(make_profile([]), COMP)
+    t = compare_api(make_profile([]), COMP, OPTS)
     assert t.empty and t.absent_reason == "no host ops in base"
     only_step = make_profile([("ProfilerStep#3", 1, 0, 10, -1)])
-    assert compare_api(BASE, only_step).absent_reason == "no host ops in comparison"
+    assert compare_api(BASE, only_step, OPTS).absent_reason == "no host ops in comparison"
 
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gpu-real"
@@ -117,7 +120,7 @@ def real_pair() -> tuple[Profile, Profile]:
 
 def test_real_pair_against_reference(real_pair: tuple[Profile, Profile]) -> None:
     base, comp = real_pair
-    t = compare_api(base, comp)
+    t = compare_api(base, comp, OPTS)
     d = t.data.set_index("name")
     assert len(d) == REFERENCE_ROWS and d.index[:5].tolist() == REFERENCE_FIRST
     for name, (bt, bc, ct, cc) in REFERENCE_API.items():
@@ -158,7 +161,7 @@ def test_per_name_orders_by_first_kept_row_and_reuses_a_given_index() -> None:
         ("aten::b", 1, 80, 85, 0),
     ])
     p.ops["is_step"] = np.array([True, False, False, False, False])
-    got = per_name(p.ops)
+    got = per_name(p.ops, OPTS)
     assert got.index.tolist() == ["aten::b", "aten::a", "X"]
     assert got["total"].tolist() == [15 * US, 10 * US, 5 * US] and got["calls"].tolist() == [2, 1, 1]
-    assert per_name(p.ops, TextIndex(p.ops["name"])).equals(got)
+    assert per_name(p.ops, OPTS, TextIndex(p.ops["name"])).equals(got)

@@ -99,6 +99,9 @@ def test_kernel_compare_needs_npu_details_on_both_sides():
     no_details = _npu([("Add", "", 1, False)])
     assert kernel_compare(BASE, no_details) == (
         None, "comparison has no kernel details (kernel_details.csv / compute task info)")
+    level0 = _npu([("", "", 1, True), ("N/A", "", 2, True)])  # rows describe tasks, Type N/A
+    assert kernel_compare(level0, COMP) == (
+        None, "base has kernel details without op types (a Level0 export writes Type N/A): no KernelCompare")
 
 
 def _stats(rows: list[tuple[str, str, int, float, float, float, float]], kind: str = "npu_text") -> Profile:

@@ -39,10 +39,11 @@ _REGEX_PREFIX = "re:"
 
 #: Keys each kind of section accepts (``stage.*`` named ``Other`` accepts only ``names``).
 _SECTION_KEYS: dict[str, frozenset[str]] = {
-    "advisor": frozenset({"warmup_steps", "top_operators", "region_window", "region_min_kernels"}),
+    "advisor": frozenset({"warmup_steps", "top_operators", "region_window", "region_min_kernels",
+                          "opaque_modules"}),
     "training": frozenset({"markers"}),
     "stage": frozenset({"names", "kernels", "require"}),
-    "category": frozenset({"keywords"}),
+    "category": frozenset({"keywords", "kernel_names"}),
     "rule": frozenset({"stage", "category", "threshold", "of", "finding", "direction", "enabled"}),
 }
 
@@ -117,9 +118,11 @@ class AdvisorConfig:
     region_window: int
     region_min_kernels: int
     training: Keywords
+    opaque_modules: Keywords  # wrapper modules that hide the model inside (torch.compile)
     stages: tuple[StageSpec, ...]  # real stages in file order (never "Other")
     other_names: Keywords  # names that pin time to "Other" (text encoders …)
-    categories: dict[str, Keywords]  # CATEGORIES → keywords
+    categories: dict[str, Keywords]  # CATEGORIES → keywords (classification text)
+    kernel_names: dict[str, Keywords]  # CATEGORIES → kernel-name patterns, decisive before keywords
     rules: tuple[Rule, ...]
 
     @property
@@ -283,9 +286,11 @@ def load_config(path: str | Path | None) -> AdvisorConfig:
         region_window=number("region_window", 1),
         region_min_kernels=number("region_min_kernels", 1),
         training=keywords("training", "markers"),
+        opaque_modules=keywords("advisor", "opaque_modules"),
         stages=stages,
         other_names=keywords(f"stage.{OTHER}", "names"),
         categories={c: keywords(f"category.{c}", "keywords") for c in CATEGORIES},
+        kernel_names={c: keywords(f"category.{c}", "kernel_names") for c in CATEGORIES},
         rules=rules,
     )
 

@@ -7,7 +7,9 @@ Two methods, tried in this order (docs/advisor.md):
    scope. The *outermost* module / frame / scope element matching a stage's ``names`` decides, so
    a VAE's attention block stays VAE and a text encoder pinned to ``Other`` keeps its inner
    transformer out of DiT. When names identify any real stage they are authoritative: items they
-   do not place are ``Other``.
+   do not place are ``Other`` — except work inside an *opaque* wrapper module (``opaque_modules``:
+   torch.compile's ``OptimizedModule`` hides the modules of the model it wraps), which the kernel
+   region method places.
 2. **Kernel regions** — only for inference profiles (no backward work) without such names. Each
    stage-typical kernel votes for its stage; the vote is smoothed by a centred majority over
    ``region_window`` neighbouring votes, runs shorter than ``region_min_kernels`` votes are
@@ -28,7 +30,7 @@ import pandas as pd
 
 from ..load.common import innermost, thread_key
 from ..model import Profile
-from .categories import Items, is_training
+from .items import Items, climb
 from .rules import AdvisorConfig, Keywords
 
 
@@ -39,6 +41,21 @@ class StageAssignment:
     codes: np.ndarray  # per item: index into cfg.stage_names (last = Other)
     method: str  # "module names" | "call stacks" | "MindSpore scopes" | "kernel regions" | ""
     note: str  # one line: how stages were found, or why there are none
+
+
+def is_training(profile: Profile, items: Items, cfg: AdvisorConfig) -> str:
+    """An example of backward / optimizer work when the profile has any (forward-backward flows,
+    host ops or device items matching ``[training] markers``), else ``""``."""
+    if len(profile.fwdbwd):
+        return "forward→backward flows"
+    names = pd.Series(pd.unique(profile.ops["name"].to_numpy(dtype=object)), dtype=object)
+    hit = cfg.training.matches(names.str.lower())
+    if hit.any():
+        return str(names[hit].iloc[0])
+    hit = cfg.training.matches(items.text)
+    if hit.any():
+        return str(items.text[hit].iloc[0]).split(" | ")[0]
+    return ""
 
 
 def _alternation(specs: list[tuple[int, Keywords]]) -> re.Pattern[str] | None:
@@ -67,19 +84,24 @@ def _distinct(values: np.ndarray) -> tuple[np.ndarray, pd.Series]:
     return codes, pd.Series(uniques, dtype=object)
 
 
-def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str] | None) -> np.ndarray:
-    """Stage of the outermost stage-named ``nn.Module`` frame around each item's launching op."""
+def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str] | None,
+                   opaque: Keywords) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: the stage of the outermost stage-named ``nn.Module`` frame around its launching
+    op (-1: none), and whether an opaque wrapper module (``opaque_modules``) encloses it."""
     pf = profile.pyfuncs
     out = np.full(len(op_row), -1, dtype="int64")
-    if pattern is None or not pf["is_module"].any():
-        return out
+    hidden = np.zeros(len(op_row), dtype=bool)
+    if not pf["is_module"].any() or (pattern is None and opaque.pattern is None):
+        return out, hidden
+    is_module = pf["is_module"].to_numpy()
     codes, names = _distinct(pf["name"].to_numpy(dtype=object))
     own = _which(names, pattern, last=False)[codes]
-    own[~pf["is_module"].to_numpy()] = -1
-    # Outermost wins: a frame inherits the decided stage of its parent, level by level.
+    own[~is_module] = -1
+    wraps = opaque.matches(names.str.lower())[codes] & is_module
+    # Outermost wins: a frame inherits the decided stage (and the wrapper) of its parent, level by level.
     parent = pf["parent"].to_numpy()
     depth = pf["depth"].to_numpy()
-    eff = own.copy()
+    eff, inside = own.copy(), wraps.copy()
     for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
         rows = np.flatnonzero(depth == d)
         par = parent[rows]
@@ -87,6 +109,7 @@ def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str
         inherited = np.full(len(rows), -1, dtype="int64")
         inherited[ok] = eff[par[ok]]
         eff[rows] = np.where(inherited >= 0, inherited, own[rows])
+        inside[rows[ok]] |= inside[par[ok]]
     linked = op_row >= 0
     ops = profile.ops
     rows = op_row[linked]
@@ -96,26 +119,23 @@ def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str
         thread_key(ops["pid"].to_numpy()[rows], ops["tid"].to_numpy()[rows]), ops["start_ns"].to_numpy()[rows],
         strict=False,
     )
+    at = frame >= 0
     found = np.full(len(rows), -1, dtype="int64")
-    found[frame >= 0] = eff[frame[frame >= 0]]
+    found[at] = eff[frame[at]]
+    wrapped = np.zeros(len(rows), dtype=bool)
+    wrapped[at] = inside[frame[at]]
     out[linked] = found
-    return out
+    hidden[linked] = wrapped
+    return out, hidden
 
 
 def _stack_rows(profile: Profile, op_row: np.ndarray) -> np.ndarray:
     """The nearest op (the launching op or an ancestor) that carries a call stack, -1 for none."""
     ops = profile.ops
     has = ops["call_stack"].to_numpy(dtype=object) != ""
-    rows = op_row.copy()
     if not has.any():
-        return np.full(len(rows), -1, dtype="int64")
-    parent = ops["parent"].to_numpy()
-    pending = np.flatnonzero(rows >= 0)
-    while len(pending):
-        pending = pending[~has[rows[pending]]]
-        rows[pending] = parent[rows[pending]]
-        pending = pending[rows[pending] >= 0]
-    return rows
+        return np.full(len(op_row), -1, dtype="int64")
+    return climb(op_row, ops["parent"].to_numpy(), has)
 
 
 def _text_stages(values: np.ndarray, rows: np.ndarray, pattern: re.Pattern[str] | None, last: bool) -> np.ndarray:
@@ -129,12 +149,13 @@ def _text_stages(values: np.ndarray, rows: np.ndarray, pattern: re.Pattern[str] 
     return out
 
 
-def _by_names(profile: Profile, items: Items, cfg: AdvisorConfig) -> tuple[np.ndarray, str]:
-    """Stage per item from module / call-stack / scope names (-1: no name decides) and the method."""
+def _by_names(profile: Profile, items: Items, cfg: AdvisorConfig) -> tuple[np.ndarray, str, np.ndarray]:
+    """Stage per item from module / call-stack / scope names (-1: no name decides), the method,
+    and which items sit inside an opaque wrapper module."""
     other = len(cfg.stages)
     pattern = _alternation([*enumerate(s.names for s in cfg.stages), (other, cfg.other_names)])
     op_row = items.frame["op_row"].to_numpy()
-    codes = _module_stages(profile, op_row, pattern)
+    codes, hidden = _module_stages(profile, op_row, pattern, cfg.opaque_modules)
     method = "module names"
     if not (codes[(codes >= 0)] < other).any():
         stack_rows = _stack_rows(profile, op_row)
@@ -148,7 +169,7 @@ def _by_names(profile: Profile, items: Items, cfg: AdvisorConfig) -> tuple[np.nd
                               pattern, last=False)
         codes = np.where(codes >= 0, codes, scopes)
         method = "MindSpore scopes"
-    return codes, method
+    return codes, method, hidden & (codes < 0)
 
 
 def _runs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,18 +234,30 @@ def _by_regions(items: Items, cfg: AdvisorConfig, free: np.ndarray) -> np.ndarra
     return out
 
 
+def _stage_list(cfg: AdvisorConfig, codes: np.ndarray) -> str:
+    return ", ".join(sorted({cfg.stages[c].name for c in np.unique(codes)}))
+
+
 def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAssignment:
     """Stage code per item and how they were found (see the module docstring)."""
     other = len(cfg.stages)
     stage_list = "/".join(s.name for s in cfg.stages) or "no stage"
     if len(items.frame) == 0:
         return StageAssignment(np.zeros(0, dtype="int64"), "", "no device work in the profile")
-    codes, method = _by_names(profile, items, cfg)
+    codes, method, hidden = _by_names(profile, items, cfg)
     named = (codes >= 0) & (codes < other)
     if named.any():
-        found = sorted({cfg.stages[c].name for c in np.unique(codes[named])})
-        out = np.where(codes >= 0, codes, other)
-        return StageAssignment(out, method, f"stages from {method}: {', '.join(found)}")
+        note = f"stages from {method}: {_stage_list(cfg, codes[named])}"
+        if hidden.any() and not is_training(profile, items, cfg):
+            # Work inside a wrapper that hides the model's own modules (torch.compile): its kernels
+            # say which stage it is.
+            regions = _by_regions(items, cfg, free=hidden)
+            placed = hidden & (regions >= 0)
+            codes = np.where(placed, regions, codes)
+            if placed.any():
+                wrappers = ", ".join(cfg.opaque_modules.items)
+                note += f"; inside {wrappers} from kernel regions: {_stage_list(cfg, regions[placed])}"
+        return StageAssignment(np.where(codes >= 0, codes, other), method, note)
     training = is_training(profile, items, cfg)
     if training:
         return StageAssignment(
@@ -241,5 +274,5 @@ def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAs
             f"no {stage_list} stage: no module or call-stack name matches one and no kernel region is "
             f"dominated by stage-typical kernels ({needs})")
     out = np.where(codes >= 0, codes, np.where(found_regions, regions, other))
-    found = sorted({cfg.stages[c].name for c in np.unique(regions[found_regions])})
-    return StageAssignment(out, "kernel regions", f"stages from kernel regions: {', '.join(found)}")
+    found = _stage_list(cfg, regions[found_regions])
+    return StageAssignment(out, "kernel regions", f"stages from kernel regions: {found}")

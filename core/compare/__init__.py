@@ -125,7 +125,7 @@ def _memory(ctx: Context) -> Outcome:
 def _api(ctx: Context) -> Outcome:
     from .api import compare_api
 
-    return [compare_api(ctx.base, ctx.comp, ctx.texts(ctx.base), ctx.texts(ctx.comp))]
+    return [compare_api(ctx.base, ctx.comp, ctx.opts, ctx.texts(ctx.base), ctx.texts(ctx.comp))]
 
 
 def _kernels(ctx: Context) -> Outcome:

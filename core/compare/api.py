@@ -1,7 +1,9 @@
 """API comparison (``ApiCompare``, spec §7): host time per op name, base vs comparison.
 
-Every host op except ``ProfilerStep#N`` markers counts, on every thread. Per name and side:
-Total = Σ duration, Self = Σ (duration − Σ durations of its direct children), Avg = Total ÷ Calls.
+Every host op except ``ProfilerStep#N`` markers counts, on every thread. Per pairing name
+(:func:`.names.pairing_names`: ``--op-name-map`` applied, MindSpore ``-op<N>`` suffixes dropped)
+and side: Total = Σ duration, Self = Σ (duration − Σ durations of its direct children),
+Avg = Total ÷ Calls.
 
 Differences from the reference, on purpose:
 
@@ -19,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile
+from ..options import CompareOptions
 from .masks import TextIndex, TextIndexes
+from .names import pairing_names
 from .result import Column, Table, ratio
 
 SHEET = "ApiCompare"
@@ -51,16 +55,19 @@ def self_ns(ops: pd.DataFrame) -> np.ndarray:
     return np.maximum(dur - children, 0)
 
 
-def per_name(ops: pd.DataFrame, names: TextIndex | None = None) -> pd.DataFrame:
-    """Total / self ns and calls per name, names in first-seen (start) order; steps excluded.
+def per_name(ops: pd.DataFrame, opts: CompareOptions, names: TextIndex | None = None) -> pd.DataFrame:
+    """Total / self ns and calls per pairing name (:func:`.names.pairing_names`), in first-seen
+    (start) order; steps excluded.
 
     ``names`` is the TextIndex of ``ops["name"]`` when another step already built it: summing
-    over its codes avoids hashing half a million names again (a groupby on the text would).
+    over its codes avoids hashing half a million names again (a groupby on the text would); the
+    pairing names are derived for the distinct names only.
     """
     names = TextIndex(ops["name"]) if names is None else names
+    key_of, keys = pd.factorize(pairing_names(names.distinct, opts).to_numpy(dtype=object))
     keep = ~ops["is_step"].to_numpy()
-    codes = names.codes[keep]
-    k = len(names.distinct)
+    codes = key_of[names.codes[keep]]
+    k = len(keys)
     groups = pd.unique(codes)  # codes in order of their first kept row
     return pd.DataFrame(
         {
@@ -68,7 +75,7 @@ def per_name(ops: pd.DataFrame, names: TextIndex | None = None) -> pd.DataFrame:
             "self_": group_sums(codes, self_ns(ops)[keep], k)[groups],
             "calls": np.bincount(codes, minlength=k).astype("int64")[groups],
         },
-        index=pd.Index(names.distinct.to_numpy()[groups], name="name"),
+        index=pd.Index(np.asarray(keys, dtype=object)[groups], name="name"),
     )
 
 
@@ -87,14 +94,14 @@ def group_sums(codes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def compare_api(base: Profile, comp: Profile, base_names: TextIndexes | None = None,
+def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: TextIndexes | None = None,
                 comp_names: TextIndexes | None = None) -> Table:
     """The ``ApiCompare`` table; empty with a reason when a side has no host ops.
 
     ``base_names`` / ``comp_names``: the sides' shared text indexes, when the caller has them.
     """
-    b = per_name(base.ops, None if base_names is None else base_names("ops", "name"))
-    c = per_name(comp.ops, None if comp_names is None else comp_names("ops", "name"))
+    b = per_name(base.ops, opts, None if base_names is None else base_names("ops", "name"))
+    c = per_name(comp.ops, opts, None if comp_names is None else comp_names("ops", "name"))
     missing = [label for label, g in (("base", b), ("comparison", c)) if g.empty]
     if missing:
         data = pd.DataFrame({col.key: pd.Series(dtype="float64") for col in COLUMNS})

@@ -81,7 +81,13 @@ def kernel_compare(base: Profile, comp: Profile) -> tuple[Table | None, str]:
         if not p.meta.is_npu:
             return None, f"kernel comparison needs NPU kernel details on both sides ({side} is GPU)"
     b, c = _detail_groups(base), _detail_groups(comp)
-    for side, g in (("base", b), ("comparison", c)):
+    for side, g, p in (("base", b, base), ("comparison", c, comp)):
+        k = p.kernels
+        typed = k["has_details"] & ~k["is_comm"] & ~k["op_type"].isin(["", "N/A"])
+        if not typed.any() and k["has_details"].any():
+            # Level0: only the collectives' types are known (from their names), no kernel's.
+            return None, (f"{side} has kernel details without op types (a Level0 export writes Type N/A): "
+                          "no KernelCompare")
         if g.empty:
             return None, f"{side} has no kernel details (kernel_details.csv / compute task info)"
     df = _outer(b, c, ["kernel", "shape"])

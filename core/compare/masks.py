@@ -23,6 +23,7 @@ import pandas as pd
 from ..errors import InputError
 from ..load.common import first_seen_codes
 from ..model import Profile
+from .names import strip_instance
 
 SECTION = "OP_MASK"
 
@@ -127,7 +128,7 @@ class TextIndex:
         ``allgathermatmul``), lower-cased (also in ``distinct``). Keyword tests on full MindSpore
         scope paths misfire: every op under ``_backbone`` would contain "back" and count as
         backward."""
-        leaves = self._lower.str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+        leaves = strip_instance(self._lower.str.rsplit("/", n=1).str[-1])
         codes, uniques = pd.factorize(leaves)
         keys = pd.Series(uniques, dtype=object)
         return self._of(codes[self.codes], keys, keys)

@@ -1,28 +1,10 @@
 """Module comparison: device time per ``nn.Module`` (``ModuleCompareStatistic``, ``ModuleCompare``).
 
-With ``with_stack=True`` PyTorch records every ``nn.Module`` call as a ``python_function`` event.
 Device time is charged to modules through the host op that launched each kernel, which tells a
 user *which layer* got slower — the question op-level sheets cannot answer for a model made of
-many identical ``aten::`` calls.
-
-Per side (spec comparisons-and-outputs.md §3):
-
-* **forward tree** — ``nn.Module:`` frames plus host ops named ``Optimizer…`` (pseudo-modules),
-  nested per thread by proper containment (the reference nests across threads by start only,
-  quirk 3);
-* **kernels** — a kernel is charged to the innermost module containing its launching op's start
-  (``kernels.op_row`` → ``ops.start_ns``) on the launching op's thread; kernels without a launching
-  op are charged nowhere (counted in the table notes);
-* **backward tree** — for every ``fwdbwd`` flow, the backward op where it ends becomes a
-  pseudo-module ``[ BACKWARD ]<path of the forward module strictly containing the flow start>``;
-  kernels are charged in this tree independently of the forward tree;
-* **ops** — every host op (except ``Optimizer…`` and ``ProfilerStep#`` ops) belongs to the
-  innermost forward module strictly containing its start, else to the innermost backward one; the
-  module's *top-layer ops* are those whose enclosing op is not in the same module. A kernel is
-  credited to the top-layer op that encloses its launching op;
-* **call stacks** — the enclosing non-module ``python_function`` frames of the module's start on its
-  thread (for a backward pseudo-module: on the forward thread, where ``backward()`` was called),
-  outermost first, joined with ``;\\n``; without such frames, the chain of enclosing module names.
+many identical ``aten::`` calls. Each side's module forest, with its device times, top-layer ops
+and call stacks, is built by :mod:`.module_forest`; this module pairs the two sides and lays out
+the sheets.
 
 Modules are paired breadth-first by full path with :func:`~.align.align` (a true LCS; forward root
 with forward root, backward with backward). ``Module Level`` is the tree depth with top-level
@@ -40,343 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, nest, thread_key
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align
-from .operators import kernel_lines, take_rows
-from .optree import UNCOUNTED_TASK_TYPES
+from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
+from .names import pairing_names
+from .operators import take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
-
-#: Root placeholders in the pair tree: the synthetic forward and backward roots of a side.
-_FWD_ROOT, _BWD_ROOT = -1, -2
-_BACKWARD_PREFIX = "[ BACKWARD ]"
-_STACK_SEP = ";\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# Interval lookups
-# ---------------------------------------------------------------------------------------------
-
-
-def _paths(names: np.ndarray, parent: np.ndarray, depth: np.ndarray, sep: str, root: str) -> np.ndarray:
-    """``parent path + sep + name`` for every node (``root + name`` at depth 0), level by level."""
-    out = np.empty(len(names), dtype=object)
-    for d in range(int(depth.max()) + 1 if len(depth) else 0):
-        rows = np.flatnonzero(depth == d)
-        prefix = np.full(len(rows), root, dtype=object) if d == 0 else out[parent[rows]] + sep
-        out[rows] = prefix + names[rows]
-    return out
-
-
-def _subtree_sums(values: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """Each node's value plus all its descendants' (children folded in, deepest level first)."""
-    total = values.astype("int64").copy()
-    for d in range(int(depth.max()) if len(depth) else 0, 0, -1):
-        rows = np.flatnonzero(depth == d)
-        np.add.at(total, parent[rows], total[rows])
-    return total
-
-
-def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[lo, hi) bounds of the runs of equal consecutive values in ``keys``."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype="int64"), np.zeros(0, dtype="int64")
-    lo = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return lo, np.r_[lo[1:], len(keys)]
-
-
-def _concat_runs(keys: np.ndarray, texts: list[str]) -> tuple[list[int], list[str]]:
-    """The texts of each run of equal consecutive ``keys``, concatenated (one join per run)."""
-    lo, hi = _runs(keys)
-    return keys[lo].tolist(), ["".join(texts[a:b]) for a, b in zip(lo.tolist(), hi.tolist())]
-
-
-def ordered(df: pd.DataFrame, columns: tuple[Column, ...]) -> pd.DataFrame:
-    """``df`` with the visible columns first, in sheet order, then the hidden ``_`` columns."""
-    visible = [c.key for c in columns]
-    return df[visible + [c for c in df.columns if c not in visible]]
-
-
-def _classes(paths: pd.Series) -> pd.Series:
-    """Module Class of every path: its last ``/`` segment without a trailing ``_<digits>``
-    (``nn.Module: Linear``, ``Optimizer.step#SGD.step``)."""
-    return paths.str.rsplit("/", n=1).str[-1].str.replace(r"_[0-9]+$", "", regex=True)
-
-
-def _displays(paths: pd.Series) -> np.ndarray:
-    """Displayed Module Name of every path: ``nn.Module:`` removed (``/ Net_0/ Linear_0``)."""
-    return paths.str.replace("nn.Module:", "", regex=False).to_numpy(dtype=object)
-
-
-# ---------------------------------------------------------------------------------------------
-# One side
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Side:
-    """One profile's modules (forward ids first, then backward ids) with device times and ops."""
-
-    name: np.ndarray  # raw event / pseudo-module name (object)
-    path: np.ndarray  # raw path, e.g. "/nn.Module: Net_0/nn.Module: Linear_0"
-    shown: np.ndarray  # displayed path, e.g. "/ Net_0/ Linear_0"
-    cls: np.ndarray  # Module Class, e.g. "nn.Module: Linear"
-    depth: np.ndarray  # 0 for roots
-    start: np.ndarray
-    self_ns: np.ndarray
-    total_ns: np.ndarray
-    stack: list[str]
-    children: dict[int, list[int]]  # _FWD_ROOT / _BWD_ROOT / module id → child ids in start order
-    # Top-layer ops, ordered by (module, start); ``op_span`` maps a module id to its [lo, hi).
-    op_name: list[str]
-    op_details: list[str]  # Kernel Details text of the op's own kernels
-    op_dev: list[int]  # device ns of the op's kernels
-    op_stack: list[str]  # "Call stack" arg, "N/A" when absent
-    op_span: dict[int, tuple[int, int]]
-    op_kernels: pd.DataFrame  # kernels credited to top-layer ops: op (index above), kernel, dur_ns
-    notes: list[str]
-
-
-def _optimizer_ops(ops: pd.DataFrame) -> np.ndarray:
-    """Host ops named ``Optimizer…`` (any case): pseudo-modules, never ops inside modules."""
-    return ops["name"].str.match("(?i)optimizer").to_numpy(dtype=bool)
-
-
-def _module_frames(profile: Profile, optimizer: np.ndarray) -> pd.DataFrame:
-    """nn.Module frames plus ``Optimizer…`` host ops, sorted by (start, longer first)."""
-    pf = profile.pyfuncs[profile.pyfuncs["is_module"]]
-    opt = profile.ops[optimizer]
-    df = pd.concat(
-        [
-            pd.DataFrame({"name": pf["name"], "pid": pf["pid"], "tid": pf["tid"],
-                          "start": pf["start_ns"], "end": pf["end_ns"]}),
-            pd.DataFrame({"name": opt["name"], "pid": opt["pid"], "tid": opt["tid"],
-                          "start": opt["start_ns"], "end": opt["end_ns"]}),
-        ],
-        ignore_index=True,
-    )
-    df = _sorted(df)
-    df["skey"] = thread_key(df["pid"].to_numpy(), df["tid"].to_numpy())
-    return df
-
-
-def _sorted(df: pd.DataFrame) -> pd.DataFrame:
-    order = np.lexsort((-df["end"].to_numpy(), df["start"].to_numpy()))
-    return df.iloc[order].reset_index(drop=True)
-
-
-def _nest_frames(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    key = thread_key(df["pid"].to_numpy(), df["tid"].to_numpy())
-    parent, depth = nest(key, df["start"].to_numpy(dtype="int64"), df["end"].to_numpy(dtype="int64"))
-    return key, parent, depth
-
-
-def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fparent: np.ndarray,
-                     fpath: np.ndarray) -> pd.DataFrame:
-    """Backward pseudo-modules: the op each ``fwdbwd`` flow ends on, named after the forward
-    module strictly containing the flow start. One per (backward op, forward module).
-
-    ``skey`` is the thread whose python frames give the call stack: the forward thread (the flow
-    start's), since the autograd thread runs no python code — its frames show where
-    ``backward()`` was called, as in the reference."""
-    fl = profile.fwdbwd
-    ops = profile.ops
-    empty = pd.DataFrame({"name": [], "pid": [], "tid": [], "start": [], "end": [], "skey": []})
-    if fl.empty or fwd.empty or ops.empty:
-        return empty
-    okey = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
-    # The op starting exactly at the flow end on its thread; on ties the innermost (last in
-    # (start, longer-first) order), i.e. the backward op itself rather than an enclosing wrapper.
-    lookup = pd.DataFrame({"k": okey, "s": ops["start_ns"].to_numpy(), "row": np.arange(len(ops))})
-    lookup = lookup.drop_duplicates(["k", "s"], keep="last")
-    ends = pd.DataFrame({"k": thread_key(fl["end_pid"].to_numpy(), fl["end_tid"].to_numpy()),
-                         "s": fl["end_ts_ns"].to_numpy()})
-    op_row = ends.merge(lookup, on=["k", "s"], how="left")["row"].fillna(-1).to_numpy(dtype="int64")
-    skey = thread_key(fl["end_pid"].to_numpy(), fl["start_tid"].to_numpy())
-    mod = innermost(fkey, fwd["start"].to_numpy(), fwd["end"].to_numpy(), fparent, skey,
-                    fl["start_ts_ns"].to_numpy(), strict=True)
-    pairs = pd.DataFrame({"op": op_row, "mod": mod, "skey": skey})
-    pairs = pairs[(pairs["op"] >= 0) & (pairs["mod"] >= 0)].drop_duplicates(["op", "mod"])
-    if pairs.empty:
-        return empty
-    rows = pairs["op"].to_numpy()
-    df = pd.DataFrame({
-        "name": _BACKWARD_PREFIX + pd.Series(fpath[pairs["mod"].to_numpy()], dtype=object),
-        "pid": ops["pid"].to_numpy()[rows], "tid": ops["tid"].to_numpy()[rows],
-        "start": ops["start_ns"].to_numpy()[rows], "end": ops["end_ns"].to_numpy()[rows],
-        "skey": pairs["skey"].to_numpy(),
-    })
-    return _sorted(df)
-
-
-def _frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[str]:
-    """Chain of non-module python frames strictly containing each start, outermost first.
-
-    Walks the python-function nesting upward from the innermost frame containing the start;
-    strings are memoised per frame so shared prefixes are built once.
-    """
-    pf = profile.pyfuncs
-    n = len(start)
-    if pf.empty:
-        return [""] * n
-    pkey = thread_key(pf["pid"].to_numpy(), pf["tid"].to_numpy())
-    parent = pf["parent"].to_numpy()
-    is_module = pf["is_module"].to_numpy()
-    names = pf["name"].tolist()
-    hit = innermost(pkey, pf["start_ns"].to_numpy(), pf["end_ns"].to_numpy(), parent, key, start,
-                    strict=True)
-    memo: dict[int, str] = {-1: ""}
-
-    def stack_of(row: int) -> str:
-        chain = []
-        while row not in memo:
-            chain.append(row)
-            row = int(parent[row])
-        text = memo[row]
-        for r in reversed(chain):
-            if not is_module[r]:
-                text = f"{text}{_STACK_SEP}{names[r]}" if text else names[r]
-            memo[r] = text
-        return text
-
-    return [stack_of(int(h)) for h in hit]
-
-
-@dataclass
-class _Forest:
-    """Forward and backward module frames of one side in one id space (forward ids first)."""
-
-    frames: pd.DataFrame  # name, pid, tid, start, end, skey (thread whose frames give the stack)
-    nf: int  # number of forward modules
-    key: np.ndarray  # thread of each module
-    parent: np.ndarray  # module id, -1 for a root
-    depth: np.ndarray
-    path: np.ndarray
-
-    def locate(self, key: np.ndarray, ts: np.ndarray, strict: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Innermost forward and innermost backward module containing each point (ids, -1)."""
-        nf = self.nf
-        start = self.frames["start"].to_numpy(dtype="int64")
-        end = self.frames["end"].to_numpy(dtype="int64")
-        bpar = np.where(self.parent[nf:] >= 0, self.parent[nf:] - nf, -1)
-        fwd = innermost(self.key[:nf], start[:nf], end[:nf], self.parent[:nf], key, ts, strict)
-        bwd = innermost(self.key[nf:], start[nf:], end[nf:], bpar, key, ts, strict)
-        return fwd, np.where(bwd >= 0, bwd + nf, -1)
-
-
-def _forest(profile: Profile, optimizer: np.ndarray) -> _Forest:
-    fwd = _module_frames(profile, optimizer)
-    fkey, fpar, fdep = _nest_frames(fwd)
-    fpath = _paths(fwd["name"].to_numpy(dtype=object), fpar, fdep, "/", "/")
-    bwd = _backward_frames(profile, fwd, fkey, fpar, fpath)
-    bkey, bpar, bdep = _nest_frames(bwd)
-    bpath = _paths(bwd["name"].to_numpy(dtype=object), bpar, bdep, "/", "/")
-    nf = len(fwd)
-    return _Forest(
-        frames=pd.concat([fwd, bwd], ignore_index=True), nf=nf, key=np.concatenate([fkey, bkey]),
-        parent=np.concatenate([fpar, np.where(bpar >= 0, bpar + nf, -1)]),
-        depth=np.concatenate([fdep, bdep]), path=np.concatenate([fpath, bpath]),
-    )
-
-
-def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Module of every host op (-1: none) and its top-layer op in that module (-1: none).
-
-    An op belongs to the innermost forward module strictly containing its start, else to the
-    innermost backward one; ``Optimizer…`` and ``ProfilerStep#`` ops belong to none. An op is
-    top-layer when its enclosing op is not in the same module; deeper ops inherit their
-    parent's top-layer op, one nesting level at a time.
-    """
-    eligible = ~(optimizer | ops["is_step"].to_numpy())
-    rows = np.flatnonzero(eligible)
-    fwd, bwd = forest.locate(thread_key(ops["pid"].to_numpy()[rows], ops["tid"].to_numpy()[rows]),
-                             ops["start_ns"].to_numpy()[rows], strict=True)
-    placed = np.full(len(ops), -1, dtype="int64")
-    placed[rows] = np.where(fwd >= 0, fwd, bwd)
-    oparent = ops["parent"].to_numpy()
-    odepth = ops["depth"].to_numpy()
-    parent_mod = np.where(oparent >= 0, placed[np.maximum(oparent, 0)], -1)
-    is_top = (placed >= 0) & (parent_mod != placed)
-    top_of = np.where(is_top, np.arange(len(ops)), -1)
-    for d in range(1, int(odepth.max()) + 1 if len(ops) else 0):
-        inherit = np.flatnonzero((odepth == d) & (placed >= 0) & ~is_top)
-        top_of[inherit] = top_of[oparent[inherit]]
-    return placed, top_of
-
-
-def _build_side(profile: Profile, label: str) -> _Side:
-    ops = profile.ops
-    optimizer = _optimizer_ops(ops)
-    forest = _forest(profile, optimizer)
-    frames, nf = forest.frames, forest.nf
-    n = len(frames)
-    start = frames["start"].to_numpy(dtype="int64")
-    names = frames["name"].to_numpy(dtype=object)
-    notes: list[str] = []
-
-    # Kernels → modules (each tree on its own), through the launching op's start. Counted
-    # kernels are those the operator comparison counts (device timeline, no memsets).
-    kern = profile.kernels
-    counted = kern["in_trace"].to_numpy() & ~kern["task_type"].isin(UNCOUNTED_TASK_TYPES).to_numpy()
-    linked = counted & (kern["op_row"].to_numpy() >= 0)
-    unlinked = int((counted & ~linked).sum())
-    k = kern[linked].reset_index(drop=True)
-    lrow = k["op_row"].to_numpy()
-    lts = ops["start_ns"].to_numpy()[lrow]
-    kdur = k["dur_ns"].to_numpy(dtype="int64")
-    fmod, bmod = forest.locate(thread_key(ops["pid"].to_numpy()[lrow], ops["tid"].to_numpy()[lrow]), lts,
-                               strict=False)
-    self_ns = np.zeros(n, dtype="int64")
-    np.add.at(self_ns, fmod[fmod >= 0], kdur[fmod >= 0])
-    np.add.at(self_ns, bmod[bmod >= 0], kdur[bmod >= 0])
-    outside = int(((fmod < 0) & (bmod < 0)).sum())
-    if unlinked or outside:
-        notes.append(f"{label}: {unlinked + outside} kernels are charged to no module ({unlinked} without a "
-                     f"launching host op, {outside} launched outside every module)")
-
-    # Kernels → top-layer ops: the launching op's top-layer op, when it is in the charged module.
-    placed, top_of = _place_ops(ops, forest, optimizer)
-    lmod = placed[lrow]
-    credited = (lmod >= 0) & ((lmod == fmod) | (lmod == bmod))
-    top_rows = np.flatnonzero((top_of == np.arange(len(ops))) & (placed >= 0))
-    top_rows = top_rows[np.argsort(placed[top_rows], kind="stable")]  # by module, then start
-    top_pos = np.full(len(ops), -1, dtype="int64")
-    top_pos[top_rows] = np.arange(len(top_rows))
-    kc = pd.DataFrame({
-        "op": top_pos[top_of[lrow[credited]]],
-        "kernel": k["name"].to_numpy()[credited],
-        "dur_ns": kdur[credited],
-        "line": kernel_lines(profile)[linked][credited],
-        "ts": lts[credited],
-        "kstart": k["start_ns"].to_numpy()[credited],
-    }).sort_values(["op", "ts", "kstart"], kind="stable").reset_index(drop=True)
-    op_dev = np.zeros(len(top_rows), dtype="int64")
-    np.add.at(op_dev, kc["op"].to_numpy(), kc["dur_ns"].to_numpy())
-    op_details = [""] * len(top_rows)
-    for op, text in zip(*_concat_runs(kc["op"].to_numpy(), kc["line"].tolist())):
-        op_details[op] = text
-    stacks = ops["call_stack"].to_numpy(dtype=object)[top_rows]
-    mods = placed[top_rows]
-    lo, hi = _runs(mods)
-    op_span = {int(mods[a]): (int(a), int(b)) for a, b in zip(lo, hi)}
-
-    # Call stacks: python frames around the module start, else the module-name chain.
-    frames_stack = _frame_stacks(profile, frames["skey"].to_numpy(dtype="int64"), start)
-    default = _paths(names, forest.parent, forest.depth, _STACK_SEP, "")
-    stack = [f if f else str(dflt) for f, dflt in zip(frames_stack, default)]
-
-    children: dict[int, list[int]] = {_FWD_ROOT: [], _BWD_ROOT: []}
-    for i, p in enumerate(forest.parent.tolist()):
-        children.setdefault(p if p >= 0 else (_BWD_ROOT if i >= nf else _FWD_ROOT), []).append(i)
-    paths = pd.Series(forest.path, dtype=object)
-    return _Side(path=forest.path, shown=_displays(paths), cls=_classes(paths).to_numpy(dtype=object),
-                 depth=forest.depth, start=start, self_ns=self_ns,
-                 total_ns=_subtree_sums(self_ns, forest.parent, forest.depth), stack=stack,
-                 children=children, name=names, op_name=ops["name"].to_numpy(dtype=object)[top_rows].tolist(),
-                 op_details=op_details, op_dev=op_dev.tolist(),
-                 op_stack=np.where(stacks == "", "N/A", stacks).tolist(), op_span=op_span,
-                 op_kernels=kc[["op", "kernel", "dur_ns"]], notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,11 +51,11 @@ def _align(base_keys: list, comp_keys: list) -> list[tuple[int | None, int | Non
     return align(base_keys, comp_keys)
 
 
-def _match(b: _Side, c: _Side, one_sided: bool) -> _Pairs:
+def _match(b: ModuleSide, c: ModuleSide, one_sided: bool) -> _Pairs:
     """Breadth-first pairing by full path from the two root pairs (§3.7)."""
     out = _Pairs([], [], [], [])
     queue: deque[tuple[int | None, int | None, int, int]] = deque(
-        [(_FWD_ROOT, _FWD_ROOT, -1, 0), (_BWD_ROOT, _BWD_ROOT, -1, 0)]
+        [(FWD_ROOT, FWD_ROOT, -1, 0), (BWD_ROOT, BWD_ROOT, -1, 0)]
     )
     while queue:
         bn, cn, pidx, d = queue.popleft()
@@ -424,7 +76,7 @@ def _match(b: _Side, c: _Side, one_sided: bool) -> _Pairs:
     return out
 
 
-def _walk_order(pairs: _Pairs, b: _Side, c: _Side) -> list[int]:
+def _walk_order(pairs: _Pairs, b: ModuleSide, c: ModuleSide) -> list[int]:
     """Pair indices in sheet order (§3.8): pairs with a base module by base start, comparison-only
     pairs slotted in before the first matched pair whose comparison module starts later."""
     idx = range(len(pairs.base))
@@ -446,6 +98,13 @@ def _walk_order(pairs: _Pairs, b: _Side, c: _Side) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------------------------
+
+
+def ordered(df: pd.DataFrame, columns: tuple[Column, ...]) -> pd.DataFrame:
+    """``df`` with the visible columns first, in sheet order, then the hidden ``_`` columns."""
+    visible = [c.key for c in columns]
+    return df[visible + [c for c in df.columns if c not in visible]]
+
 
 _US, _MS = 1_000.0, 1_000_000.0
 
@@ -539,7 +198,8 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple
     reason = _absent_reason(base, comp, opts)
     if reason:
         return None, reason
-    b, c = _build_side(base, "base"), _build_side(comp, "comparison")
+    b = build_side(base, "base", pairing_names(base.ops["name"], opts))
+    c = build_side(comp, "comparison", pairing_names(comp.ops["name"], opts))
     pairs = _match(b, c, one_sided=opts.disable_details)
     if not pairs.base:
         return None, "no modules to compare"
@@ -550,8 +210,8 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple
     return ModuleResult(statistic, detail, _tree_table(pairs, b, c, notes)), ""
 
 
-def _detail_table(pairs: _Pairs, order: list[int], b: _Side, c: _Side, notes: list[str]) -> Table:
-    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by name.
+def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
+    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing name.
 
     The loop only lays out row indices (pair, base op, comparison op); every column is then one
     vectorised gather."""
@@ -562,7 +222,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: _Side, c: _Side, notes: li
         bm, cm = pairs.base[k], pairs.comp[k]
         blo, bhi = b.op_span.get(bm, (0, 0)) if bm is not None else (0, 0)
         clo, chi = c.op_span.get(cm, (0, 0)) if cm is not None else (0, 0)
-        steps = _align(b.op_name[blo:bhi], c.op_name[clo:chi])
+        steps = _align(b.op_key[blo:bhi], c.op_key[clo:chi])
         row_pair.extend([k] * (len(steps) + 1))
         row_b.append(-1)
         row_c.append(-1)
@@ -600,7 +260,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: _Side, c: _Side, notes: li
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes))
 
 
-def _statistic_table(pairs: _Pairs, order: list[int], b: _Side, c: _Side, notes: list[str]) -> Table:
+def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
     """``ModuleCompareStatistic``: modules grouped by path per side, ``[ TOTAL ]`` then op names."""
     base_walk = [pairs.base[k] for k in order if pairs.base[k] is not None]
     comp_walk = [pairs.comp[k] for k in order if pairs.comp[k] is not None]
@@ -640,7 +300,7 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: _Side, c: _Side, notes:
                  title="Modules (by path, ms)", default_sort="diff_total", notes=list(notes))
 
 
-def _group(side: _Side, walk: list[int]) -> dict[str, list[int]]:
+def _group(side: ModuleSide, walk: list[int]) -> dict[str, list[int]]:
     """Module ids grouped by path, paths and ids in walk order."""
     out: dict[str, list[int]] = {}
     for m in walk:
@@ -648,8 +308,8 @@ def _group(side: _Side, walk: list[int]) -> dict[str, list[int]]:
     return out
 
 
-def _op_groups(side: _Side, groups: dict[str, list[int]]) -> dict[str, dict[str, tuple[int, int, str]]]:
-    """Per path, per top-layer op name (first-seen order): (Σ device ns, count, kernel details)
+def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict[str, tuple[int, int, str]]]:
+    """Per path, per top-layer op pairing name (first-seen order): (Σ device ns, count, kernel details)
     where kernel details list each distinct kernel name once with its count and Σ ms."""
     spans = [(path, side.op_span[m]) for path, ms in groups.items() for m in ms if m in side.op_span]
     if not spans:
@@ -661,7 +321,7 @@ def _op_groups(side: _Side, groups: dict[str, list[int]]) -> dict[str, dict[str,
     gid = {p: i for i, p in enumerate(dict.fromkeys(path_of))}
     ops = pd.DataFrame({"path": np.array([gid[path_of[o]] for o in owner], dtype="int64"),
                         "seq": np.arange(len(rows)), "row": rows,
-                        "name": np.asarray(side.op_name, dtype=object)[rows],
+                        "name": np.asarray(side.op_key, dtype=object)[rows],
                         "dev_ns": np.asarray(side.op_dev, dtype="int64")[rows]})
     ops["group"] = ops.groupby(["path", "name"], sort=False).ngroup()
     agg = ops.groupby("group", sort=True).agg(path=("path", "first"), name=("name", "first"),
@@ -673,7 +333,7 @@ def _op_groups(side: _Side, groups: dict[str, list[int]]) -> dict[str, dict[str,
     per_kernel = per_kernel.sort_values("group", kind="stable")
     per_kernel["line"] = (per_kernel["kernel"] + ", [number: " + per_kernel["n"].astype(str)
                           + "], [duration_ms: " + (per_kernel["ns"] / _MS).map("{:.3f}".format) + "]\n")
-    details = dict(zip(*_concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"].tolist())))
+    details = dict(zip(*concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"].tolist())))
     paths = list(gid)
     out: dict[str, dict[str, tuple[int, int, str]]] = {}
     for g, rec in zip(agg.index.tolist(), agg.itertuples(index=False)):
@@ -681,7 +341,7 @@ def _op_groups(side: _Side, groups: dict[str, list[int]]) -> dict[str, dict[str,
     return out
 
 
-def _tree_table(pairs: _Pairs, b: _Side, c: _Side, notes: list[str]) -> Table:
+def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
     """Depth-first pair tree for the TUI: hidden ``_node``/``_parent``/``_level`` links, the full
     displayed path (``_path``) and both call stacks (``_base_stack``/``_comp_stack``)."""
     kids: dict[int, list[int]] = {}

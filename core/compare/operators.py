@@ -1,8 +1,9 @@
 """Operator comparison: pair host ops of the two profiles and compare their device time.
 
 Pipeline (spec §2.4): top-level ops of each side (:mod:`.optree`), cut into forward/backward runs,
-aligned run by run with a true LCS (:func:`.align.align`) on a key = name (after ``--op-name-map``,
-applied to both sides) plus the normalised input shape with ``--use-input-shape``; then optional
+aligned run by run with a true LCS (:func:`.align.align`) on a key = the pairing name
+(:func:`.names.pairing_names`: ``--op-name-map`` applied to both sides, MindSpore ``-op<N>``
+suffixes dropped) plus the normalised input shape with ``--use-input-shape``; then optional
 drill-down: a pair whose subtree launches more than ``--max-kernel-num`` kernels is replaced by the
 alignment of the two ops' children.
 
@@ -12,8 +13,10 @@ Differences from the reference, on purpose:
 * drill-down also expands one-sided pairs (their children become one-sided rows) and pairs are
   aligned even with ``--disable-details`` — that flag only drops the detail sheet (quirk 6), so the
   statistic sheet is the same with or without it;
-* the statistic groups by the *mapped* name, so a pair joined by ``--op-name-map`` lands in one row
+* the statistic groups by the pairing name, so a pair joined by ``--op-name-map`` lands in one row
   instead of two one-sided rows (quirk 5), and rows are sorted by the unrounded diff (quirk 10);
+* MindSpore ops pair across runs although their ``-op<N>`` graph-node numbers differ (the
+  reference pairs none of them);
 * shapes are normalised (``[[8, 16], [32]]`` → ``8,16;32``) before keying, so a GPU op and an NPU op
   with the same dims can match under ``--use-input-shape`` (the reference's keys never agree).
 """
@@ -29,6 +32,7 @@ from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align
+from .names import pairing_names
 from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
 
@@ -43,7 +47,7 @@ class OperatorMatch:
 
     ``pairs`` has one row per pair in display order: ``base_row`` / ``comp_row`` (row in
     ``Profile.ops``, -1 when that side is absent), ``base_name`` / ``comp_name`` (raw names, ""),
-    ``group`` / ``comp_group`` (mapped names the statistic groups by: the base op's, else the
+    ``group`` / ``comp_group`` (pairing names the statistic groups by: the base op's, else the
     comparison op's / the comparison op's), ``base_device_ns`` / ``comp_device_ns`` and
     ``base_kernel_num`` / ``comp_kernel_num`` (subtree values, 0 when absent).
     """
@@ -66,15 +70,10 @@ def shape_key(input_dims: pd.Series) -> pd.Series:
     return nested.where(s.str.startswith("["), s)
 
 
-def group_names(ops: pd.DataFrame, opts: CompareOptions) -> pd.Series:
-    """Op names after ``--op-name-map`` (the statistic's grouping key)."""
-    names = ops["name"]
-    return names.replace(opts.name_map) if opts.op_name_map else names
-
-
-def op_keys(ops: pd.DataFrame, opts: CompareOptions) -> np.ndarray:
-    """Alignment key of every op (object array of str)."""
-    keys = group_names(ops, opts)
+def op_keys(ops: pd.DataFrame, names: pd.Series, opts: CompareOptions) -> np.ndarray:
+    """Alignment key of every op (object array of str): its pairing name (``names``), plus its
+    normalised input shapes with ``--use-input-shape``."""
+    keys = names
     if opts.use_input_shape:
         keys = keys + "\x1f" + shape_key(ops["input_dims"])
     return keys.to_numpy(dtype=object)
@@ -112,7 +111,8 @@ def _drill_down(pairs: list[tuple[int, int]], base: OpForest, comp: OpForest, b_
 def match_operators(base: Profile, comp: Profile, opts: CompareOptions) -> OperatorMatch:
     """Pair the two profiles' ops (top level, then drill-down)."""
     bf, cf = forest_of(base), forest_of(comp)
-    b_keys, c_keys = op_keys(base.ops, opts), op_keys(comp.ops, opts)
+    b_names, c_names = pairing_names(base.ops["name"], opts), pairing_names(comp.ops["name"], opts)
+    b_keys, c_keys = op_keys(base.ops, b_names, opts), op_keys(comp.ops, c_names, opts)
     pairs: list[tuple[int, int]] = []
     for b_rows, c_rows in segment_pairs(bf, cf):
         pairs.extend(_aligned(b_rows, c_rows, b_keys, c_keys))
@@ -120,8 +120,7 @@ def match_operators(base: Profile, comp: Profile, opts: CompareOptions) -> Opera
         pairs = _drill_down(pairs, bf, cf, b_keys, c_keys, opts.max_kernel_num)
     arr = np.asarray(pairs, dtype="int64").reshape(-1, 2)
     b, c = arr[:, 0], arr[:, 1]
-    b_groups = group_names(base.ops, opts).to_numpy(dtype=object)
-    c_groups = group_names(comp.ops, opts).to_numpy(dtype=object)
+    b_groups, c_groups = b_names.to_numpy(dtype=object), c_names.to_numpy(dtype=object)
     frame = pd.DataFrame({
         "base_row": b,
         "comp_row": c,
@@ -198,7 +197,7 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
 
 
 def statistic_table(match: OperatorMatch) -> Table:
-    """``OperatorCompareStatistic``: device time per (mapped) op name, largest increase first."""
+    """``OperatorCompareStatistic``: device time per pairing name, largest increase first."""
     g = grouped(match.pairs, {"ns": ("base_device_ns", "comp_device_ns")})
     base_ms = g["base_ns"].to_numpy(dtype="float64") / 1e6
     comp_ms = g["comp_ns"].to_numpy(dtype="float64") / 1e6

@@ -40,6 +40,7 @@ from .comm_groups import GroupTime, db_groups, text_groups
 from .intervals import Spans
 from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
 from .masks import Masks, TextIndexes
+from .names import strip_instance
 
 GIB = 1024**3
 
@@ -47,8 +48,11 @@ GIB = 1024**3
 #: reference's "memset (device)" entry could not match and is left out).
 _GPU_SDMA_WORDS = ("htod", "dtod", "dtoh")
 _NPU_COMPUTE_TASKS = frozenset({"AI_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "AI_VECTOR_CORE", "FFTS_PLUS"})
-_SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
-_EVENT_WAIT = "EVENT_WAIT_SQE"
+#: Copy and event-wait task types: the trace's ``Task Type`` and, for real Db exports, the runtime
+#: ``TASK.taskType`` (``MEMCPY_ASYNC`` for both kinds of copy, ``EVENT_WAIT``), so that the Text
+#: and Db exports of one run find the same copies on the same compute streams.
+_SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"})
+_EVENT_WAITS = frozenset({"EVENT_WAIT_SQE", "EVENT_WAIT"})
 _C_CORE_SQE = "C_CORE_SQE"
 _DB_CUBE_TASKS = frozenset({"KERNEL_AICORE", "KERNEL_MIX_AIC"})
 #: Db task types that do not extend E2E (compute kernels are already in the compute union).
@@ -345,13 +349,19 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     else:
         side.notes.append("no compute task, communication op or device task: E2E is 0")
 
+    classified = det
     if profile.meta.has_pmu:
-        aicore, mac = k["aicore_us"].to_numpy()[det], k["mac_us"].to_numpy()[det]
-        cube = (np.nan_to_num(aicore) != 0) | (np.nan_to_num(mac) != 0)
+        # As in Text, a compute task without PMU data (DSA_SQE, AI_CPU) is in no Cube/Vector class:
+        # its time stays Other. The reference files it under Vector in Db only (spec: NonZero
+        # AI_CPU is Vector in Db, Other in Text), so one run's breakdown depended on the export.
+        aicore, mac, aiv = (k[c].to_numpy() for c in ("aicore_us", "mac_us", "aiv_us"))
+        classified = det & ~(np.isnan(aicore) & np.isnan(mac) & np.isnan(aiv))
+        cube = (np.nan_to_num(aicore[classified]) != 0) | (np.nan_to_num(mac[classified]) != 0)
     else:
         cube = np.isin(task[det], list(_DB_CUBE_TASKS))
     sqe = k[hw & (task == _C_CORE_SQE)]
-    _classify_npu(side, profile, det, masks, texts, cube, order=np.argsort(k["link"].to_numpy()[det], kind="stable"),
+    _classify_npu(side, profile, classified, masks, texts, cube,
+                  order=np.argsort(k["link"].to_numpy()[classified], kind="stable"),
                   sqe=sqe, conv_tid=False, fa_types=("flashattention",))
 
     side.groups, side.pairs = db_groups(profile, active - busy)
@@ -420,7 +430,7 @@ def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
     p = 0
     # Rows are keyed by the kernel's own name: MindSpore names every instance by its full scope
     # path plus "-op<n>", which would otherwise give one row per launch.
-    own = mc2["name"].str.rsplit("/", n=1).str[-1].str.replace(r"-op\d+$", "", regex=True)
+    own = strip_instance(mc2["name"].str.rsplit("/", n=1).str[-1])
     for name, s, d, comp in zip(own.tolist(), starts.tolist(), durs.tolist(), computing_ns):
         e = s + d
         ends: list[int] = []
@@ -465,7 +475,7 @@ def _sdma_on_compute_streams(
 ) -> Bucket:
     """SDMA / PCIe-DMA tasks on compute streams. A stream that waits on events and runs compute
     is a compute stream; if no stream waits on events, every compute stream counts."""
-    wait_streams = np.unique(stream[wait_rows & (task == _EVENT_WAIT)])
+    wait_streams = np.unique(stream[wait_rows & np.isin(task, list(_EVENT_WAITS))])
     compute_streams = np.unique(stream[compute_rows])
     if len(wait_streams):
         compute_streams = np.intersect1d(compute_streams, wait_streams)

@@ -314,3 +314,14 @@ def us_text_to_ns(values: Iterable[object]) -> np.ndarray:
         return np.array(out, dtype="int64")
     except OverflowError:
         return np.array([v if v <= _INT64_MAX else -1 for v in out], dtype="int64")
+
+
+#: The call instance at the end of an HCCL op name (``hcom_allReduce__868_0_1``: ``_868_0_1``).
+_HCCL_INSTANCE = r"_\d+_\d+_\d+$"
+
+
+def hccl_op_types(names: pd.Series) -> pd.Series:
+    """The collective type an HCCL op name spells (``hcom_allReduce__868_0_1`` → ``hcom_allReduce_``):
+    what level 1 writes as the op's type, and the only trace of it at level 0 (``N/A`` there), in
+    both exports."""
+    return names.astype(str).str.replace(_HCCL_INSTANCE, "", regex=True)

@@ -8,7 +8,8 @@ a comparison.
 
 The export's quirks are handled here once: numeric cells such as ``"1736413971558972.912\\t"``
 carry a trailing tab, ``Input Shapes`` keeps literal double quotes after CSV parsing
-(``"81920,4096;8192,512"``), and ``N/A`` marks absent values.
+(``"81920,4096;8192,512"``; :mod:`.shapes` removes them, for the Db export too), and ``N/A`` marks
+absent values.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
-from .common import us_text_to_ns
+from .common import hccl_op_types, us_text_to_ns
+from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
 NA = "N/A"
@@ -128,9 +130,11 @@ class KernelDetails:
     has_pmu: bool
 
 
-def _strip_quotes(col: pd.Series) -> pd.Series:
-    """Drop the one pair of literal quotes the exporter keeps around shape lists."""
-    return col.str.replace(r'^"(.*)"$', r"\1", regex=True)
+def _op_types(types: pd.Series, names: pd.Series, hccl: pd.Series) -> pd.Series:
+    """``Type``, or for an HCCL row without one (Level0 writes ``N/A``) the type its name spells,
+    exactly what Level1 writes there, so collectives of both levels are keyed alike."""
+    derived = hccl_op_types(names)
+    return types.where(~(hccl & (types == "")), derived)
 
 
 def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
@@ -155,16 +159,17 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
         notes.append(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
                      "are counted as 0 µs")
     core = _text(_optional(df, "Accelerator Core"))
+    names = _text(df["Name"])
     columns: dict[str, object] = {
-        "name": _text(df["Name"]),
-        "op_type": _text(df["Type"]),
+        "name": names,
+        "op_type": _op_types(_text(df["Type"]), names, core == "HCCL"),
         "core": core,
         "stream": _float(_optional(df, "Stream ID", "Stream Id")),
         "task_id": _text(_optional(df, "Task ID", "Task Id")),
         "start_ns": start_ns,
         "dur_ns": np.maximum(_scaled_int(dur_us, 1000, 0), 0),
         "step": _float(_optional(df, "Step Id", "Step ID")),
-        "input_shapes": _text(_strip_quotes(_optional(df, "Input Shapes").str.strip())),
+        "input_shapes": normalise_shapes(_optional(df, "Input Shapes")),
         "input_dtypes": _text(_optional(df, "Input Data Types")),
         "is_comm": (core == "HCCL").to_numpy(),
         "in_trace": np.zeros(len(df), dtype=bool),

@@ -1,7 +1,7 @@
 """Regenerate the golden values in this folder by running the reference tool (msprof-analyze 26.2.0).
 
 Usage (from the repository root; needs the reference installed at /tmp/peer and the real samples
-under ../shared/data for ``real_gpu``)::
+under ../shared/data for the ``real_*`` pairs)::
 
     .venv/bin/python tests/golden/make_golden.py [PAIR ...]
 
@@ -32,6 +32,11 @@ DATA = REPO.parent / "shared" / "data"
 PEER = Path("/tmp/peer/bin/msprof-analyze")
 GOLDEN = Path(__file__).resolve().parent
 REFERENCE = "msprof-analyze 26.2.0"
+#: The real torch_npu exports (AlexNet DDP, 2 ranks), relative to the repository root.
+REAL_NPU = "../shared/data/npu-real-runs"
+
+#: The real torch_npu Text exports (AlexNet, 2-rank DDP), relative to the repository root.
+_TEXT = f"{REAL_NPU}/text"
 
 #: pair name → (comparison, base, extra options, sheets to keep (None = all), max rows per sheet)
 PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
@@ -45,8 +50,13 @@ PAIRS: dict[str, tuple[str, str, list[str], list[str] | None, int | None]] = {
     "npu_infer": ("fixtures/npu_infer/dit_vae_fa_ascend_pt", "fixtures/npu_infer/dit_vae_ascend_pt", [], None, None),
     "real_gpu": ("/tmp/trace_diff_test.pt.trace.json", "/tmp/trace_diff_control.pt.trace.json", [],
                  ["OverallMetrics", "OperatorCompareStatistic", "CommunicationCompare", "ApiCompare"], 200),
-    "real_h100_vs_npu_text": ("../shared/data/npu-real-runs/text/level1/rank0_ascend_pt",
+    "real_npu_text": (f"{_TEXT}/level1/rank1_ascend_pt", f"{_TEXT}/level1/rank0_ascend_pt", [], None, None),
+    "real_npu_text_l0_l1": (f"{_TEXT}/level1/rank0_ascend_pt", f"{_TEXT}/level0/rank0_ascend_pt", [], None, None),
+    "real_h100_vs_npu_text": (f"{_TEXT}/level1/rank0_ascend_pt",
                               "/tmp/bert-small_h100.pt.trace.json", [], None, None),
+    "real_npu_db": (f"{REAL_NPU}/db/level1/rank1_ascend_pt", f"{REAL_NPU}/db/level1/rank0_ascend_pt", [], None, None),
+    "real_npu_text_vs_db": (f"{REAL_NPU}/db/level1/rank0_ascend_pt", f"{REAL_NPU}/text/level1/rank0_ascend_pt", [],
+                            None, None),
 }
 
 #: Real GPU traces the reference reads only uncompressed (it rejects ``.json.gz``): the path a

@@ -1,0 +1,261 @@
+"""The advisor's unit of account: each piece of device work, counted once, with what it is called.
+
+The advisor works on *items*: device work that occupies the accelerator — compute kernels, copy
+tasks and collectives — taken from the one profile model so GPU traces, NPU Text and NPU Db
+exports are read the same way. Each item keeps its launching host operator (a runtime launch call
+such as ``cudaLaunchKernel`` is resolved to the operator around it) and a classification text
+(kernel name | NPU op type | host op | core or task type) that :mod:`.categories` and
+:mod:`.stages` match once per distinct text, not per item.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..model import KERNELS, Profile, frame
+
+#: Host-op categories that are launch calls, not operators (the operator is their parent).
+_RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
+#: Device tasks that are not work: stream waits, event records and profiler markers.
+_NOT_WORK = re.compile(r"wait|event_record|place_holder|profiling_(?:en|dis)able", re.IGNORECASE)
+#: Framework operators: the names a kernel's launching op has on every platform.
+_FRAMEWORK_OP = re.compile(r"^(?:aten|c10d)::")
+#: Trailing instance ids of HCCL op names (``hcom_allGather__101_2_1`` → ``hcom_allGather``).
+_INSTANCE_SUFFIX = re.compile(r"_+\d+(?:_\d+)*$")
+#: GPU copy-engine work: the kernel name ("Memcpy HtoD …") says more than the host op (aten::copy_).
+_COPY_TASKS = ("gpu_memcpy", "gpu_memset")
+
+
+@dataclass
+class Items:
+    """Device work of one profile, sorted by start (parallel arrays + the frame they came from)."""
+
+    frame: pd.DataFrame  # start_ns, end_ns, dur_ns, step, is_comm, op_row, host_row
+    text: pd.Series  # distinct lower-cased classification texts
+    text_code: np.ndarray  # item → row of ``text``
+    label: np.ndarray  # operator label per item (object array): NPU op type, host op or kernel name
+    operator: np.ndarray  # framework operator per item (``aten::mm``): the same name on GPU and NPU
+
+
+def climb(rows: np.ndarray, parent: np.ndarray, until: np.ndarray) -> np.ndarray:
+    """The nearest row — ``rows`` itself or an ancestor along ``parent`` — where ``until`` holds;
+    -1 where none does (and where ``rows`` is -1)."""
+    rows = rows.copy()
+    pending = np.flatnonzero(rows >= 0)
+    while len(pending):
+        pending = pending[~until[rows[pending]]]
+        rows[pending] = parent[rows[pending]]
+        pending = pending[rows[pending] >= 0]
+    return rows
+
+
+def host_rows(profile: Profile, op_row: np.ndarray) -> np.ndarray:
+    """The operator behind each launch: ``op_row`` itself, or for a runtime launch call
+    (``cudaLaunchKernel``) its nearest enclosing op that is not one. -1 stays -1."""
+    ops = profile.ops
+    if len(ops) == 0:
+        return np.full(len(op_row), -1, dtype="int64")
+    runtime = ops["cat"].isin(list(_RUNTIME_CATS)).to_numpy()
+    return climb(op_row, ops["parent"].to_numpy(), ~runtime)
+
+
+def _framework_rows(profile: Profile, host: np.ndarray) -> np.ndarray:
+    """The innermost ``aten::`` / ``c10d::`` op around each launch, -1 where there is none.
+
+    GPU kernels are launched by the aten op itself (``aten::mm`` → cudaLaunchKernel), NPU kernels
+    by an ``aclnn*`` launcher inside it (``aten::mm`` → ``aclnnMm``); collectives by
+    ``nccl:*`` / ``Hccl*`` inside ``c10d::allgather_``: the framework op is the name both platforms
+    share.
+    """
+    ops = profile.ops
+    if len(ops) == 0:
+        return np.full(len(host), -1, dtype="int64")
+    return climb(host, ops["parent"].to_numpy(), _matches(ops["name"], _FRAMEWORK_OP))
+
+
+def _keys(start: np.ndarray, dur: np.ndarray) -> pd.MultiIndex:
+    return pd.MultiIndex.from_arrays([start, dur])
+
+
+def _collectives(profile: Profile) -> pd.DataFrame:
+    """One ``kernels``-shaped row per collective.
+
+    ``comm_ops`` lists every collective once, for every loader (GPU NCCL kernels, NPU Text HCCL
+    ops, NPU Db ``COMMUNICATION_OP``); its launching host op comes from the ``is_comm`` kernel row
+    with the same start and duration (the loaders add the collectives to ``kernels`` for that
+    link). Without ``comm_ops`` the ``is_comm`` kernel rows are the collectives, one per
+    (start, duration).
+    """
+    k = profile.kernels
+    comm = k[k["is_comm"].to_numpy()]
+    # A linked row first, so that de-duplication keeps the launching op.
+    comm = comm.iloc[np.argsort(comm["op_row"].to_numpy() < 0, kind="stable")]
+    comm = comm.drop_duplicates(["start_ns", "dur_ns"])
+    ops = profile.comm_ops
+    if len(ops) == 0:
+        return comm
+    by_key = comm.set_index(["start_ns", "dur_ns"])
+    hit = _keys(ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy())
+    found = by_key.reindex(hit)
+    row = found["op_row"].fillna(-1).to_numpy(dtype="int64")
+    step = ops["step"].to_numpy()
+    step = np.where(step >= 0, step, found["step"].fillna(-1).to_numpy(dtype="int64"))
+    flag = np.ones(len(ops), dtype=bool)
+    return frame(KERNELS, {
+        "name": ops["name"], "op_type": found["op_type"].fillna("").to_numpy(dtype=object),
+        "task_type": found["task_type"].fillna("").to_numpy(dtype=object),
+        "stream": found["stream"].fillna(-1).to_numpy(dtype="int64"),
+        "start_ns": ops["start_ns"], "dur_ns": ops["dur_ns"], "step": step, "link": ops["link"],
+        "op_row": row, "is_comm": flag, "in_trace": flag,
+    }, n=len(ops))
+
+
+def _collective_tasks(profile: Profile) -> np.ndarray:
+    """Kernel rows that are parts of a collective rather than compute (per row of ``kernels``).
+
+    NPU exports list HCCL tasks on the device timeline too: the Db flags them ``is_comm``, the
+    Text export does not (its ``Ascend Hardware`` SDMA / Write Value tasks on the HCCL stream are
+    the ``comm_tasks`` of the HCCL plane threads, with the same start and duration). Both are
+    found here: a row that coincides with a ``comm_tasks`` row, any other ``is_comm`` row that is
+    not a collective, a row whose ``kernel_details.csv`` core is HCCL, and every row on a stream
+    (id ≥ 0) that carries such tasks — an HCCL stream runs nothing but its collectives' tasks (the
+    Db also lists a task there that spans the whole collective).
+    """
+    k = profile.kernels
+    tasks = profile.comm_tasks
+    part = np.zeros(len(k), dtype=bool)
+    if len(tasks):
+        part = _keys(k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()).isin(
+            _keys(tasks["start_ns"].to_numpy(), tasks["dur_ns"].to_numpy()))
+    if profile.meta.kind != "gpu":
+        # NPU: is_comm rows other than the HCCL op rows are tasks; so is a task that carries an
+        # HCCL kernel_details row (Accelerator Core "HCCL").
+        part |= k["is_comm"].to_numpy() & (k["task_type"].to_numpy(dtype=object) != "")
+        part |= k["core"].to_numpy(dtype=object) == "HCCL"
+    stream = k["stream"].to_numpy()
+    hccl = np.unique(stream[part & (stream >= 0)])
+    return part | np.isin(stream, hccl)
+
+
+def _envelopes(k: pd.DataFrame, compute: np.ndarray) -> np.ndarray:
+    """Compute rows without compute info that contain a compute row with it on the same stream.
+
+    A stream runs its tasks one after another, so a task inside another of the same stream is a
+    second description of the same work: the Db lists a mixed AIC/AIV kernel as a ``TASK`` row
+    with ``COMPUTE_TASK_INFO`` and a bare ``TASK`` row around it (the Text export has only the
+    first). The described row is kept.
+    """
+    out = np.zeros(len(k), dtype=bool)
+    stream = k["stream"].to_numpy()
+    details = k["has_details"].to_numpy()
+    bare = np.flatnonzero(compute & ~details & (stream >= 0))
+    inner = np.flatnonzero(compute & details & (stream >= 0))
+    if len(bare) == 0 or len(inner) == 0:
+        return out
+    start, end = k["start_ns"].to_numpy(), k["start_ns"].to_numpy() + k["dur_ns"].to_numpy()
+    outer = pd.DataFrame({"stream": stream[bare], "start_ns": start[bare], "row": bare}).sort_values("start_ns")
+    probe = pd.DataFrame({"stream": stream[inner], "start_ns": start[inner], "end": end[inner]}).sort_values("start_ns")
+    pairs = pd.merge_asof(probe, outer, on="start_ns", by="stream", direction="backward").dropna(subset=["row"])
+    rows = pairs["row"].to_numpy(dtype="int64")
+    out[rows[pairs["end"].to_numpy() <= end[rows]]] = True
+    return out
+
+
+def work_items(profile: Profile) -> pd.DataFrame:
+    """``kernels``-shaped rows of the device work, each piece counted once.
+
+    Collectives come from :func:`_collectives` (one row each, however many rows an export spends
+    on it: Db op + tasks, Text op + ``kernel_details`` row, GPU NCCL kernel); compute is every other
+    device task or ``kernel_details`` row that is not part of a collective
+    (:func:`_collective_tasks`), a second description of a task (:func:`_envelopes`), a stream
+    wait, an event record or a profiler marker.
+    """
+    k = profile.kernels
+    compute = ~k["is_comm"].to_numpy() & (k["in_trace"].to_numpy() | k["has_details"].to_numpy())
+    compute &= ~_collective_tasks(profile)
+    compute &= ~(_matches(k["task_type"], _NOT_WORK) | _matches(k["name"], _NOT_WORK))
+    compute &= ~_envelopes(k, compute)
+    parts = [k[compute], _collectives(profile)]
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else k.iloc[:0]
+    out = out[out["dur_ns"].to_numpy() > 0]
+    return out.iloc[np.argsort(out["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def _matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern`` searched in every cell, evaluated once per distinct value."""
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
+    if len(uniques) == 0:
+        return np.zeros(len(column), dtype=bool)
+    hit = pd.Series(uniques, dtype=object).str.contains(pattern, regex=True).to_numpy(dtype=bool)
+    return hit[codes]
+
+
+def _codes(*columns: pd.Series) -> np.ndarray:
+    """One dense code per distinct combination of the columns (pairwise factorisation)."""
+    code = pd.factorize(columns[0].to_numpy(dtype=object))[0].astype("int64")
+    for col in columns[1:]:
+        c, uniq = pd.factorize(col.to_numpy(dtype=object))
+        code = pd.factorize(code * max(len(uniq), 1) + c)[0].astype("int64")
+    return code
+
+
+def _first_rows(code: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of each code 0..max."""
+    _, first = np.unique(code, return_index=True)
+    return first
+
+
+def short_label(text: pd.Series) -> pd.Series:
+    """Readable operator names: ``void ns::kernel<…>(…)`` → ``ns::kernel``, HCCL instance ids
+    dropped, at most 60 characters."""
+    out = text.str.replace(r"^void\s+", "", regex=True).str.split(r"[<(]", n=1, regex=True).str[0]
+    out = out.str.strip().str.replace(_INSTANCE_SUFFIX, "", regex=True)
+    return out.where(out.str.len() <= 60, out.str.slice(0, 57) + "…")
+
+
+def build_items(profile: Profile) -> Items:
+    """The work items with their classification texts and operator labels.
+
+    Label: the NPU op type when there is one, else (GPU copies aside) the launching host operator
+    (``aten::mm``), else the kernel name — GPU kernel names are template signatures that say
+    little on their own. Operator: the framework op around the launch (:func:`_framework_rows`),
+    else the launching op, else the label — what a GPU-vs-NPU difference can name on both sides.
+    """
+    k = work_items(profile)
+    host = host_rows(profile, k["op_row"].to_numpy())
+    host_name = np.full(len(k), "", dtype=object)
+    linked = host >= 0
+    host_name[linked] = profile.ops["name"].to_numpy(dtype=object)[host[linked]]
+    name = k["name"].to_numpy(dtype=object)
+    op_type = k["op_type"].to_numpy(dtype=object)
+    core = np.where(k["core"].to_numpy(dtype=object) != "", k["core"].to_numpy(dtype=object),
+                    k["task_type"].to_numpy(dtype=object))
+    columns = [pd.Series(c, dtype=object) for c in (name, op_type, host_name, core)]
+    code = _codes(*columns)
+    first = _first_rows(code)
+    parts = [c.iloc[first].reset_index(drop=True) for c in columns]
+    text = parts[0].str.cat(parts[1:], sep=" | ").str.lower()
+    copy = k["task_type"].iloc[first].isin(_COPY_TASKS).to_numpy()
+    base = np.where(parts[1] != "", parts[1],
+                    np.where((parts[2] != "") & ~copy, parts[2], parts[0]))
+    labels = short_label(pd.Series(base, dtype=object)).to_numpy(dtype=object)
+    fw = _framework_rows(profile, host)
+    operator = labels[code].copy()
+    operator[linked] = host_name[linked]
+    operator[fw >= 0] = profile.ops["name"].to_numpy(dtype=object)[fw[fw >= 0]]
+    table = pd.DataFrame({
+        "start_ns": k["start_ns"].to_numpy(),
+        "end_ns": k["start_ns"].to_numpy() + k["dur_ns"].to_numpy(),
+        "dur_ns": k["dur_ns"].to_numpy(),
+        "step": k["step"].to_numpy(),
+        "is_comm": k["is_comm"].to_numpy(),
+        "op_row": k["op_row"].to_numpy(),
+        "host_row": host,
+    })
+    return Items(table, text, code, labels[code], operator)
+
+

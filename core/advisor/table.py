@@ -1,0 +1,191 @@
+"""The ``Advisor`` table of a comparison (both sides and their difference) and its terminal section.
+
+Rows are (scope, stage, category): each side's shares with the rule findings and their evidence,
+then ``diff`` rows — comparison − base in mean time per step and in share points, with the
+operators that moved most in the row's direction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..compare import Context
+from ..compare.result import IS_TOTAL, Column, Table
+from .analysis import ROW_ORDER, Analysis, analyse
+from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule, load_config
+from .text import NS_PER_MS, ms, pct, range_text, steps_text, top_text
+
+TABLE_NAME = "Advisor"
+
+
+def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[tuple[str, str], Rule],
+              n_top: int) -> str:
+    """Share vs threshold (when a rule watches this row) and the top operators with their times."""
+    stage, cat = row["stage"], row["category"]
+    if row["is_total"]:
+        wall = f"wall-clock {ms(row['wall_ns'])} (streams overlap)" if ms(row["wall_ns"]) != ms(row["busy_ns"]) else ""
+        if stage == ALL:
+            return "; ".join(filter(None, (steps_text(a), wall)))
+        return "; ".join(filter(None, (f"{pct(row['share'])} of device busy time", wall)))
+    parts = []
+    rule = finding.rule if finding is not None else rules.get((stage, cat))
+    if rule is not None:
+        if rule.of == "comm":
+            value = row["time_ns"] / row["comm_ns"] if row["comm_ns"] else 0.0
+            parts.append(f"{pct(value)} of {stage} communication {ms(row['comm_ns'])} "
+                         f"(threshold {rule.threshold:g}%); {pct(row['share'])} of {stage} time")
+        else:
+            parts.append(f"share {pct(row['share'])} of {stage} busy {ms(row['busy_ns'])} "
+                         f"(threshold {rule.threshold:g}%)")
+    if row["time_ns"] > 0:
+        parts.append("top: " + top_text(a.top(stage, cat, n_top)))
+    return "; ".join(parts)
+
+
+def _side_rows(scope: str, a: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+    found = {(f.rule.stage, f.rule.category): f for f in a.findings}
+    rules = {(r.stage, r.category): r for r in cfg.rules}
+    n_steps = len(a.steps)
+    out = []
+    for _, row in a.summary.iterrows():
+        finding = found.get((row["stage"], row["category"]))
+        total = bool(row["is_total"])
+        out.append({
+            "scope": scope, "stage": row["stage"], "category": row["category"],
+            "time_ms": row["time_ns"] / NS_PER_MS, "share": row["share"],
+            "steps": range_text(row, n_steps),
+            "finding": (a.stage_note if total and row["stage"] == ALL else
+                        finding.headline if finding is not None else ""),
+            "direction": finding.rule.direction if finding is not None else "",
+            "evidence": _evidence(a, row, finding, rules, cfg.top_operators),
+            IS_TOTAL: total,
+        })
+    return out
+
+
+def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bool, n: int) -> str:
+    """The operators, present on both sides, whose time moved most in the direction of the row's
+    change; what moved in operators found on one side only is summed, not named.
+
+    Operators are the platform labels (op type, kernel) when both sides run on the same platform,
+    else the framework operators (``aten::mm``) both platforms share — a GPU kernel name and an
+    Ascend op type never name the same thing.
+    """
+    cat = "Comm" if category == COMM_EXPOSED else category
+    key = "label" if base.platform == comp.platform else "operator"
+
+    def side(a: Analysis) -> pd.Series:
+        ops = a.operators
+        sel = ops[(ops["stage"] == stage) & (ops["category"] == cat)]
+        return sel.groupby(key, sort=False)["time_ns"].sum()
+
+    b, c = side(base), side(comp)
+    common = b.index.intersection(c.index)
+    delta = c[common] - b[common]
+    moved = delta[delta > 0] if grew else delta[delta < 0]
+    moved = moved.sort_values(ascending=not grew, kind="stable").head(n)
+    parts = [f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({ms(b[label])} → {ms(c[label])})"
+             for label, d in moved.items()]
+    text = "driven by: " + ", ".join(parts) if parts else ""
+    one_sided = float(c.drop(common).sum() - b.drop(common).sum())
+    if one_sided and (one_sided > 0) == grew:
+        what = "operators found on one side only"
+        text += ("; " if text else "") + f"{'+' if one_sided > 0 else '−'}{ms(abs(one_sided))} in {what}"
+    return text
+
+
+def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+    keys = ["stage", "category"]
+    cols = [*keys, "time_ns", "share", "is_total"]
+    merged = base.summary[cols].merge(comp.summary[cols], on=keys, how="outer", suffixes=("_b", "_c"), sort=False)
+    order = {s: i for i, s in enumerate((*cfg.stage_names, ALL))}
+    cat_order = {c: i for i, c in enumerate(ROW_ORDER)}
+    merged = merged.assign(_s=merged["stage"].map(order), _c=merged["category"].map(cat_order))
+    merged = merged.sort_values(["_s", "_c"], kind="stable")
+    directions = {(f.rule.stage, f.rule.category): f.rule.direction for f in comp.findings}
+    out = []
+    for _, row in merged.iterrows():
+        tb, tc = np.nan_to_num(row["time_ns_b"]), np.nan_to_num(row["time_ns_c"])
+        d = tc - tb
+        d_share = np.nan_to_num(row["share_c"]) - np.nan_to_num(row["share_b"])
+        total = bool(row["is_total_b"] if pd.notna(row["is_total_b"]) else row["is_total_c"])
+        if d == 0:
+            finding = "unchanged"
+        else:
+            finding = (f"{'grew' if d > 0 else 'shrank'} {ms(abs(d))} per step "
+                       f"({'+' if d_share >= 0 else '−'}{abs(d_share) * 100:.2f} pt share)")
+        evidence = "" if total or d == 0 else _drivers(base, comp, row["stage"], row["category"], d > 0,
+                                                        cfg.top_operators)
+        out.append({
+            "scope": "diff", "stage": row["stage"], "category": row["category"],
+            "time_ms": d / NS_PER_MS, "share": d_share,
+            "steps": f"base {len(base.steps) or 'whole'} / comparison {len(comp.steps) or 'whole'}",
+            "finding": finding, "direction": directions.get((row["stage"], row["category"]), ""),
+            "evidence": evidence, IS_TOTAL: total,
+        })
+    return out
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("scope", "Scope", "key", "text", width=12),
+    Column("stage", "Stage", "key", "text", width=8),
+    Column("category", "Category", "key", "bold", width=14),
+    Column("time_ms", "Time(ms)", "diff", "float", "ms", width=12),
+    Column("share", "Share", "diff", "percent", width=10),
+    Column("steps", "Steps", "text", "text", width=26),
+    Column("finding", "Finding", "text", "text", width=44),
+    Column("direction", "Direction", "text", "text", width=40),
+    Column("evidence", "Evidence", "text", "text", width=90),
+)
+
+
+def _table(rows: list[dict[str, Any]], notes: list[str]) -> Table:
+    data = pd.DataFrame(rows, columns=[*(c.key for c in COLUMNS), IS_TOTAL])
+    data[IS_TOTAL] = data[IS_TOTAL].astype(bool)
+    data["time_ms"] = data["time_ms"].astype("float64")
+    data["share"] = data["share"].astype("float64")
+    # No "Base / Comparison Profiling" title spans: sides are rows here, not column groups.
+    return Table(TABLE_NAME, COLUMNS, data, (0, -1), (0, -1),
+                 title="Advisor: stage and category shares, rule findings and what grew",
+                 default_sort="time_ms", notes=notes)
+
+
+def advisor_tables(ctx: Context, config_path: str | None) -> list[Table]:
+    """The ``Advisor`` table of a comparison: each side's analysis, then their difference."""
+    cfg = load_config(config_path)
+    base, comp = analyse(ctx.base, cfg), analyse(ctx.comp, cfg)
+    rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
+    notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
+    if base.method != comp.method:
+        notes.append("the sides' stages were found differently; compare the All rows first")
+    if config_path:
+        notes.append(f"rules from {config_path} on top of the defaults")
+    return [_table(rows, notes)]
+
+
+def format_findings(table: Table) -> str:
+    """The advisor section of ``export`` / ``summary`` terminal output."""
+    df = table.data
+    lines = ["Advisor:"]
+    lines += [f"  {note}" for note in table.notes]
+    for scope in ("base", "comparison"):
+        hits = df[(df["scope"] == scope) & ~df[IS_TOTAL] & (df["finding"] != "")]
+        if hits.empty:
+            lines.append(f"  {scope}: no rule tripped")
+        for row in hits.itertuples(index=False):
+            lines.append(f"  {scope}: {row.finding} → {row.direction}")
+            lines.append(f"      {row.evidence}")
+    diff = df[(df["scope"] == "diff") & ~df[IS_TOTAL] & (df["time_ms"] > 0)]
+    if (diff["stage"] != ALL).any():
+        diff = diff[diff["stage"] != ALL]
+    diff = diff[diff["category"] != COMM_EXPOSED].sort_values("time_ms", ascending=False, kind="stable").head(3)
+    if diff.empty:
+        lines.append("  diff: no stage / category grew")
+    for row in diff.itertuples(index=False):
+        lines.append(f"  diff: {row.stage} {row.category} {row.finding}")
+        if row.evidence:
+            lines.append(f"      {row.evidence}")
+    return "\n".join(lines)

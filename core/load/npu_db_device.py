@@ -1,0 +1,235 @@
+"""Db export, device side: ``TASK`` ⟕ ``COMPUTE_TASK_INFO`` ⟕ ``TASK_PMU_INFO``, ``COMMUNICATION_OP`` and
+``COMMUNICATION_TASK_INFO`` → KERNELS, COMM_OPS, COMM_TASKS and OP_STATISTIC tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
+from .common import assign_step, hccl_op_types
+from .npu_db_launch import launching_ops
+from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select
+from .shapes import normalise_shapes
+
+#: ``TASK_PMU_INFO`` metric name → KERNELS column.
+PMU_COLUMNS = {
+    "aic_total_time": "aicore_us",
+    "aic_mac_time": "mac_us",
+    "aic_mte2_time": "mte2_us",
+    "aiv_time": "aiv_us",
+}
+_PMU_NS_PER_US = 1000.0
+
+
+def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: pd.DataFrame, queue: pd.DataFrame,
+                   steps: pd.DataFrame) -> pd.DataFrame:
+    """TASK rows (with compute info, PMU and communication membership) plus the HCCL ops, each
+    linked to the op that launched it (:func:`~.npu_db_launch.launching_ops`)."""
+    parts = _read_tasks(db)
+    if len(comm_ops):  # HCCL ops are kernels too, so that host ops own the HCCL ops they launch
+        parts = pd.concat([parts, pd.DataFrame({
+            "name": comm_ops["name"], "op_type": comm_ops["op_type"], "task_type": "", "core": "", "stream": -1,
+            "start_ns": comm_ops["start_ns"], "dur_ns": comm_ops["dur_ns"], "input_shapes": "", "input_dtypes": "",
+            "link": comm_ops["link"], "is_comm": True, "in_trace": True, "has_details": False, "task_id": "",
+            "comm_task": False,
+        })], ignore_index=True)
+    parts = parts.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    kernels = frame(KERNELS, {c: parts[c] for c in KERNELS if c in parts.columns}, n=len(parts))
+    # HCCL tasks stay off their op: it owns them through their COMMUNICATION_OP row.
+    eligible = ~parts["comm_task"].to_numpy(dtype=bool)
+    kernels["op_row"] = launching_ops(db, kernels, eligible, ops, op_conns, queue)
+    kernels["step"] = assign_step(kernels["start_ns"].to_numpy(), steps)
+    return kernels
+
+
+def _read_tasks(db: Db) -> pd.DataFrame:
+    if not db.has("TASK", "globalTaskId", "startNs", "endNs"):
+        return empty(KERNELS).drop(columns=["step", "op_row"]).assign(comm_task=pd.Series(dtype=bool))
+    q = (Select(db).col("T", "TASK", "globalTaskId", "gid", INT)
+         .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
+         .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
+         .col("T", "TASK", "taskType", "task_type", SID).col("T", "TASK", "taskId", "hw_task", INT)
+         .col("T", "TASK", "contextId", "context", INT))
+    joins: list[str] = []
+    if db.has("COMPUTE_TASK_INFO", "globalTaskId"):
+        joins.append("LEFT JOIN COMPUTE_TASK_INFO AS C ON C.globalTaskId = T.globalTaskId")
+        info = "COMPUTE_TASK_INFO"
+        (q.expr("C.globalTaskId IS NOT NULL", "has_details", INT).col("C", info, "name", "compute_name", SID)
+         .col("C", info, "opType", "op_type", SID).col("C", info, "taskType", "core", SID)
+         .col("C", info, "inputShapes", "input_shapes", SID).col("C", info, "inputDataTypes", "input_dtypes", SID))
+    else:
+        q.expr("0", "has_details", INT)
+        for out in ("compute_name", "op_type", "core", "input_shapes", "input_dtypes"):
+            q.expr("-1", out, SID)
+    if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
+        task_type = "MIN(taskType)" if "taskType" in db.columns("COMMUNICATION_TASK_INFO") else "NULL"
+        joins.append(f"LEFT JOIN (SELECT globalTaskId, {task_type} AS taskType FROM COMMUNICATION_TASK_INFO "
+                     "GROUP BY globalTaskId) AS M ON M.globalTaskId = T.globalTaskId")
+        q.expr("M.globalTaskId IS NOT NULL", "is_comm", INT).expr("COALESCE(M.taskType, -1)", "comm_name", SID)
+    else:
+        q.expr("0", "is_comm", INT).expr("-1", "comm_name", SID)
+    df = durations(db, "TASK", q.fetch(f"FROM TASK AS T {' '.join(joins)} "
+                                        "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
+    df = df[~_containers(df)].reset_index(drop=True)
+    df["input_shapes"] = normalise_shapes(df["input_shapes"])
+    for col in ("op_type", "core", "input_dtypes"):  # level 0 writes N/A; the model keeps "" (as Text)
+        df[col] = df[col].where(df[col] != NA, "")
+    comm_name = df["comm_name"].where(df["comm_name"] != NA, "")  # level 0 writes no task names
+    name = df["compute_name"].where(df["compute_name"] != "", comm_name)
+    df["name"] = name.where(name != "", df["task_type"])
+    df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
+    df["has_details"] = df["has_details"].astype(bool)
+    df["is_comm"] = df["is_comm"].astype(bool)
+    df["comm_task"] = df["is_comm"]  # dropped by frame(); keeps HCCL tasks off their op (see device_kernels)
+    df["in_trace"] = True
+    gid = df["gid"].to_numpy(dtype="int64")
+    df["task_id"] = np.where(gid >= 0, gid.astype(str), "")
+    pmu = _pmu(db)
+    if pmu is not None:
+        aligned = pmu.reindex(gid)
+        for col in pmu.columns:
+            df[col] = aligned[col].to_numpy() / _PMU_NS_PER_US
+    return df.drop(columns=["gid", "compute_name", "comm_name", "hw_task", "context"])
+
+
+def _containers(tasks: pd.DataFrame) -> np.ndarray:
+    """Mask of the TASK rows that only frame other rows: a task without a context id whose
+    (stream, task id) is shared by tasks *with* a context id that start inside its span.
+
+    An FFTS+ / mixed-core launch (``MIX_AIV`` ReduceSum: a 22.9 µs ``AI_CORE`` row around its
+    20.4 µs sub-task) and every HCCL op (an ``AI_CORE`` row of the op's full duration around its
+    Notify/SDMA/Write tasks, carrying the op's connection id) are recorded this way. The frame
+    is no work of its own: its sub-tasks and the ``COMMUNICATION_OP`` row already hold that time,
+    and the Text export of the same run has no such row. Counting it doubled every HCCL op in its
+    launching op's device time (AccumulateGrad 204 ms on the real level-1 Db, 106 ms in Text).
+    Task ids wrap around, hence the time test rather than the (stream, task id) key alone.
+    """
+    ctx = tasks["context"].to_numpy()
+    framed = (ctx >= 0) & (ctx != INVALID_ID)
+    out = np.zeros(len(tasks), dtype=bool)
+    if not framed.any():
+        return out
+    start, end = tasks["start_ns"].to_numpy(), tasks["start_ns"].to_numpy() + tasks["dur_ns"].to_numpy()
+    keys = ["stream", "hw_task"]
+    frames = tasks.loc[~framed, keys].assign(start_ns=start[~framed], row=np.flatnonzero(~framed))
+    inner = tasks.loc[framed, keys].assign(start_ns=start[framed])
+    # The latest frame of the same (stream, task id) starting at or before each sub-task; only
+    # row numbers travel through the as-of join (a miss makes a column float64).
+    hit = pd.merge_asof(inner.sort_values("start_ns", kind="stable"), frames.sort_values("start_ns", kind="stable"),
+                        on="start_ns", by=keys, direction="backward")
+    hit = hit[hit["row"].notna()]
+    rows = hit["row"].to_numpy(dtype="int64")
+    out[rows[hit["start_ns"].to_numpy(dtype="int64") <= end[rows]]] = True
+    return out
+
+
+def durations(db: Db, table: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``start_ns``/``end_ns`` → ``start_ns``/``dur_ns``. A time that is not an integer (text,
+    a BLOB, beyond int64) drops the row, as NULL does; an end before the start gives duration 0
+    and is counted per table for a note (the first read of a table counts it)."""
+    df = df[(df["start_ns"] >= 0) & (df["end_ns"] >= 0)].reset_index(drop=True)
+    dur = df["end_ns"].to_numpy() - df["start_ns"].to_numpy()
+    db.ends_before_start.setdefault(table, int((dur < 0).sum()))
+    df["dur_ns"] = np.maximum(dur, 0)
+    return df.drop(columns=["end_ns"])
+
+
+def _pmu(db: Db) -> pd.DataFrame | None:
+    """``TASK_PMU_INFO`` pivoted in SQL to one row per task (index globalTaskId, KERNELS column
+    names, raw values); None when the table is absent. Metric names are matched by their interned
+    ids (or inline text), so the pivot needs no per-row STRING_IDS look-up."""
+    if not db.has("TASK_PMU_INFO", "globalTaskId", "name", "value"):
+        return None
+    q = Select(db).col("P", "TASK_PMU_INFO", "globalTaskId", "gid", INT)
+    for name, col in PMU_COLUMNS.items():
+        keys = ", ".join([str(i) for i in db.string_ids([name])] + [f"'{name}'"])
+        q.expr(f"MAX(CASE WHEN P.name IN ({keys}) THEN CAST(P.value AS REAL) END)", col, FLOAT)
+    wide = q.fetch("FROM TASK_PMU_INFO AS P GROUP BY P.globalTaskId")
+    return wide.set_index("gid")
+
+
+def communication_ops(db: Db, steps: pd.DataFrame) -> pd.DataFrame:
+    """COMM_OPS plus an ``op_id`` helper column (used to attach tasks)."""
+    if not db.has("COMMUNICATION_OP", "startNs", "endNs"):
+        out = empty(COMM_OPS)
+        out["op_id"] = pd.Series(dtype="int64")
+        return out
+    op = "COMMUNICATION_OP"
+    df = (Select(db).col("O", op, "opName", "name", SID).col("O", op, "opType", "op_type", SID)
+          .col("O", op, "groupName", "grp", SID).col("O", op, "opId", "op_id", INT)
+          .col("O", op, "connectionId", "link", INT)
+          .expr("O.startNs", "start_ns", INT).expr("O.endNs", "end_ns", INT)
+          .fetch("FROM COMMUNICATION_OP AS O WHERE O.startNs IS NOT NULL AND O.endNs IS NOT NULL ORDER BY O.rowid"))
+    df = durations(db, op, df).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
+    out = frame(COMM_OPS, {
+        "name": df["name"], "op_type": comm_op_types(df["op_type"], df["name"]), "group": df["grp"], "start_ns": df["start_ns"],
+        "dur_ns": df["dur_ns"], "link": df["link"], "step": assign_step(df["start_ns"].to_numpy(), steps),
+    }, n=len(df))
+    out["op_id"] = df["op_id"].to_numpy(dtype="int64")
+    return out
+
+
+def comm_op_types(op_types: pd.Series, names: pd.Series) -> pd.Series:
+    """``COMMUNICATION_OP.opType``, or where it is absent (level 0 writes ``N/A``) the type spelt
+    in the op's name: ``hcom_allReduce__576_0_1`` → ``hcom_allReduce_``, exactly what level 1
+    writes as opType, so level-0 and level-1 runs key their collectives alike."""
+    derived = hccl_op_types(names)
+    known = (op_types != "") & (op_types != NA)
+    return op_types.where(known, derived)
+
+
+def communication_tasks(db: Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    if not (db.has("COMMUNICATION_TASK_INFO", "globalTaskId") and db.has("TASK", "globalTaskId", "startNs", "endNs")):
+        return empty(COMM_TASKS)
+    info = "COMMUNICATION_TASK_INFO"
+    df = (Select(db).col("I", info, "taskType", "name", SID).col("I", info, "groupName", "grp", SID)
+          .col("I", info, "planeId", "plane_order", INT).col("I", info, "opId", "op_id", INT)
+          .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
+          .col("T", "TASK", "taskType", "task_type", SID)
+          .fetch("FROM COMMUNICATION_TASK_INFO AS I JOIN TASK AS T ON T.globalTaskId = I.globalTaskId "
+                 "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
+    df = durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    # Level 0 writes N/A task names; the runtime task type ("Notify Wait", "SDMA") still tells them apart.
+    df["name"] = df["name"].where((df["name"] != NA) & (df["name"] != ""), df["task_type"])
+    plane = df["plane_order"].astype(str).where(df["plane_order"] >= 0, "")
+    return frame(COMM_TASKS, {
+        "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],
+        "start_ns": df["start_ns"], "dur_ns": df["dur_ns"], "op_row": _task_op_rows(df, comm_ops),
+        "step": assign_step(df["start_ns"].to_numpy(), steps),
+    }, n=len(df))
+
+
+def _task_op_rows(tasks: pd.DataFrame, comm_ops: pd.DataFrame) -> np.ndarray:
+    """Row of the comm op each task belongs to: same (opId, group); failing that, the only op with
+    that opId (groups can be spelt differently on ops and tasks in some exports)."""
+    out = np.full(len(tasks), -1, dtype="int64")
+    if tasks.empty or comm_ops.empty:
+        return out
+    ops = pd.DataFrame({"op_id": comm_ops["op_id"].to_numpy(), "grp": comm_ops["group"].astype(str).to_numpy(),
+                        "row": np.arange(len(comm_ops), dtype="int64")})
+    ops = ops[ops["op_id"] >= 0]
+    keys = pd.DataFrame({"op_id": tasks["op_id"].to_numpy(), "grp": tasks["grp"].astype(str).to_numpy()})
+    exact = keys.merge(ops.drop_duplicates(["op_id", "grp"]), on=["op_id", "grp"], how="left")["row"]
+    unique = ops[~ops["op_id"].duplicated(keep=False)].set_index("op_id")["row"]
+    by_id = keys["op_id"].map(unique)
+    return exact.fillna(by_id).fillna(-1).to_numpy(dtype="int64")
+
+
+def op_statistic(kernels: pd.DataFrame, steps: pd.DataFrame, step: int | None) -> pd.DataFrame:
+    """Compute tasks grouped by (op type, core type), like the reference's Db KernelTypeCompare:
+    unlike ``op_statistic.csv`` of a Text export, the Db statistic honours the selected step."""
+    k = kernels[kernels["has_details"]]
+    if step is not None:
+        window = steps[steps["step"] == step]
+        if len(window):  # an unknown step is reported by the step filter itself
+            lo, hi = int(window["start_ns"].iloc[0]), int(window["end_ns"].iloc[0])
+            k = k[(k["start_ns"] >= lo) & (k["start_ns"] <= hi)]
+    if k.empty:
+        return empty(OP_STATISTIC)
+    dur_us = (k["dur_ns"] / 1000.0).rename("dur")
+    g = dur_us.groupby([k["op_type"].astype(str), k["core"].astype(str)], sort=False)
+    stats = g.agg(["size", "sum", "mean", "max", "min"]).reset_index()
+    stats.columns = ["op_type", "core_type", "count", "total_us", "avg_us", "max_us", "min_us"]
+    return frame(OP_STATISTIC, {c: stats[c] for c in OP_STATISTIC})

@@ -1,0 +1,232 @@
+"""Read-only, typed access to an SQLite profiler database (torch_npu / MindSpore / msMonitor Db
+exports): the SQL half of the Db loader, kept apart from the table building in ``npu_db*.py``.
+
+* **Read-only.** The file is opened through a ``file:…?mode=ro&immutable=1`` URI so a profile is
+  never modified (no journal, no WAL checkpoint).
+* **Schema-tolerant.** Tables and columns are looked up in ``sqlite_master`` / ``PRAGMA
+  table_info`` first; :class:`Select` builds a query only from the columns that exist (an absent
+  one reads as -1 / NaN / '').
+* **Typed without per-cell pandas work.** Integer columns are ``COALESCE``-d in SQL so ns
+  timestamps never pass through float64; interned strings come back as ids and are resolved
+  against one in-memory copy of ``STRING_IDS``.
+* **Bad files are input errors.** Every SQLite failure becomes an :class:`InputError` naming the
+  file.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .detect import SQLITE_MAGIC
+
+#: What the Db writes where an id is invalid (UINT32 max, torch_npu ``DB_INVALID_VALUE``).
+INVALID_ID = 4294967295
+#: What the exporters write where a text value is absent (level 0 op types, task names).
+NA = "N/A"
+#: Mask of the low 32 bits (``globalTid`` is ``pid << 32 | tid``).
+U32 = 0xFFFFFFFF
+
+#: Kinds of fetched columns: int64 (NULL → -1), float64 (NULL → NaN), an interned string id
+#: resolved through STRING_IDS (unknown → ''), plain text (NULL → '').
+INT, FLOAT, SID, TEXT = "int", "float", "sid", "text"
+
+
+class Db:
+    """A read-only SQLite connection that knows which tables and columns exist, fetches typed
+    columns without pandas' per-cell object conversion, and turns every SQLite failure into an
+    :class:`InputError` naming the file.
+
+    Interned strings are fetched as integer ids and resolved against one in-memory copy of
+    ``STRING_IDS`` (a hash lookup per column): sqlite3 builds a Python object per cell, and an int
+    is about half the cost of a decoded ``str``, which is what dominates loading a large Db.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # ``immutable=1`` on top of ``mode=ro``: without it SQLite creates ``-shm``/``-wal`` files
+        # next to a WAL-mode database even for a read-only connection, i.e. writes into the
+        # user's input folder. The price: changes still sitting in an existing ``-wal`` file are
+        # not seen (reported by :attr:`unmerged_wal`).
+        try:
+            self.unmerged_wal = path.with_name(path.name + "-wal").stat().st_size > 0
+        except OSError:
+            self.unmerged_wal = False
+        self.bad_text = False  # some TEXT cells were not UTF-8 (decoded with replacement)
+        self.ends_before_start: dict[str, int] = {}  # table → rows read with duration 0
+        try:
+            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        except sqlite3.Error as exc:
+            raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
+        self.tables = {str(r[0]) for r in rows}
+        self._columns: dict[str, set[str]] = {}
+        self._string_ids: pd.Index | None = None
+        self._strings = np.array([""], dtype=object)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _execute(self, sql: str) -> list[tuple[object, ...]]:
+        try:
+            return self.conn.execute(sql).fetchall()
+        except sqlite3.OperationalError as exc:
+            # One non-UTF-8 string (a name copied from another machine) must not make the whole
+            # profile unreadable: decode leniently from then on (only on this failure path, the
+            # default decoder is the fast one).
+            if not str(exc).startswith("Could not decode to UTF-8") or self.bad_text:
+                raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
+        except sqlite3.Error as exc:
+            raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
+        self.bad_text = True
+        self.conn.text_factory = _lenient_text
+        return self._execute(sql)
+
+    def columns(self, table: str) -> set[str]:
+        if table not in self.tables:
+            return set()
+        if table not in self._columns:
+            self._columns[table] = {str(r[1]) for r in self._execute(f'PRAGMA table_info("{table}")')}
+        return self._columns[table]
+
+    def has(self, table: str, *cols: str) -> bool:
+        return table in self.tables and set(cols) <= self.columns(table)
+
+    def any_rows(self, table: str) -> bool:
+        return table in self.tables and bool(self._execute(f'SELECT EXISTS (SELECT 1 FROM "{table}")')[0][0])
+
+    def fetch(self, sql: str, kinds: dict[str, str]) -> pd.DataFrame:
+        """Run ``sql`` and return its columns (named and typed by ``kinds``, in SELECT order)."""
+        rows = self._execute(sql)
+        cells = np.empty((len(rows), len(kinds)), dtype=object)
+        if rows:
+            cells[:] = rows
+        return pd.DataFrame({name: self._convert(cells[:, j], kind) for j, (name, kind) in enumerate(kinds.items())})
+
+    def _convert(self, values: np.ndarray, kind: str) -> np.ndarray:
+        if kind == INT:
+            try:
+                return values.astype(np.int64)
+            except (TypeError, ValueError, OverflowError):
+                return _in_int64(values)[0]
+        if kind == FLOAT:
+            return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
+        if kind == SID:
+            return self._texts(values)
+        return np.where(pd.isna(values), "", values)
+
+    def _texts(self, values: np.ndarray) -> np.ndarray:
+        """Interned ids → their text; text stored inline (older exports) is kept as is."""
+        try:
+            codes, inline = values.astype(np.int64), None
+        except (TypeError, ValueError, OverflowError):
+            codes, numeric = _in_int64(values)
+            inline = ~numeric & pd.notna(values)
+        positions = self._string_index().get_indexer(codes)
+        out = self._strings[positions]  # -1 (unknown id) picks the trailing ''
+        if inline is not None and inline.any():
+            out[inline] = [_cell_text(v) for v in values[inline]]
+        return out
+
+    def _string_index(self) -> pd.Index:
+        if self._string_ids is None:
+            ids, values = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+            if self.has("STRING_IDS", "id", "value"):
+                rows = self._execute("SELECT COALESCE(CAST(id AS INTEGER), -1), value FROM STRING_IDS ORDER BY rowid")
+                df = pd.DataFrame(rows, columns=["id", "value"]).drop_duplicates("id")
+                ids, values = df["id"].to_numpy(np.int64), df["value"].fillna("").astype(str).to_numpy(object)
+            self._string_ids = pd.Index(ids)
+            self._strings = np.append(values, "").astype(object)
+        return self._string_ids
+
+    def string_ids(self, texts: list[str]) -> list[int]:
+        """Ids under which ``texts`` are interned."""
+        index = self._string_index()
+        return [int(i) for i in index[np.isin(self._strings[:-1], texts)]]
+
+
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _in_int64(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact int64 of SQLite cells (-1 where absent) and the mask of cells that are numbers.
+
+    Only reached when a column mixes numbers with something else (a damaged Db), so one Python
+    step per cell is affordable; going through float64 instead would round every ns timestamp
+    of the column to 256 ns. Text, BLOBs, infinities and values beyond int64 read as absent
+    (never wrapped around).
+    """
+    out = np.full(len(values), -1, dtype=np.int64)
+    ok = np.zeros(len(values), dtype=bool)
+    for i, v in enumerate(values.tolist()):
+        n = _exact_int(v)
+        if n is not None:
+            out[i], ok[i] = n, True
+    return out, ok
+
+
+def _exact_int(value: object) -> int | None:
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) and abs(value) < 2.0**63 else None
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return value
+    return None
+
+
+def _cell_text(value: object) -> str:
+    """Text of a cell stored inline (a BLOB is decoded leniently, not shown as ``b'…'``)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class Select:
+    """One SELECT built only from the columns that exist (absent ones read as -1 / NaN / '')."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.items: list[str] = []
+        self.kinds: dict[str, str] = {}
+
+    def col(self, alias: str, table: str, column: str, out: str, kind: str) -> Select:
+        if column not in self.db.columns(table):
+            return self.expr({INT: "-1", SID: "-1"}.get(kind, "NULL"), out, kind)
+        ref = f"{alias}.{column}"
+        sql = {INT: f"COALESCE(CAST({ref} AS INTEGER), -1)", FLOAT: f"CAST({ref} AS REAL)",
+               SID: f"COALESCE({ref}, -1)"}.get(kind, ref)
+        return self.expr(sql, out, kind)
+
+    def expr(self, sql: str, out: str, kind: str) -> Select:
+        self.items.append(f"{sql} AS {out}")
+        self.kinds[out] = kind
+        return self
+
+    def fetch(self, tail: str) -> pd.DataFrame:
+        """Run ``SELECT <items> <tail>`` (``tail`` = FROM/JOIN/WHERE/ORDER clauses)."""
+        return self.db.fetch(f"SELECT {', '.join(self.items)} {tail}", self.kinds)
+
+
+def check_header(path: Path) -> None:
+    """Reject what SQLite itself would silently accept (a 0-byte file opens as an empty database)
+    or report cryptically (encrypted / foreign files)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})") from None
+    if not head:
+        raise InputError(path, "is empty (0 bytes), not a profiler database")
+    if head != SQLITE_MAGIC:
+        raise InputError(path, "is not an SQLite database (encrypted or not a Db export?)")

@@ -32,7 +32,7 @@ from ..model import (
     frame,
 )
 from ..options import LoadOptions
-from .common import assign_step, is_step_name, nest, steps_from_ops, thread_groups
+from .common import assign_step, is_module_name, is_step_name, nest, per_name, steps_from_ops, thread_groups
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints
@@ -101,10 +101,7 @@ def _ops(ev: Events) -> pd.DataFrame:
     names = pd.Series(f["name"], dtype=object)
     runtime = _is_in(ev.cat[rows], LAUNCH_CATS)
     link = np.where(runtime, f["correlation"], -1)
-    # The regex test runs once per distinct name that mentions the marker.
-    distinct = pd.Series(list(dict.fromkeys(names.tolist())), dtype=object)
-    mention = distinct[distinct.str.contains("ProfilerStep#", regex=False).to_numpy(dtype=bool)]
-    is_step = _is_in(names.to_numpy(), mention[is_step_name(mention)])
+    is_step = is_step_name(names)
     return frame(OPS, {
         "name": names,
         "cat": ev.cat[rows],
@@ -150,7 +147,7 @@ def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame
         "step": assign_step(start, steps),
         "link": link,
         "op_row": op_row,
-        "is_comm": names.str.lower().str.startswith("nccl").to_numpy(dtype=bool),
+        "is_comm": per_name(names, lambda s: s.str.lower().str.startswith("nccl")),
         "in_trace": np.ones(len(rows), dtype=bool),
         "has_details": np.zeros(len(rows), dtype=bool),
     })
@@ -232,7 +229,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
     names = pd.Series(ev.at(PYFUNC, rows)["name"], dtype=object)
     return frame(PYFUNCS, {
         "name": names, "pid": pid, "tid": tid, "start_ns": start, "end_ns": end,
-        "is_module": names.str.lower().str.startswith("nn.module:").to_numpy(dtype=bool),
+        "is_module": is_module_name(names),
         "parent": parent, "depth": depth,
     })
 

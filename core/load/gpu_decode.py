@@ -16,7 +16,8 @@ turned into the floats orjson makes of them. Where the two parsers' checks diffe
 loader skips:
 
 * **UTF-8**: msgspec does not decode a skipped string, orjson refuses invalid UTF-8 anywhere; a
-  piece that is not pure ASCII is decoded once to check it (real traces are ASCII).
+  piece that is not pure ASCII is decoded once to check it (real traces are ASCII;
+  :func:`.pieces.decode_typed`).
 * **numbers beyond float range** (``1e400``) in a skipped value: orjson refuses the file,
   msgspec reads past them. No profiler writes such a number; such a trace is read where a
   whole-file parse would refuse it — the one known difference, and an accepting one.
@@ -30,7 +31,8 @@ from typing import Any, Optional, Union
 import msgspec
 import orjson
 
-from .gpu_events import _INT, _LINE, _TEXT, _TOP_LEVEL, DEFAULTS, FIELDS, NotLikeOrjson, orjson_ints
+from .gpu_events import _INT, _LINE, _TEXT, _TOP_LEVEL, DEFAULTS, FIELDS
+from .pieces import NotLikeOrjson, Structs, decode_typed, orjson_ints
 
 #: A number as the loader accepts it (``ints``/``_us_values`` convert text and floats alike).
 _Num = Optional[Union[int, float, str]]
@@ -73,40 +75,16 @@ _GETTERS = {key: attrgetter(attr) for key, attr in _ATTRS.items()}
 
 def decode(text: bytes | bytearray) -> StructView | None:
     """The events of ``text`` (a JSON array), or None when msgspec cannot read it like orjson
-    (a wrong type, a broken or cut piece, bytes that are not UTF-8): read it with orjson then."""
-    try:
-        events = _DECODER.decode(text)
-    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
-        return None
-    if not text.isascii():
-        try:
-            text.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return StructView(events)
+    (:func:`.pieces.decode_typed`): read it with orjson then."""
+    events = decode_typed(_DECODER, text)
+    return None if events is None else StructView(events)
 
 
-class StructView:
+class StructView(Structs):
     """Events decoded into structs (see :class:`.gpu_events.EventView`)."""
 
-    def __init__(self, objs: list[Any]) -> None:
-        self.objs = objs
-
-    def __len__(self) -> int:
-        return len(self.objs)
-
-    def top(self, key: str) -> list[Any]:
-        return list(map(_GETTERS[key], self.objs))
-
-    def subset(self, rows: list[int]) -> StructView:
-        objs = self.objs
-        return StructView([objs[i] for i in rows])
-
-    def args(self) -> StructView:
-        args = list(map(_GETTERS["args"], self.objs))
-        if None in args:  # "args": null
-            args = [_EMPTY_ARGS if a is None else a for a in args]
-        return StructView(args)
+    getters = _GETTERS
+    empty_args = _EMPTY_ARGS
 
     def render(self, values: list[Any], cache: dict[bytes, str]) -> list[str]:
         """Text fields as they are ("" for none); raw JSON values as ``str()`` of what orjson

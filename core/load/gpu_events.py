@@ -9,7 +9,7 @@ decided once per distinct category; :class:`Builder` turns each parsed piece of 
 from __future__ import annotations
 
 import re
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..options import LoadOptions
 from .common import first_seen_codes, float_us_to_ns, us_to_ns
+from .pieces import Dicts, orjson_ints
 
 #: Host-side launch calls: they carry the ``correlation`` id shared with the device work they
 #: launch. Kineto writes the CUDA runtime (``cudaLaunchKernel``) and the driver API
@@ -51,15 +52,12 @@ FIELDS: dict[int, dict[str, int]] = {
              "Addr": _RAW},
 }
 _TOP_LEVEL = frozenset({"name", "id"})
-_NO_ARGS: dict[str, Any] = {}  # read only: stands for a missing or non-object ``args``
 
 #: Above 2**43 µs a float64 step exceeds 1 ns, so a fractional ``ts`` parsed as a float no longer
 #: converts to the exact ns the file holds (epoch-based "ns resolution" traces: step 0.25 µs).
 _FLOAT_EXACT_LIMIT = 2.0**43
 #: Largest |µs| whose ns still fits int64.
 _MAX_US = 9.2e15
-#: The integers orjson reads as integers (wider ones become floats).
-_INT_MIN, _UINT_MAX = -2**63, 2**64 - 1
 _TS_RE = re.compile(rb'"ts"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
 
 
@@ -127,27 +125,10 @@ class EventView(Protocol):
         """Values kept as they are (flow ids, addresses)."""
 
 
-class DictView:
+class DictView(Dicts):
     """Events parsed into dicts by ``orjson``."""
 
-    def __init__(self, objs: list[dict[str, Any]]) -> None:
-        self.objs = objs
-
-    def __len__(self) -> int:
-        return len(self.objs)
-
-    def top(self, key: str) -> list[Any]:
-        return list(map(dict.get, self.objs, repeat(key), repeat(DEFAULTS.get(key))))
-
-    def subset(self, rows: list[int]) -> DictView:
-        objs = self.objs
-        return DictView([objs[i] for i in rows])
-
-    def args(self) -> DictView:
-        args = list(map(dict.get, self.objs, repeat("args"), repeat(_NO_ARGS)))
-        if not set(map(type, args)) <= {dict}:
-            args = [a if type(a) is dict else _NO_ARGS for a in args]
-        return DictView(args)
+    defaults = DEFAULTS
 
     def render(self, values: list[Any], cache: dict[bytes, str]) -> list[str]:
         """``str()`` of each value ("" for None), as the reference shows list arguments. Lists
@@ -353,26 +334,6 @@ def _numeric_array(values: list[Any]) -> np.ndarray | None:
     except OverflowError:  # ints beyond int64: the caller's general path
         pass
     return None
-
-
-def orjson_ints(values: list[Any]) -> list[Any]:
-    """``values`` with integers beyond 64 bits as floats, as ``orjson`` reads them (msgspec keeps
-    them exact), so that both decoders give the same values; :class:`NotLikeOrjson` for one
-    beyond float range, which orjson refuses."""
-    if set(map(type, values)) <= {int}:  # the usual case: two C passes
-        if not values or (min(values) >= _INT_MIN and max(values) <= _UINT_MAX):
-            return values
-    elif not [v for v in values if type(v) is int and not _INT_MIN <= v <= _UINT_MAX]:
-        return values
-    try:
-        return [float(v) if type(v) is int and not _INT_MIN <= v <= _UINT_MAX else v
-                for v in values]
-    except OverflowError:
-        raise NotLikeOrjson("an integer beyond float range") from None
-
-
-class NotLikeOrjson(ValueError):
-    """A value that msgspec accepted where orjson would not (the piece is read by orjson)."""
 
 
 def ints(values: list[Any]) -> np.ndarray:

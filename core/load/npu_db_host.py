@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, empty, frame
-from .common import is_step_name, nest, steps_from_ops
+from .common import is_module_name, is_step_name, nest, per_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
 
 
@@ -128,7 +128,7 @@ def python_functions(apis: pd.DataFrame) -> pd.DataFrame:
     names = df["name"].astype(str)
     return frame(PYFUNCS, {
         "name": names, "pid": df["pid"], "tid": df["tid"], "start_ns": df["start_ns"], "end_ns": df["end_ns"],
-        "is_module": names.str.lower().str.startswith("nn.module:"), "parent": df["parent"], "depth": df["depth"],
+        "is_module": is_module_name(names), "parent": df["parent"], "depth": df["depth"],
     }, n=len(df))
 
 
@@ -137,8 +137,9 @@ def queue_rows(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> pd.DataFram
     on the dequeue thread back to their enqueue); the correlation is the first connection id of the
     row's list, which is what torch_npu pairs an enqueue with its dequeue by."""
     df = apis[apis["api_type"] == "queue"].sort_values("start_ns", kind="stable")
-    names = df["name"].astype(str)
-    kind = np.select([names.str.startswith("Enqueue"), names.str.startswith("Dequeue")], ["enqueue", "dequeue"], "")
+    names = df["name"]
+    kind = np.select([per_name(names, lambda s: s.str.startswith("Enqueue")),
+                      per_name(names, lambda s: s.str.startswith("Dequeue"))], ["enqueue", "dequeue"], "")
     df, kind = df[kind != ""], kind[kind != ""]
     out = frame(QUEUE, {"kind": pd.Series(kind, dtype=object), "correlation": _first_conn(df["conn_ref"], conn_ids),
                         "start_ns": df["start_ns"], "end_ns": df["end_ns"]}, n=len(df))

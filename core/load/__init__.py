@@ -44,8 +44,9 @@ def _loader(kind: str) -> Callable[[Source, LoadOptions], Profile]:
     return loader
 
 
-def preload(path: str, opts: LoadOptions) -> None:
-    """Import the loader ``path`` will need, unless its profile will come from the cache.
+def preload(path: str, opts: LoadOptions) -> bool:
+    """Import the loader ``path`` will need, unless its profile will come from the cache; True
+    when it will (an entry is stored for it).
 
     Called before forking the process that loads the other side of a pair: the child then starts
     parsing at once instead of importing the same modules a second time (msgspec, the parsers:
@@ -57,10 +58,11 @@ def preload(path: str, opts: LoadOptions) -> None:
             from ..cache import has_entry
 
             if has_entry(src, opts):
-                return
+                return True
     except Exception:  # noqa: BLE001 - the load itself reports every problem, in order
-        return
+        return False
     _loader(src.kind)
+    return False
 
 
 def _read_kind(src: Source, opts: LoadOptions) -> Profile:

@@ -42,6 +42,7 @@ def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[st
     builder = Builder(opts)
     doc = _parse_in_pieces(raw, builder)
     if doc is None:
+        raw = pieces.whole(raw)
         doc = _parse(path, raw, notes)
         events = _trace_events(path, doc)
         builder = Builder(opts)
@@ -57,7 +58,7 @@ def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[st
 
 
 def _read_bytes(path: Path, limit: int | None) -> pieces.Content:
-    """The decompressed file content (a large plain trace memory-mapped:
+    """The decompressed file content (a large plain trace is read where needed:
     :func:`.pieces.read_file`); gzip and I/O failures become InputError.
 
     The size cap checked before reading applies to the *compressed* size of a ``.gz``; so that a
@@ -99,7 +100,7 @@ def _parse_in_pieces(raw: pieces.Content, builder: Builder) -> dict[str, Any] | 
     first = raw.find(_KEY)
     if first < 0:
         return None
-    opening = _ARRAY_OPEN.match(raw, first)
+    opening = pieces.match(raw, _ARRAY_OPEN, first)
     if opening is None:
         return None
     docs: dict[int, dict[str, Any]] = {}
@@ -134,14 +135,13 @@ def _array_ends(raw: pieces.Content, start: int) -> Iterator[tuple[dict[str, Any
         yield doc, end
 
 
-def _parse(path: Path, raw: pieces.Content, notes: list[str]) -> Any:
+def _parse(path: Path, raw: bytes | bytearray, notes: list[str]) -> Any:
     """orjson parse. Python's ``json`` writes NaN/Infinity, which orjson rejects; a trace re-saved
     by such a script is retried with the stdlib parser (only on that failure path)."""
     try:
-        return orjson.loads(memoryview(raw))
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         error = exc
-    raw = bytes(raw)  # failure paths only: the stdlib parser and str methods need bytes
     if any(token in raw for token in _NON_JSON_TOKENS):
         try:
             doc = json.loads(raw)

@@ -53,29 +53,29 @@ def read_trace(path: Path) -> Events:
     if _in_pieces(raw, builder):
         return builder.finish()
     builder = _Builder()
-    builder.add(_parse_whole(path, raw), b"")
+    builder.add(_parse_whole(path, pieces.whole(raw)), b"")
     return builder.finish()
 
 
 def _in_pieces(raw: pieces.Content, builder: _Builder) -> bool:
     """Feed the top-level array to ``builder`` in pieces; False when that cannot be done."""
-    opening = _ARRAY_OPEN.match(raw)
+    opening = pieces.match(raw, _ARRAY_OPEN)
     if opening is None:
         return False
-    tail = raw[max(len(raw) - 64, 0):]
+    tail = raw[max(len(raw) - 64, 0):len(raw)]
     end = len(raw) - (len(tail) - len(tail.rstrip())) - 1  # the last byte that is not whitespace
     if end < opening.end() - 1 or raw[end:end + 1] != b"]":
         return False
-    if _CONTENT.search(raw, opening.end(), end) is None:
+    if pieces.search(raw, _CONTENT, opening.end(), end) is None:
         return True  # an empty array
     return pieces.feed(raw, opening.end(), iter((end,)), npu_decode.decode, builder.add_typed,
                        builder.add, PIECE_BYTES) is not None
 
 
-def _parse_whole(path: Path, raw: pieces.Content) -> list[dict]:
+def _parse_whole(path: Path, raw: bytes | bytearray) -> list[dict]:
     """The trace's event objects (one orjson parse of the whole file)."""
     try:
-        data = orjson.loads(memoryview(raw))
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(path, f"is not valid JSON ({exc}); is the file truncated?") from None
     if not isinstance(data, list):

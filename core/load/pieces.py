@@ -21,7 +21,6 @@ dicts. The caller's two consumers must build the same columns from either.
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -40,36 +39,147 @@ PIECE_BYTES = 1 << 20
 #: Cuts tried per piece before giving up on splitting (each retry re-parses the piece).
 _CUT_TRIES = 32
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-#: Files at least this large are memory-mapped rather than read into memory.
-MAP_BYTES = 16 << 20
-#: Parsed bytes behind the current piece are handed back to the kernel in steps of this size.
-_RELEASE_BYTES = 32 << 20
+#: Files at least this large are read piece by piece from disk rather than into memory.
+STREAM_BYTES = 16 << 20
+#: Bytes read at a time when :class:`FileContent` searches for something: small, as the usual
+#: search (the event boundary after a piece's cut) ends within a few hundred bytes.
+_SCAN_BYTES = 1 << 16
+#: The longest match :meth:`FileContent.search` is asked for (``}`` ``,`` ``{`` with the
+#: whitespace of an indented file, a key and its ``[``): windows overlap by this much.
+_MATCH_BYTES = 4096
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 T = TypeVar("T")
-#: A file's content: bytes, or a read-only memory map of a large file.
-Content = Union[bytes, bytearray, mmap.mmap]
+
+
+class FileContent:
+    """A large file read where it is needed (``os.pread``), never held whole: a 0.9 GB trace read
+    at once made its bytes half of the loader's peak memory. Offers the few operations the
+    readers use on file content — length, slices, ``find``/``rfind``, regex search and match —
+    with the same results as on the file's bytes.
+
+    Not a memory map: a file shortened while it is mapped kills the process with SIGBUS at the
+    first page past its end; here a shortened file only yields short reads, which fail to parse
+    like any damaged file and end in the whole-file parse's clean error.
+    """
+
+    def __init__(self, fd: int, size: int, skip: int) -> None:
+        self.fd = fd
+        self.size = size - skip
+        self.skip = skip  # a UTF-8 BOM
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, part: slice) -> bytes:
+        a, b, _ = part.indices(self.size)
+        return os.pread(self.fd, max(b - a, 0), a + self.skip)
+
+    def whole(self) -> bytes:
+        return self[0:self.size]
+
+    def search(self, pattern: re.Pattern[bytes], pos: int = 0, endpos: int | None = None) -> _Found | None:
+        """``pattern.search`` over the file, a window at a time. A match counts once no earlier
+        one can be cut off by the window's end: it starts more than ``_MATCH_BYTES`` (the longest
+        match the readers look for) before that end and ends before it. Otherwise the window moves
+        on past the starts already ruled out, or doubles where it cannot."""
+        endpos = self.size if endpos is None else min(endpos, self.size)
+        size = _SCAN_BYTES
+        while pos < endpos:
+            stop = min(pos + size, endpos)
+            chunk = self[pos:stop]
+            m = pattern.search(chunk)
+            if stop == endpos:
+                return None if m is None else _Found(pos + m.start(), pos + m.end())
+            safe = len(chunk) - _MATCH_BYTES  # a match starting before this cannot be cut off
+            if m is not None and m.start() < safe and m.end() < len(chunk):
+                return _Found(pos + m.start(), pos + m.end())
+            if (m is None or m.start() >= safe) and safe > 0:
+                pos += safe  # nothing starts before pos + safe
+            else:
+                size *= 2
+        return None
+
+    def match(self, pattern: re.Pattern[bytes], pos: int = 0) -> _Found | None:
+        m = pattern.match(self[pos:pos + _MATCH_BYTES])
+        return None if m is None else _Found(pos + m.start(), pos + m.end())
+
+    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        found = self.search(re.compile(re.escape(sub)), start, end)
+        return -1 if found is None else found.start()
+
+    def rfind(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        """The last ``sub`` lying within ``[start, end)``, read backwards chunk by chunk."""
+        hi = self.size if end is None else min(end, self.size)
+        while hi > start:
+            lo = max(start, hi - max(_SCAN_BYTES, 2 * len(sub)))  # each step moves on
+            at = self[lo:hi].rfind(sub)
+            if at >= 0:
+                return lo + at
+            if lo == start:
+                break
+            hi = lo + len(sub) - 1  # an occurrence across ``lo`` lies in the next chunk
+        return -1
+
+
+class _Found:
+    """Where a :class:`FileContent` search matched (``start()``/``end()`` as on re.Match)."""
+
+    def __init__(self, start: int, end: int) -> None:
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+#: A file's content: its bytes, or a large file read where needed.
+Content = Union[bytes, bytearray, FileContent]
 
 
 def read_file(path: Path) -> Content:
-    """The file's content without a UTF-8 BOM. A large file is memory-mapped read-only: its
-    pages are read as the pieces reach them and handed back behind them (:func:`feed`), so a
-    0.9 GB trace is never held whole — reading it at once made the raw bytes half of the peak
-    memory of a load. OSError for an unreadable file."""
-    with path.open("rb") as fh:
-        if os.fstat(fh.fileno()).st_size >= MAP_BYTES:
-            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            if mapped[:len(_UTF8_BOM)] != _UTF8_BOM:
-                return mapped
-            mapped.close()  # a BOM: read it (rare; the slice below copies anyway)
-        data = fh.read()
+    """The file's content without a UTF-8 BOM: a small file's bytes, a large file as a
+    :class:`FileContent`. OSError for an unreadable file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size >= STREAM_BYTES:
+            skip = len(_UTF8_BOM) if os.pread(fd, len(_UTF8_BOM), 0) == _UTF8_BOM else 0
+            content, fd = FileContent(fd, size, skip), -1
+            return content
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
     return data[len(_UTF8_BOM):] if data.startswith(_UTF8_BOM) else data
 
 
-def _release(content: Content, upto: int) -> None:
-    """Drop the mapped pages before ``upto`` from this process (the page cache keeps them)."""
-    if isinstance(content, mmap.mmap):
-        content.madvise(mmap.MADV_DONTNEED, 0, upto - upto % mmap.PAGESIZE)
+def search(content: Content, pattern: re.Pattern[bytes], pos: int = 0,
+           endpos: int | None = None) -> re.Match[bytes] | _Found | None:
+    """``pattern.search`` on any content."""
+    if isinstance(content, FileContent):
+        return content.search(pattern, pos, endpos)
+    return pattern.search(content, pos, len(content) if endpos is None else endpos)
+
+
+def match(content: Content, pattern: re.Pattern[bytes], pos: int = 0) -> re.Match[bytes] | _Found | None:
+    """``pattern.match`` on any content."""
+    return content.match(pattern, pos) if isinstance(content, FileContent) else pattern.match(content, pos)
+
+
+def whole(content: Content) -> bytes | bytearray:
+    """All the bytes (the whole-file fallback parses)."""
+    return content.whole() if isinstance(content, FileContent) else content
 
 
 class NotLikeOrjson(ValueError):
@@ -113,15 +223,12 @@ def feed(raw: Content, start: int, ends: Iterator[int],
     end = next(ends, None)
     if end is None:
         return None
-    view = memoryview(raw)
-    a = released = start
+    view = raw if isinstance(raw, FileContent) else memoryview(raw)
+    a = start
     while a < end:
-        if a - released >= _RELEASE_BYTES:
-            _release(raw, a)
-            released = a
         cut = a + piece_bytes
         for _ in range(_CUT_TRIES):
-            boundary = _BOUNDARY.search(raw, cut, end) if cut < end else None
+            boundary = search(raw, _BOUNDARY, cut, end) if cut < end else None
             b = boundary.start() + 1 if boundary else end
             text = b"".join((b"[", view[a:b], b"]"))
             typed = decode(text)

@@ -33,9 +33,14 @@ def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
             .col("A", api, "globalTid", "gtid", INT).col("A", api, "connectionId", "conn_ref", INT)
             .col("A", api, "name", "name", SID).col("A", api, "inputShapes", "input_dims", SID)
             .col("A", api, "inputDtypes", "input_types", SID).col("A", api, "callchainId", "chain", INT)
-            .expr("E.name", "api_type", TEXT)
-            .fetch("FROM PYTORCH_API AS A LEFT JOIN ENUM_API_TYPE AS E ON E.id = A.type "
-                   "WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+            .col("A", api, "type", "api_type", INT)
+            .fetch("FROM PYTORCH_API AS A WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+    # The type names are joined here, not in SQL: a table of integers only is fetched as one
+    # int64 matrix (Db.fetch), and the enum has a handful of rows.
+    enum = Select(db).col("E", "ENUM_API_TYPE", "id", "id", INT).col("E", "ENUM_API_TYPE", "name", "name", TEXT) \
+        .fetch("FROM ENUM_API_TYPE AS E ORDER BY E.rowid").drop_duplicates("id")
+    pos = pd.Index(enum["id"].to_numpy(dtype="int64")).get_indexer(apis["api_type"].to_numpy(dtype="int64"))
+    apis["api_type"] = np.append(enum["name"].to_numpy(dtype=object), "")[pos]  # -1 (no such id) → ''
     if _swapped(apis["input_dims"], apis["input_types"]):
         apis["input_dims"], apis["input_types"] = apis["input_types"], apis["input_dims"]
     apis["call_stack"] = _call_stacks(db, apis["chain"])

@@ -20,8 +20,12 @@ Design points, each answering a way a cache goes wrong:
 * **Racy writes are not cached.** An input modified within :data:`RACY_SECONDS` of the load may be
   rewritten again with the same size inside one timestamp tick; such loads are not stored (git's
   "racy clean" rule). Real profiles are minutes or days old; freshly generated test files are not.
-* **Corrupt or partial entries are ignored** (and removed); entries are written to a temporary file
-  and renamed into place, so readers never see half an entry.
+* **Corrupt or partial entries are ignored** (and removed); entries are written to a scratch file
+  (:class:`~perfcmp_core.export.safe_write.Scratch`: unnamed where the system allows, so a writer
+  killed even by SIGKILL leaves nothing) and renamed into place, so readers never see half an
+  entry, and two processes storing the same entry at once each publish a complete one.
+* **Written once.** Two processes loading the same profile at once: the second waits for the
+  first one's entry (a per-entry ``flock``, see :func:`_loading`) instead of parsing again.
 * **Bounded.** After each write, the least recently used entries beyond :data:`MAX_BYTES` go.
 * **Never written inside input folders**, and never trusted unless the directory and the file are
   owned by the current user.
@@ -34,19 +38,23 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
-from .load.detect import Source
+from .events import MACHINE_NOTE
+from .export.safe_write import Scratch
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
+
+if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
+    from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
 FORMAT = 1
@@ -57,9 +65,13 @@ RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
 _NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
 #: Code whose source decides what a profile contains (relative to this package).
-_CODE = ("load/*.py", "model.py", "options.py", "cache.py")
+_CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 _SUFFIX = ".npz"
 _TMP_PREFIX = ".tmp-"
+#: Next to each entry: the lock held while it is being loaded (see :func:`_loading`).
+_LOCK_SUFFIX = ".lock"
+#: Longest wait for another process loading the same profile.
+LOCK_WAIT_S = 30.0
 #: A temporary file older than this is left over from a killed writer.
 _STALE_TMP_SECONDS = 3600.0
 
@@ -75,16 +87,63 @@ def cached_load(src: Source, opts: LoadOptions, read: Callable[[Source, LoadOpti
                 *, directory: Path | None = None, max_bytes: int = MAX_BYTES) -> Profile:
     """``read(src, opts)`` through the cache: a valid entry is returned instead of reading; a
     fresh result is stored. Any cache problem (unwritable home, full disk, damaged entry) only
-    costs the speed-up, never the load."""
-    folder = _usable_dir(directory or cache_dir())
+    costs the speed-up, never the load; one that keeps the cache from working (a read-only or
+    full folder, someone else's folder) is reported as a note of the profile."""
+    wanted = directory or cache_dir()
+    folder, problem = _usable_dir(wanted)
     if folder is None:
-        return read(src, opts)
-    entry = folder / (entry_key(src, opts) + _SUFFIX)
-    profile = _read_entry(entry)
-    if profile is not None:
-        return profile
-    profile = read(src, opts)
-    _write_entry(folder, entry, profile, max_bytes)
+        return _noted(read(src, opts), wanted, problem)
+    key = entry_key(src, opts)
+    entry = folder / (key + _SUFFIX)
+    inputs = [str(p) for p in (src.trace, src.db, *src.files.values()) if p is not None]
+    # Racy inputs are not stored: nothing to wait for behind another process's load.
+    with (nullcontext() if _racy(inputs) else _loading(folder / (key + _LOCK_SUFFIX))):
+        profile = _read_entry(entry)
+        if profile is not None:
+            return profile
+        profile = read(src, opts)
+        problem = _write_entry(folder, entry, profile, max_bytes)
+    return _noted(profile, folder, problem) if problem else profile
+
+
+@contextmanager
+def _loading(lock: Path) -> Iterator[None]:
+    """Hold the lock of one entry while loading it: a second process opening the same profile
+    at the same time (two app instances, the app and an ``export``) waits for the first one's
+    entry instead of parsing the input again, so the entry is written once. Best effort: it
+    waits at most :data:`LOCK_WAIT_S` (a holder may be stopped with Ctrl+Z), and where locks do
+    not work it goes on without (entries are replaced atomically either way). The lock is the
+    kernel's (``flock``): it goes with the process holding it, however that process ends."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system
+        yield
+        return
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:  # a read-only cache folder: nothing will be written to wait for
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            except OSError:  # a file system without locks
+                break
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _noted(profile: Profile, folder: Path, problem: str) -> Profile:
+    profile.meta.notes.append(f"{MACHINE_NOTE}{folder}: {problem}; loaded without it "
+                              "(reopening parses the input again)")
     return profile
 
 
@@ -141,19 +200,22 @@ def _stat_record(path: Path) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _usable_dir(folder: Path) -> Path | None:
-    """Create ``folder`` (0700) if needed; None unless it is a real directory owned by us."""
+def _usable_dir(folder: Path) -> tuple[Path | None, str]:
+    """Create ``folder`` (0700) if needed: ``(folder, "")`` when it is a real directory owned by
+    us, else ``(None, why not)``."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
         st = folder.lstat()
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            return None  # a symlink or someone else's folder: do not trust what it holds
+        if not stat.S_ISDIR(st.st_mode):
+            return None, "is not a folder"  # a symlink: do not trust what it holds
+        if st.st_uid != os.geteuid():
+            return None, f"is owned by uid {st.st_uid}, not by you"
         if st.st_mode & 0o077:
             folder.chmod(0o700)
-    except OSError:
-        return None
-    return folder
+    except OSError as exc:
+        return None, f"cannot be created ({exc.strerror or exc})"
+    return folder, ""
 
 
 def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
@@ -166,8 +228,10 @@ def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
             st = path.lstat()
         except OSError:
             continue
-        if path.name.startswith(_TMP_PREFIX):
-            if now - st.st_mtime > _STALE_TMP_SECONDS:
+        if path.name.startswith(_TMP_PREFIX) or path.suffix == _LOCK_SUFFIX:
+            # Temporary files of killed writers (only where the system has no unnamed files),
+            # locks of entries long gone: empty files, but they must not accumulate.
+            if now - st.st_mtime > _STALE_TMP_SECONDS and not path.with_suffix(_SUFFIX).exists():
                 path.unlink(missing_ok=True)
             continue
         if path.suffix == _SUFFIX:
@@ -177,6 +241,7 @@ def _prune(folder: Path, max_bytes: int, keep: Path) -> None:
         total += size
         if total > max_bytes and path != keep:
             path.unlink(missing_ok=True)
+            path.with_suffix(_LOCK_SUFFIX).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,26 +353,24 @@ def _read_entry(entry: Path) -> Profile | None:
         return None
 
 
-def _write_entry(folder: Path, entry: Path, profile: Profile, max_bytes: int) -> None:
+def _write_entry(folder: Path, entry: Path, profile: Profile, max_bytes: int) -> str:
+    """Store ``profile``; returns why it could not be written ("" when it was, or when it is
+    not meant to be: racy inputs, content this format cannot restore)."""
     if _racy(profile.meta.files_used):
-        return
+        return ""
     try:
         arrays = _encode(profile)
     except _Uncachable:
-        return
-    tmp = None
+        return ""
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_TMP_PREFIX, suffix=_SUFFIX)  # mode 0600
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, entry)
-        tmp = None
+        with Scratch(folder, prefix=_TMP_PREFIX, suffix=_SUFFIX) as scratch:  # mode 0600
+            np.savez(scratch.fh, **arrays)
+            scratch.fh.flush()
+            scratch.replace(entry)
         _prune(folder, max_bytes, entry)
-    except OSError:
-        pass  # full disk, quota, read-only home: the profile is loaded all the same
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    except OSError as exc:  # full disk, quota, read-only home: the profile is loaded all the same
+        return f"cannot be written ({exc.strerror or exc})"
+    return ""
 
 
 def _racy(files: list[str]) -> bool:

@@ -1,8 +1,9 @@
 """Progress events of a comparison run.
 
-The same stream drives the headless ``export`` (which just consumes it) and the TUI (whose worker
-forwards each event from the child process to the screen as it arrives, so the overall view fills
-in first). Events are small picklable dataclasses.
+The same stream drives the headless ``export`` and the TUI (whose worker forwards each event from
+the child process to the screen as it arrives, so the overall view fills in first); both fold it
+into one result with :class:`perfcmp_core.collect.ResultBuilder`. Events are small picklable
+dataclasses.
 """
 
 from __future__ import annotations
@@ -30,12 +31,23 @@ class Phase:
     seconds: float = 0.0
 
 
+#: Notes that start with this are about this machine, not about one input (the profile cache
+#: could not be used): the same for both sides, so a result shows them once, without a side.
+MACHINE_NOTE = "profile cache: "
+
+
 @dataclass
 class Loaded:
     """One side is loaded; ``info`` is :func:`perfcmp_core.info.profile_info` of it."""
 
     side: str  # "base" | "comparison"
     info: dict[str, Any]
+
+    def notes(self) -> list[str]:
+        """The loader's notes as a result lists them: ``"<side>: <note>"``, except
+        :data:`MACHINE_NOTE` ones, which stay as they are (callers skip repeats)."""
+        return [n if n.startswith(MACHINE_NOTE) else f"{self.side}: {n}"
+                for n in self.info.get("notes", ())]
 
 
 @dataclass
@@ -45,7 +57,8 @@ class TableReady:
 
 @dataclass
 class Skipped:
-    """A comparison produced nothing, and why (shown instead of an empty screen)."""
+    """Tables a comparison did not produce, and why: the one carrier of a table's absence
+    (shown instead of an empty screen, listed in the notes)."""
 
     names: tuple[str, ...]  # table names it would have produced
     reason: str
@@ -67,7 +80,7 @@ class Failed:
 @dataclass
 class Finished:
     seconds: float
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the run's own notes (unlinked kernels …)
 
 
 Event = Union[Planned, Phase, Loaded, TableReady, Skipped, SummaryReady, Failed, Finished]

@@ -1,34 +1,21 @@
 """Load the two sides of a comparison at the same time.
 
 Parsing JSON holds the GIL, so two threads would take as long as one after the other. The
-comparison side is therefore parsed in a worker process while this process parses the base side;
-the finished :class:`Profile` (numpy-backed DataFrames, cheap to pickle) comes back.
+comparison side is therefore parsed in a :class:`~perfcmp_core.processes.Worker` while this
+process parses the base side; the finished :class:`Profile` (numpy-backed DataFrames, cheap to
+pickle) comes back.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
-from typing import Any, Iterator
+from typing import Iterator
 
 from .load import load_profile, preload
 from .model import Profile
 from .options import LoadOptions
-
-
-def _context() -> mp.context.BaseContext:
-    # fork is fastest (no re-import of pandas). Callers are single-threaded: the CLI, or the
-    # TUI's comparison child, which talks to the app over a Pipe (no feeder thread).
-    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-
-
-def _load_into(q: Any, path: str, opts: LoadOptions) -> None:
-    """Worker body: load one side and send back the profile or the exception."""
-    try:
-        q.put((True, load_profile(path, opts)))
-    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
-        q.put((False, exc))
+from .processes import Worker
 
 
 def iter_pair(
@@ -60,19 +47,11 @@ def iter_pair(
             profile = load_profile(path, opts)
             yield side, profile, time.perf_counter() - t0
         return
-    ctx = _context()
-    q = ctx.SimpleQueue()
-    worker = ctx.Process(target=_load_into, args=(q, comp, comp_opts), name="perfcmp-load")
     t0 = time.perf_counter()
-    worker.start()
+    worker = Worker(load_profile, comp, comp_opts, name="perfcmp-load")
     try:
         b = load_profile(base, base_opts)
         yield "base", b, time.perf_counter() - t0
-        ok, value = q.get()
-        if not ok:
-            raise value
-        yield "comparison", value, time.perf_counter() - t0
+        yield "comparison", worker.result(), time.perf_counter() - t0
     finally:
-        if worker.is_alive():
-            worker.terminate()
-        worker.join()
+        worker.stop()

@@ -3,6 +3,12 @@
 The TUI must never freeze: JSON parsing and the comparisons hold the GIL, so they run in a separate
 process and the UI thread only receives finished, picklable events. Cancelling (Esc/q in the app)
 closes the generator, which terminates the child at once.
+
+The child leads its own process group, which holds its loader and background workers too, so one
+signal reaches all of them; and each of them dies with its parent (:mod:`perfcmp_core.lifetime`).
+Stopping a run (:meth:`ChildRun.close`) sends the group SIGTERM, lets it end for at most
+:data:`GRACE_S` (each process removes its temporary files and leaves), then SIGKILLs what is left:
+a run is gone within a second whatever it was doing.
 """
 
 from __future__ import annotations
@@ -11,16 +17,20 @@ import importlib
 import multiprocessing as mp
 import os
 import signal
-import sys
-import threading
+import time
 import traceback
 from typing import Any, Callable, Iterator, Union
 
+from . import lifetime
 from .errors import InputError
+from .gcpause import gc_paused
+from .processes import start_method
 from .events import Event, Failed, Finished
-from .options import CompareOptions, LoadOptions
+from .request import RunRequest
 
 _POLL_S = 0.1
+#: How long a stopped run may take to end on SIGTERM before the rest of its group is SIGKILLed.
+GRACE_S = 0.4
 PIPELINE = "perfcmp_core.pipeline:comparison_events"
 
 
@@ -39,8 +49,10 @@ def _resolve(target: Target) -> Callable[..., Iterator[Event]]:
 def _child(conn: Any, target: Target, kwargs: dict[str, Any]) -> None:
     if hasattr(os, "setpgid"):
         # Own process group: cancelling kills the loader processes this child starts, too, and
-        # a Ctrl+C in the terminal reaches only the app (which then cancels us).
+        # a Ctrl+C in the terminal reaches only the app (which then cancels us). The parent sets
+        # it as well, so the group exists from the start whoever runs first.
         os.setpgid(0, 0)
+    lifetime.child_started()
     try:
         for event in _resolve(target)(**kwargs):
             conn.send(event)
@@ -50,15 +62,37 @@ def _child(conn: Any, target: Target, kwargs: dict[str, Any]) -> None:
         conn.send(Failed(f"{type(exc).__name__}: {exc}", is_input=False, detail=traceback.format_exc()))
 
 
-def _kill_group(proc: Any) -> None:
-    """Terminate the child's whole process group (it and its loader workers)."""
-    if proc.pid is None or not hasattr(os, "killpg"):
+def _signal_group(proc: Any, sig: int) -> None:
+    """Send ``sig`` to the child's whole process group (it and its workers), else to it alone
+    (before its group exists, it has started nothing)."""
+    if proc.pid is None:
         return
     try:
-        if os.getpgid(proc.pid) == proc.pid:
-            os.killpg(proc.pid, signal.SIGTERM)
+        if hasattr(os, "killpg") and os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+#: Runs not closed yet, for :func:`terminate_all` (a signal handler stopping everything).
+_live: set[ChildRun] = set()
+
+
+def terminate_all(sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to every open run's process group, without waiting (safe in a signal
+    handler); :meth:`ChildRun.close` still reaps them."""
+    for run in list(_live):
+        _signal_group(run._proc, sig)
 
 
 def prepare() -> None:
@@ -73,25 +107,9 @@ def prepare() -> None:
     resource_tracker.ensure_running()
 
 
-def start_method() -> str:
-    """How the next child starts: ``fork`` while this process runs no other thread, else
-    ``spawn``.
-
-    The CLI starts the app's first run before Textual (and its threads) exist: a forked child
-    shares the modules already imported here and starts at once, where a spawned one would first
-    start an interpreter and import pandas again (≈ 0.5 s of CPU, on the critical path and
-    competing with the app's start-up). A run started from the running app (a retry) is spawned:
-    a child forked while other threads run can deadlock on a lock one of them held. Not on macOS,
-    where system libraries do not survive a fork.
-    """
-    if ("fork" in mp.get_all_start_methods() and sys.platform != "darwin"
-            and threading.active_count() == 1):
-        return "fork"
-    return "spawn"
-
-
 class ChildRun:
-    """A comparison started in a child process at construction (see :func:`start_method`).
+    """A comparison started in a child process at construction (forked or spawned as
+    :func:`perfcmp_core.processes.start_method` decides).
 
     Starting it before the UI is imported and built lets the child's parsing overlap with the
     app's own start-up (≈ 1 s on the real GPU pair).
@@ -104,9 +122,15 @@ class ChildRun:
         self._reader, writer = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(target=_child, args=(writer, target, kwargs),
                                  name="perfcmp-compare")
-        self._proc.start()
+        lifetime.start(self._proc)
+        if hasattr(os, "setpgid"):
+            try:
+                os.setpgid(self._proc.pid, self._proc.pid)
+            except OSError:  # it did so itself (and, spawned, may have started its interpreter)
+                pass
         writer.close()  # the child holds the only write end: EOF means it is gone
         self._closed = False
+        _live.add(self)
 
     def events(self, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
         """The child's events as they arrive. ``should_stop`` is polled every 100 ms even while
@@ -131,20 +155,38 @@ class ChildRun:
             self.close()
 
     def close(self) -> None:
-        """Kill the child and everything it started (idempotent: once reaped, its pid may be
-        another process's)."""
+        """Stop the child and everything it started: SIGTERM to its group, at most
+        :data:`GRACE_S` to end, then SIGKILL (idempotent: once reaped, its pid may be another
+        process's)."""
         if self._closed:
             return
         self._closed = True
+        _live.discard(self)
         proc = self._proc
-        _kill_group(proc)
-        if proc.is_alive():
-            proc.terminate()
-        proc.join(timeout=2)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=1)
+        grouped = proc.pid is not None and hasattr(os, "killpg") and _pgid(proc.pid) == proc.pid
+        _signal_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            proc.join(timeout=0.02)
+            if proc.exitcode is not None and not (grouped and _group_alive(proc.pid)):
+                break
+        else:
+            if grouped:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if proc.exitcode is None:
+                proc.kill()
+        proc.join(timeout=1)
         self._reader.close()
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def stream_in_process(
@@ -156,14 +198,7 @@ def stream_in_process(
     return ChildRun(target, **kwargs).events(should_stop)
 
 
-def start_comparison(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
-    advisor_config: str | None = None,
-) -> ChildRun:
+def start_comparison(request: RunRequest) -> ChildRun:
     """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child.
 
     Forked, the child inherits the pipeline (and pandas) imported here first; the app needs
@@ -171,6 +206,6 @@ def start_comparison(
     delay the start of the child, which imports it again.
     """
     if start_method() == "fork":
-        importlib.import_module(PIPELINE.partition(":")[0])
-    return ChildRun(PIPELINE, base=base, comp=comp, base_opts=base_opts,
-                    comp_opts=comp_opts, compare_opts=compare_opts, advisor_config=advisor_config)
+        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
+            importlib.import_module(PIPELINE.partition(":")[0])
+    return ChildRun(PIPELINE, request=request)

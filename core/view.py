@@ -13,27 +13,29 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .compare.result import IS_TOTAL, LEVEL, NODE, PARENT, RATIO_HEADERS, Column, Table
+from .compare.result import IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, Column, Table, number_format
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
 Condition = tuple[tuple[str, ...], str]
 
 
 def format_value(value: object, col: Column) -> str:
-    """Display text of one cell, matching the workbook's number formats."""
+    """Display text of one cell, in the workbook's number format of its column
+    (:func:`~perfcmp_core.compare.result.number_format`)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, str):
         return value
-    if col.fmt == "percent":
+    fmt = number_format(col)
+    if fmt == "percent":
         v = float(value)  # type: ignore[arg-type]
         return "INF" if math.isinf(v) else f"{v * 100:,.2f}%"
-    if col.fmt == "int":
+    if fmt == "int":
         try:
             return f"{int(value):,}"  # type: ignore[call-overload]
         except (TypeError, ValueError):
             return str(value)
-    if col.fmt == "float":
+    if fmt == "float":
         v = float(value)  # type: ignore[arg-type]
         return "INF" if math.isinf(v) else f"{v:,.2f}"
     return str(value)
@@ -48,7 +50,8 @@ def screen_text(value: object, col: Column) -> str:
     """Cell text on screen: the workbook format, plus ``+`` on positive differences.
 
     Meaning never rests on colour alone: a difference carries its sign, a ratio its ▲/▼ (added by
-    the renderer from :func:`trend`).
+    the renderer from :func:`~perfcmp_core.compare.result.tone`, the rule of the workbook's
+    fills too).
     """
     text = format_value(value, col)
     if text and is_signed(col) and not isinstance(value, str):
@@ -58,19 +61,6 @@ def screen_text(value: object, col: Column) -> str:
         except (TypeError, ValueError):
             return text
     return text
-
-
-def trend(value: object, col: Column) -> int:
-    """+1 degradation, -1 improvement, 0 neutral — for ratio cells (headers in RATIO_HEADERS)."""
-    if col.header not in RATIO_HEADERS or isinstance(value, str) or value is None:
-        return 0
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0
-    if math.isnan(v) or v == 1.0:
-        return 0
-    return 1 if v > 1 else -1
 
 
 def sign(value: object, col: Column) -> int:
@@ -182,11 +172,11 @@ def _level_links(levels: np.ndarray) -> np.ndarray:
 class TableView:
     """Which rows of a :class:`Table` are shown, in which order.
 
-    Tree tables (``_node``/``_parent`` columns, or an indented ``_level`` hierarchy such as
-    OverallMetrics) show a row only when its ancestors are expanded, and sort siblings under their
-    parent. A table whose hierarchy is only indentation starts fully expanded (it is read like a
-    report); a linked tree starts with a single root open (a module tree) or all closed (one row
-    per collective).
+    Tree tables (declared ``tree="nodes"``: ``_node``/``_parent`` links; ``tree="outline"``: an
+    indented ``_level`` hierarchy such as OverallMetrics) show a row only when its ancestors are
+    expanded, and sort siblings under their parent. An outline starts fully expanded (it is read
+    like a report); a linked tree starts with a single root open (a module tree) or all closed
+    (one row per collective).
     """
 
     table: Table
@@ -204,14 +194,16 @@ class TableView:
 
     def __post_init__(self) -> None:
         df = self.table.data
-        if NODE in df.columns and PARENT in df.columns:
+        tree = self.table.tree
+        if tree == "nodes" and NODE in df.columns and PARENT in df.columns:
             node = df[NODE].to_numpy(dtype="int64")
             parent = df[PARENT].to_numpy(dtype="int64")
             self._links = (node, parent)
             roots = node[parent < 0]
             if len(roots) == 1 and not self.expanded:
                 self.expanded = {int(roots[0])}
-        elif LEVEL in df.columns and len(df) and (df[LEVEL].to_numpy() > 0).any():
+        elif (tree == "outline" and LEVEL in df.columns and len(df)
+              and (df[LEVEL].to_numpy() > 0).any()):
             node = np.arange(len(df), dtype="int64")
             parent = _level_links(df[LEVEL].to_numpy(dtype="int64"))
             self._links = (node, parent)
@@ -364,6 +356,19 @@ class TableView:
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
         self.invalidate()
+
+    def drill(self, row: int) -> tuple[tuple[Condition, ...], str]:
+        """The focus that Enter on data row ``row`` sets on the table's drill target, and its
+        label: the row's values of the declared match columns (:class:`~.compare.result.Drill`)."""
+        assert self.table.drill is not None
+        df = self.table.data
+        conditions, label = [], []
+        for source_key, target_keys in self.table.drill.match:
+            value = str(df[source_key].iat[row])
+            if value not in MATCH_ALL:
+                conditions.append((target_keys, value))
+                label.append(value)
+        return tuple(conditions), " / ".join(label) or "all"
 
     def set_focus(self, conditions: tuple[Condition, ...], label: str = "") -> None:
         """Show only rows meeting every condition (exact match): a statistic row's detail rows."""

@@ -244,8 +244,10 @@ def test_permissions(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
     d.chmod(0o755)
     cache.cached_load(src, LoadOptions(), Reader(_profile(files)), directory=d)
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
-    (entry,) = d.iterdir()
-    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    (entry,) = d.glob("*.npz")
+    (lock,) = d.glob("*.lock")  # the entry's load lock (empty)
+    for made in (entry, lock):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o600
     assert sorted(p.name for p in files[0].parent.iterdir()) == ["kernel_details.csv",
                                                                   "trace_view.json"]
 

@@ -107,8 +107,9 @@ def test_export_switches_limit_sheets(capsys: pytest.CaptureFixture[str], tmp_pa
 
 
 def test_export_nothing_to_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    base, comp = PAIRS["gpu"]
-    code, out, _ = run(capsys, "export", base, comp, "-o", tmp_path, "--enable-kernel-compare")
+    patterns = ROOT / "fixtures" / "gpu_patterns"  # two GPU traces without any collective
+    base, comp = str(patterns / "h100_driver_api.pt.trace.json"), str(patterns / "mi300_hip.pt.trace.json")
+    code, out, _ = run(capsys, "export", base, comp, "-o", tmp_path, "--enable-communication-compare")
     assert code == 0 and "no workbook written" in out
     assert not list(tmp_path.glob("*.xlsx"))
 
@@ -171,11 +172,16 @@ def test_console_script_export_delivers_all_output_before_its_fast_exit(tmp_path
 
 
 def test_tui_bad_config_fails_before_the_app(capsys: pytest.CaptureFixture[str],
-                                             tmp_path: Path) -> None:
+                                             tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The app's comparison child starts first (to overlap start-up); a bad config file still
     ends the command with one line and exit 2, before the terminal switches to the app, and the
-    child is gone."""
+    child is gone. (In a real terminal: tests/test_tui_lifetime.py.)"""
     import multiprocessing
+
+    from perfcmp_tui import terminal
+
+    monkeypatch.setattr(terminal, "require_terminal", lambda: None)  # as if in a terminal
 
     bad = tmp_path / "rules.ini"
     bad.write_text("[rule.x]\nthreshold = lots\n")

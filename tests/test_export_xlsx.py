@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from perfcmp_core import __version__
+from perfcmp_core.compare import SHEETS, declare
 from perfcmp_core.compare.result import ComparisonResult, Column, Table
 from perfcmp_core.errors import InputError
 from perfcmp_core.export import xlsx
@@ -130,15 +131,16 @@ def empty(name: str, reason: str = "") -> Table:
 
 
 def make_result(*tables: Table) -> ComparisonResult:
+    """The tables as the pipeline hands them over: carrying what their sheets declare."""
     result = ComparisonResult("base/trace.json", "/data/comp_ascend_pt")
     for t in tables:
-        result.add(t)
+        result.add(declare(t) if t.name in SHEETS else t)
     return result
 
 
 def standard() -> ComparisonResult:
     tree = Table("ModuleTree", OP_STAT_COLUMNS, op_stat().data, (2, 3), (4, 5))
-    private = Table("_scratch", OP_STAT_COLUMNS, op_stat().data, (2, 3), (4, 5))
+    private = Table("_scratch", OP_STAT_COLUMNS, op_stat().data, (2, 3), (4, 5), export=False)
     result = make_result(overall(), empty("CommunicationCompare", "no communication ops on either side"),
                          op_stat(), tree, private, api())
     result.notes.append("memory comparison skipped: no memory records")
@@ -379,7 +381,7 @@ def test_long_text_with_markup_and_illegal_characters_is_cut_then_escaped(tmp_pa
 
 
 def test_legal_replaces_only_characters_xml_forbids() -> None:
-    from perfcmp_core.export.xlsx import _legal
+    from perfcmp_core.export.sheet_xml import legal as _legal
 
     assert _legal("tab\tlf\ncr\r <&> ok") == "tab\tlf\ncr\r <&> ok"
     assert _legal("a\x00b\x1f\x0b") == "a\ufffdb\ufffd\ufffd"
@@ -390,7 +392,7 @@ def test_legal_replaces_only_characters_xml_forbids() -> None:
 def test_cell_renders_every_kind_of_value() -> None:
     """``cell`` recognises plain floats, strings and ints by exact type first; every other value
     (bools, NaN/inf, None, numpy scalars, ints beyond 64 bits) must still take its own form."""
-    from perfcmp_core.export.xlsx import _SheetXml
+    from perfcmp_core.export.sheet_xml import SheetXml as _SheetXml
 
     def inline(text: str) -> str:
         return f'<c r="C4" s="5" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
@@ -549,7 +551,7 @@ def test_failure_mid_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Mo
         raise OSError("disk full")
 
     monkeypatch.setattr(xlsx, "_split_sheet_data", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(InputError, match="disk full"):  # a write error names the destination
         write_workbook(standard(), tmp_path, now=NOW)
     assert list(tmp_path.iterdir()) == []  # neither the workbook nor the hidden temp file
 
@@ -565,7 +567,7 @@ def test_safe_write_cleans_up_after_partial_write(tmp_path: Path) -> None:
 
 
 def test_safe_write_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_links(src: object, dst: object) -> None:
+    def no_links(src: object, dst: object, **kw: object) -> None:
         raise PermissionError("hard links not supported")
 
     monkeypatch.setattr(os, "link", no_links)

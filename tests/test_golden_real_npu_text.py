@@ -38,9 +38,11 @@ import openpyxl
 import orjson
 import pytest
 
+from perfcmp_core.collect import collect
 from perfcmp_core.export.xlsx import write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
-from perfcmp_core.pipeline import collect, comparison_events
+from perfcmp_core.pipeline import comparison_events
+from perfcmp_core.request import RunRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = ROOT.parent / "shared" / "data" / "npu-real-runs" / "text"
@@ -69,7 +71,8 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     name = request.param
     base, comp = (str(_run(p)) for p in PAIRS[name])
     opts = LoadOptions(force=True)  # the shared samples are owned by another user
-    result = collect(comparison_events(base, comp, opts, opts, CompareOptions()), base, comp)
+    result = collect(comparison_events(RunRequest.read(base, comp, opts, opts, CompareOptions())),
+                     base, comp)
     book = openpyxl.load_workbook(write_workbook(result, tmp_path_factory.mktemp(name)), read_only=True)
     ours = {ws.title: [list(r) for r in ws.iter_rows(min_row=3, values_only=True)] for ws in book.worksheets}
     book.close()
@@ -180,8 +183,12 @@ def _compare(header: list, ours: list[list], ref: list[list],
 
 
 def test_workbook_has_the_reference_sheets(pair: dict) -> None:
-    ours = [t for t in pair["ours"] if t not in ("Advisor", "README")]
+    # Our own sheets come after the reference's: the kernel classes, the Matching sheet (when a row
+    # was matched by the table or by position), the advisor and the README.
+    extra = ("KernelClassCompare", "KernelOpCompare", "Matching", "Advisor", "README")
+    ours = [t for t in pair["ours"] if t not in extra]
     assert ours == list(pair["ref"])  # same sheets, same order (L0 vs L1: no KernelCompare)
+    assert list(pair["ours"])[len(ours):len(ours) + 2] == ["KernelClassCompare", "KernelOpCompare"]
 
 
 def test_overall_metrics(pair: dict) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfcmp_core.compare.intervals import Spans
+from perfcmp_core.timeline import Spans
 
 
 def pairs(spans: Spans) -> list[tuple[int, int]]:

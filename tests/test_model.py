@@ -48,7 +48,7 @@ def test_nest_per_thread_with_full_containment() -> None:
     """Hand-derived: A 0–10 t1 holds C 2–5 t1; B 5–20 (t2) is a root of its own thread; D 8–12
     starts inside A but outlives it, so it is a root; E 3–4 sits in C (depth 2). Input order is
     shuffled: outputs refer to input positions."""
-    from perfcmp_core.load.common import nest
+    from perfcmp_core.timeline import nest
 
     #            A   B   C   D   E
     tid = np.array([1, 2, 1, 1, 1])
@@ -86,7 +86,7 @@ def _nest_by_stack(tid: list[int], start: list[int], end: list[int]) -> tuple[li
 def test_nest_matches_the_stack_walk(rows: list[tuple[int, int, int]]) -> None:
     """Vectorised nesting (binary lifting + pointer jumping) equals the plain stack walk on
     random overlapping, nested, equal and zero-length intervals over three threads."""
-    from perfcmp_core.load.common import nest
+    from perfcmp_core.timeline import nest
 
     tid = [r[0] for r in rows]
     start = [r[1] for r in rows]

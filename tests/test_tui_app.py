@@ -27,7 +27,7 @@ from perfcmp_tui.screens.help import KEYS, HelpScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, events, fits, frame, make_app, options, percent, plain, same,
+from tui_support import (PAIRS, aio, events, fits, frame, make_app, percent, plain, request, same,
                          settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
@@ -420,16 +420,19 @@ async def test_kernel_type_compare() -> None:
 
 
 @aio
-async def test_kernels_not_applicable_says_why() -> None:
+async def test_kernels_of_a_gpu_vs_npu_pair_by_class() -> None:
+    """No KernelCompare for GPU vs NPU (it needs NPU kernel details on both sides), so the screen
+    opens on the kernel classes, and `v` reaches the per-launching-op view."""
     app = make_app("mixed")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("6")
         kernels = pane(app, "kernels")
-        assert kernels.current is None and kernels.frame.has_class("hidden")
-        message = text_of(kernels.query_one("#message", Static))
-        assert message == ("Kernels: nothing to show — kernel comparison needs NPU kernel details "
-                           "on both sides (base is GPU)")
+        assert kernels.current == "KernelClassCompare" and not kernels.frame.has_class("hidden")
+        assert kernels.names() == ["KernelClassCompare", "KernelOpCompare"]
+        assert "KernelCompare needs NPU kernel details on both sides (base is GPU)" in kernels.reasons
+        await pilot.press("v")
+        assert kernels.current == "KernelOpCompare"
 
 
 # -- API, Advisor -------------------------------------------------------------------------------
@@ -611,7 +614,7 @@ async def test_command_palette_runs_an_action() -> None:
 
 @aio
 async def test_sort_keys_need_a_table() -> None:
-    app = make_app("mixed")
+    app = make_app("mixed_no_kernels")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("2", "j", "6")
@@ -621,7 +624,7 @@ async def test_sort_keys_need_a_table() -> None:
         assert not isinstance(app.screen, DrillScreen)
         assert frame(app).cursor == 0 and pane(app, "operators").frame.cursor == 1
         await pilot.press("1", "t")  # OverallMetrics has no [ TOTAL ] rows
-        assert len(shown(app)) == len(tables("mixed")["OverallMetrics"].data)
+        assert len(shown(app)) == len(tables("mixed_no_kernels")["OverallMetrics"].data)
 
 
 @aio
@@ -687,8 +690,7 @@ async def test_child_process_run_fills_every_screen() -> None:
     from perfcmp_core.runner import prepare
 
     prepare()
-    base, comp, load, _, compare = options("npu")
-    app = build_app(base, comp, load, load, compare)
+    app = build_app(request("npu"))
     app.timings = False
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, timeout=120)
@@ -710,3 +712,38 @@ async def test_no_color_keeps_the_signs(monkeypatch: pytest.MonkeyPatch) -> None
         await settle(pilot, app)
         ratios = [r["Diff Ratio"] for r in shown(app)]
         assert any(r.startswith("▲") for r in ratios)
+
+
+@aio
+async def test_export_while_tables_still_arrive_writes_what_was_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`e` during the run writes the tables that had arrived: the writer works on a snapshot
+    while the UI thread keeps adding the tables that arrive meanwhile (it once iterated the
+    live dict: "dictionary changed size during iteration", swallowed by the worker)."""
+    from perfcmp_core.export import xlsx
+
+    source, gate = gated(events("npu"), "OverallMetrics")
+    base, comp, _ = PAIRS["npu"]
+    app = PerfCmpApp(base, comp, source, timings=False)
+    real = xlsx.write_workbook
+    seen: list[int] = []
+
+    def slow_writer(result, folder):  # type: ignore[no-untyped-def]
+        gate.set()  # let the rest of the run arrive while this export is under way
+        deadline = threading.Event()
+        while not app.finished and not deadline.wait(0.02):
+            pass
+        seen.append(len(app.outcome.tables))
+        return real(result, folder)
+
+    monkeypatch.setattr(xlsx, "write_workbook", slow_writer)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pane(app, "overall").current == "OverallMetrics")
+        app.export_workbook(str(tmp_path))
+        await wait_for(pilot, lambda: any(tmp_path.glob("*.xlsx")), timeout=30)
+        await settle(pilot, app)
+        messages = [n.message for n in app._notifications]
+    assert seen and seen[0] > 1  # the run went on while the workbook was written
+    (path,) = tmp_path.glob("performance_comparison_result_*.xlsx")
+    assert load_workbook(path, read_only=True).sheetnames == ["OverallMetrics", "README"]
+    assert any(m.startswith("workbook written:") and "partial" in m for m in messages), messages

@@ -36,13 +36,13 @@ pytestmark = [
 class Terminal:
     """One tmux pane on a private server; the command's exit status is printed when it ends.
 
-    The command is capped at 5 minutes, so a test that dies before closing its terminal leaves
-    nothing running for long.
+    The command is capped (5 minutes unless ``limit`` says otherwise), so a test that dies before
+    closing its terminal leaves nothing running for long.
     """
 
-    def __init__(self, command: str, size: tuple[int, int] = (80, 24)) -> None:
+    def __init__(self, command: str, size: tuple[int, int] = (80, 24), limit: int = 300) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="pcmp-tmux-"))  # short: sockets have a length cap
-        wrapped = f"timeout --foreground 300 {command}; echo EXIT:$?; sleep 60"
+        wrapped = f"timeout --foreground {limit} {command}; echo EXIT:$?; sleep 60"
         self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "e", "-x", str(size[0]),
                   "-y", str(size[1]), wrapped)
 

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table
+from perfcmp_core.compare.result import tone as trend
 from perfcmp_core.insight import gap_sentence, headlines
 from perfcmp_core.view import (TableView, _level_links, display_columns, display_header,
-                               format_value, label_column, screen_text, sign, trend)
+                               format_value, label_column, screen_text, sign)
 
 NAME = Column("name", "Operator Name", "key", "bold")
 BASE = Column("base", "Duration(us)", "base", "float")
@@ -41,7 +42,7 @@ def tree(roots: int = 2) -> Table:
             ("a2", 13, 10, 1, 4.0), ("B", 20, -1, 0, 9.0)][: 4 if roots == 1 else 5]
     data = pd.DataFrame(rows, columns=["name", NODE, PARENT, LEVEL, "diff"])
     return Table("Tree", (Column("name", "Module Name", "key", "text"), DIFF), data, (0, 0),
-                 (0, 0), default_sort="diff")
+                 (0, 0), default_sort="diff", tree="nodes")
 
 
 def names(view: TableView) -> list[str]:
@@ -217,7 +218,7 @@ def test_indented_hierarchy_is_derived_from_levels_and_starts_open() -> None:
                                   "Free", "\tSDMA"], LEVEL: levels,
                          "diff": [3.0, 1.0, 1.0, 2.0, -1.0, -1.0]})
     view = TableView(Table("OverallMetrics", (Column("name", "Index", "key", "text"), DIFF),
-                           data, (0, 0), (0, 0)))
+                           data, (0, 0), (0, 0), tree="outline"))
     assert view.is_tree and len(view) == 6
     view.toggle_node(0)
     assert names(view) == ["Computing", "Free", "\tSDMA"]

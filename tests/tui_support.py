@@ -16,6 +16,7 @@ from perfcmp_core.compare.result import Table
 from perfcmp_core.events import Event, TableReady
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
+from perfcmp_core.request import RunRequest
 from perfcmp_tui.app import PerfCmpApp
 from perfcmp_tui.widgets.frame_view import FrameView
 
@@ -24,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: name -> (base, comparison, CompareOptions fields); paths relative to the repository root.
 PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
     "mixed": ("fixtures/gpu/base.pt.trace.json", "fixtures/npu_text/comp_ascend_pt", {}),
+    # every comparison but the kernels: a screen with nothing to show
+    "mixed_no_kernels": ("fixtures/gpu/base.pt.trace.json", "fixtures/npu_text/comp_ascend_pt",
+                         {"enabled": frozenset({"profiling", "operator", "communication", "memory", "api"})}),
     "npu": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt", {}),
     "npu_ops": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt",
                 {"disable_module": True}),
@@ -42,17 +46,18 @@ def aio(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     return run
 
 
-def options(pair: str) -> tuple[str, str, LoadOptions, LoadOptions, CompareOptions]:
+def request(pair: str) -> RunRequest:
+    """The run request of a fixture pair (absolute paths, no cache, shipped configs)."""
     base, comp, extra = PAIRS[pair]
     load = LoadOptions(use_cache=False)
-    return (str(ROOT / base), str(ROOT / comp), load, load,
-            CompareOptions(**extra))  # type: ignore[arg-type]
+    return RunRequest.read(str(ROOT / base), str(ROOT / comp), load, load,
+                           CompareOptions(**extra))  # type: ignore[arg-type]
 
 
 @functools.cache
 def events(pair: str) -> tuple[Event, ...]:
     """The whole event stream of one pair, computed in this process once per session."""
-    return tuple(comparison_events(*options(pair)))
+    return tuple(comparison_events(request(pair)))
 
 
 def tables(pair: str) -> dict[str, Table]:

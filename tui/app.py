@@ -10,46 +10,53 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import ContentSwitcher, Footer, Input, ProgressBar, Static
+from textual.timer import Timer
+from textual.widgets import ContentSwitcher, Footer, Input
 from textual.worker import get_current_worker
 
-from perfcmp_core.compare.result import ComparisonResult
+from perfcmp_core.collect import ResultBuilder
+from perfcmp_core.compare import SCREENS, screen_of
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
-from perfcmp_core.insight import Headline, gap_sentence, headlines
-from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.insight import headlines
+from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 
-from .panes import PANES, panes_of
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
-from .screens.export_dialog import ExportDialog
+from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
 from .screens.sort_picker import SortPicker
+from .terminal import Guard
 from .widgets.frame_view import FrameView
+from .widgets.inputs import InputsBar
 from .widgets.pane import TablePane
+from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
 
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+#: Longest wait for a held key to come back up (see :meth:`PerfCmpApp.on_event`): a safety net
+#: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
+#: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
+HOLD_S = 2.0
 
 
 class PerfCmpApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "perfcmp-tui"
     BINDINGS = [
-        *[Binding(p.key, f"pane('{p.id}')", p.title, show=False) for p in PANES],
+        *[Binding(p.key, f"pane('{p.id}')", p.title, show=False) for p in SCREENS],
         Binding("tab", "next_pane(1)", "Next screen", show=False, priority=True),
         Binding("shift+tab", "next_pane(-1)", "Previous screen", show=False, priority=True),
         Binding("d", "sort_diff", "Diff"),
@@ -94,51 +101,92 @@ class PerfCmpApp(App[int]):
         self.out_dir = out_dir
         self.timings = timings
         self.animation_level = "none"
-        self.result = ComparisonResult(base, comp)
-        self.loaded: dict[str, dict] = {}
-        self.phases: dict[str, str] = {}
+        #: What the run produced so far (the same builder the headless commands use).
+        self.outcome = ResultBuilder(base, comp)
         self.running = False
-        self.finished = False
-        self.failed: Failed | None = None
-        self._summary: list[Headline] = []
-        self._gap = ""
+        self._held: events.Key | events.Paste | None = None  # see on_event
+        self._waiting: deque[events.Event] = deque()
+        self._hold_timer: Timer | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome.finished
+
+    @property
+    def failed(self) -> Failed | None:
+        return self.outcome.failed
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(self._inputs_text(), id="inputs")
+        yield InputsBar(self.base_path, self.comp_path, id="inputs")
         yield TabBar(id="tabs")
-        with ContentSwitcher(initial="pane-overall", id="panes"):
-            for p in PANES:
+        with ContentSwitcher(initial=f"pane-{SCREENS[0].id}", id="panes"):
+            for p in SCREENS:
                 yield TablePane(p)
-        with Vertical(id="progress"):
-            with Horizontal(id="progress-head"):
-                yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="bar")
-                yield Static("starting…  (Esc / q cancels)", id="phase-now")
-            yield Static("", id="phases")
+        yield RunProgress(self.timings, id="progress")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.running = True
         self.run_comparison()
 
-    def _inputs_text(self) -> Text:
-        """Two lines: each input's path, kind and steps (as loaded; "loading…" until then)."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for tag, path, side in (("BASE", self.base_path, "base"),
-                                ("COMP", self.comp_path, "comparison")):
-            info = self.loaded.get(side, {})
-            if info:
-                steps = info.get("steps") or []
-                sel = info.get("selected_step")
-                step = (f"step {sel}" if sel is not None else
-                        f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps
-                        else "no steps")
-                detail = f"  · {info.get('label', '?')} · {step}"
+    # -- key routing --------------------------------------------------------------------------
+    # Textual sends each key to the focused widget's queue at once, but runs the key's binding
+    # only when the key has bubbled back up to the app: by then the keys behind it, from the same
+    # paste or burst, already went to the old focus. `/aten` in one burst thus opened an empty
+    # filter while `t` toggled TOTAL and `e` opened the export dialog. So a key whose binding
+    # moves the focus or edits the focused box (`/` on a screen, a non-printable key in a text
+    # box) and a paste on a table (it opens the filter) are *held*: the keys and pastes behind
+    # them wait, in order, until they were handled (HOLD_S at most).
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if self._held is not None or self._waiting:
+                self._waiting.append(event)
             else:
-                detail = "  · loading…"
-            text.append(tag, style="bold")
-            text.append(f" {path}{detail}" + ("\n" if side == "base" else ""))
-        return text
+                await self._route(event)
+            return
+        await super().on_event(event)
+
+    async def _route(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
+            self._held = event
+            self._hold_timer = self.set_timer(HOLD_S, self._release)
+        await super().on_event(event)
+        if self._held is event and not event.is_forwarded:
+            self._unhold()  # a priority binding took it: it will not come back up
+
+    def _unhold(self) -> None:
+        self._held = None
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
+
+    def _must_hold(self, event: events.Key | events.Paste) -> bool:
+        if isinstance(self.focused, Input):
+            return isinstance(event, events.Key) and not event.is_printable
+        if isinstance(self.screen, ModalScreen):
+            return False
+        # `/` opens the filter; a paste on a table opens it holding the text.
+        return isinstance(event, events.Paste) or event.key == "slash"
+
+    def on_key(self, event: events.Key) -> None:
+        """A held key came back up to the app: release the keys behind it once its bindings
+        ran (they run after this handler, in the same dispatch)."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A held paste came back up (the screen it landed on handled it): release."""
+        if event is self._held:
+            self.call_later(self._release)
+
+    async def _release(self) -> None:
+        self._unhold()
+        if not self._screens_alive():  # the app is closing: the keys have nowhere to go
+            self._waiting.clear()
+            return
+        while self._waiting and self._held is None:
+            await self._route(self._waiting.popleft())
 
     # -- the worker ---------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
@@ -172,71 +220,45 @@ class PerfCmpApp(App[int]):
             return False
 
     def handle_event(self, event: Event) -> None:
+        """Fold the event into the run's results, then show what changed."""
+        self.outcome.add(event)
         if isinstance(event, Planned):
-            self.query_one("#bar", ProgressBar).update(total=len(event.phases), progress=0)
-            self.phases = {p: f"· {p}" for p in event.phases}
+            self.query_one(RunProgress).plan(event.phases)
         elif isinstance(event, Phase):
-            if event.done:
-                took = f" {event.seconds:.2f} s" if self.timings else ""
-                self.phases[event.name] = f"✓ {event.name}{took}"
-                self.query_one("#bar", ProgressBar).advance(1)
-            else:
-                self.phases[event.name] = f"▶ {event.name}"
-                done = sum(v.startswith("✓") for v in self.phases.values())
-                self.query_one("#phase-now", Static).update(
-                    Text(f"{event.name} …  ({done + 1}/{len(self.phases)})  Esc / q cancels"))
+            self.query_one(RunProgress).phase(event)
         elif isinstance(event, Loaded):
-            self.loaded[event.side] = event.info
-            # What the loader had to guess goes into the exported workbook, as headless.
-            self.result.notes.extend(f"{event.side}: {n}" for n in event.info.get("notes", ()))
-            self.query_one("#inputs", Static).update(self._inputs_text())
+            self.query_one(InputsBar).show(self.outcome.loaded)
         elif isinstance(event, TableReady):
             self._add_table(event)
         elif isinstance(event, Skipped):
-            if event.reason not in self.result.notes:
-                self.result.notes.append(event.reason)
-            for pane_id in {p for name in event.names for p in panes_of(name)}:
+            for pane_id in {screen_of(name) for name in event.names}:
                 self._pane(pane_id).add_reason(event.reason)
         elif isinstance(event, SummaryReady):
-            self.result.summary = {"figures": event.figures, "text": event.text}
-            self._summary = headlines(event.figures)
-            self._update_overall_extra()
+            for pane in self.query(TablePane):
+                if pane.spec.headlines:
+                    pane.set_headlines(headlines(event.figures))
         elif isinstance(event, Failed):
             self._failed(event)
         elif isinstance(event, Finished):
             self._finished(event)
-        self._show_phases()
 
     def _add_table(self, event: TableReady) -> None:
         table = event.table
-        self.result.add(table)
-        for pane_id in panes_of(table.name):
-            self._pane(pane_id).add_table(table)
-            self.query_one(TabBar).set_empty(pane_id, False)
+        pane_id = screen_of(table.name)
+        self._pane(pane_id).add_table(table)
+        self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
             self.pane.frame.focus()
-        if table.name == "OverallMetrics":
-            self._gap = gap_sentence(table)
-            self._update_overall_extra()
 
     def _failed(self, event: Failed) -> None:
-        self.failed = event
         self.running = False
-        self.phases["error"] = f"✗ {event.message}"
-        self.query_one("#phase-now", Static).update("failed")
+        self.query_one(RunProgress).failed(event.message)
         self.push_screen(ErrorScreen(event.message, event.detail, event.is_input),
                          self._after_error)
 
     def _finished(self, event: Finished) -> None:
         self.running = False
-        self.finished = True
-        for note in event.notes:
-            if note not in self.result.notes:
-                self.result.notes.append(note)
         for pane in self.query(TablePane):
-            for note in event.notes:
-                if pane.spec.note_prefix and note.startswith(pane.spec.note_prefix):
-                    pane.add_reason(note)
             pane.mark_finished()
             if pane.current is None:
                 self.query_one(TabBar).set_empty(pane.spec.id, True)
@@ -244,27 +266,10 @@ class PerfCmpApp(App[int]):
         if self.timings:
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
 
-    def _show_phases(self) -> None:
-        self.query_one("#phases", Static).update(Text("   ".join(self.phases.values())))
-
-    def _update_overall_extra(self) -> None:
-        text = Text()
-        width = max((len(h.label) for h in self._summary), default=0)
-        for h in self._summary:
-            arrow = "▲" if h.direction > 0 else "▼" if h.direction < 0 else "="
-            style = "red" if h.direction > 0 else "green" if h.direction < 0 else ""
-            text.append(f"{h.label:<{width}}  {h.base:>13} → {h.comparison:>13}  ")
-            text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
-            text.append("\n")
-        text.append(self._gap)
-        self._pane("overall").set_extra(text if text.plain.strip() else "")
-
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry":
-            self.failed = None
-            self.result = ComparisonResult(self.base_path, self.comp_path)
-            self.loaded.clear()
-            self._summary, self._gap = [], ""
+            self.outcome = ResultBuilder(self.base_path, self.comp_path)
+            self.query_one(InputsBar).show(self.outcome.loaded)
             for pane in self.query(TablePane):
                 pane.reset()
             self.query_one(TabBar).reset()
@@ -286,7 +291,7 @@ class PerfCmpApp(App[int]):
 
     @property
     def pane(self) -> TablePane:
-        current = self.query_one("#panes", ContentSwitcher).current or "pane-overall"
+        current = self.query_one("#panes", ContentSwitcher).current or f"pane-{SCREENS[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
     def action_pane(self, pane_id: str) -> None:
@@ -302,7 +307,7 @@ class PerfCmpApp(App[int]):
         self.action_pane(message.pane_id)
 
     def action_next_pane(self, step: int) -> None:
-        ids = [p.id for p in PANES]
+        ids = [p.id for p in SCREENS]
         self.action_pane(ids[(ids.index(self.pane.spec.id) + step) % len(ids)])
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -365,7 +370,7 @@ class PerfCmpApp(App[int]):
 
     # -- export, help, cancel, quit -----------------------------------------------------------
     def action_export(self) -> None:
-        if not any(not t.empty for t in self.result.tables.values()):
+        if not any(not t.empty for t in self.outcome.tables.values()):
             self.notify("nothing to export yet", severity="warning", timeout=3)
             return
         self.push_screen(ExportDialog(self.out_dir), self._export_to)
@@ -375,22 +380,12 @@ class PerfCmpApp(App[int]):
             self.out_dir = folder
             self.export_workbook(folder)
 
-    @work(thread=True, exclusive=False, exit_on_error=False, group="export")
     def export_workbook(self, folder: str) -> None:
-        """Write the workbook with the headless writer (same file as ``perfcmp-tui export``)."""
-        from perfcmp_core.errors import InputError
-        from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
-
+        """Write the workbook of what arrived so far (the same file as ``perfcmp-tui export``),
+        from a snapshot taken here, on the UI thread: tables that arrive meanwhile change the
+        app, not the workbook being written."""
         partial = " (partial: the comparison is still running)" if self.running else ""
-        try:
-            path = write_workbook(self.result, folder)
-        except (InputError, NothingToWrite, OSError) as exc:
-            message = exc.message if isinstance(exc, InputError) else str(exc)
-            self.call_from_thread(self.notify, f"export failed: {message}", severity="error",
-                                  timeout=8, markup=False)
-            return
-        self.call_from_thread(self.notify, f"workbook written: {path}{partial}", timeout=8,
-                              markup=False)
+        write_in_background(self, self.outcome.snapshot(), folder, partial)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -401,9 +396,7 @@ class PerfCmpApp(App[int]):
             return False
         self.workers.cancel_group(self, "compare")
         self.running = False
-        self.phases["cancel"] = "✗ cancelled"
-        self.query_one("#phase-now", Static).update("cancelled — q quits")
-        self._show_phases()
+        self.query_one(RunProgress).cancelled()
         for pane in self.query(TablePane):
             if pane.current is None:
                 pane.add_reason("loading was cancelled before this comparison ran")
@@ -434,59 +427,53 @@ class PerfCmpApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for p in PANES:
+        for p in SCREENS:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
-        yield SystemCommand("Sort by Diff (d)", "sort the table by Diff; again to flip",
-                            self.action_sort_diff)
-        yield SystemCommand("Sort by column… (s)", "pick a sort column", self.action_sort_pick)
-        yield SystemCommand("Filter rows… (/)", "filter the table by text", self.action_filter)
-        yield SystemCommand("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows",
-                            self.action_totals)
-        yield SystemCommand("Switch view (v)", "statistic ↔ detail ↔ tree", self.action_cycle_view)
-        yield SystemCommand("Call stacks (c)", "show or hide the call stacks", self.action_stacks)
-        yield SystemCommand("Export workbook… (e)", "write the xlsx", self.action_export)
-        yield SystemCommand("Keys (?)", "every key of the app", self.action_help)
+        for title, help_text, action in PALETTE:
+            yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+
+
+#: The command palette's entries besides the screens: (title, help, action name).
+PALETTE: tuple[tuple[str, str, str], ...] = (
+    ("Sort by Diff (d)", "sort the table by Diff; again to flip", "sort_diff"),
+    ("Sort by column… (s)", "pick a sort column", "sort_pick"),
+    ("Filter rows… (/)", "filter the table by text", "filter"),
+    ("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows", "totals"),
+    ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
+    ("Call stacks (c)", "show or hide the call stacks", "stacks"),
+    ("Export workbook… (e)", "write the xlsx", "export"),
+    ("Keys (?)", "every key of the app", "help"),
+)
 
 
 def build_app(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
+    request: RunRequest,
     *,
     out_dir: str = ".",
-    advisor_config: str | None = None,
     first_run: ChildRun | None = None,
 ) -> PerfCmpApp:
     """The app wired to a comparison in a child process (call ``runner.prepare()`` first).
 
-    ``first_run``: a run the caller already started (so it overlaps the app's start-up); a retry
-    after an error starts a fresh one.
+    ``first_run``: a run of ``request`` the caller already started (so it overlaps the app's
+    start-up); a retry after an error starts a fresh one of the same request.
     """
     from perfcmp_core.runner import start_comparison
 
     pending = [first_run] if first_run is not None else []
 
     def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
-        run = pending.pop() if pending else start_comparison(
-            base, comp, base_opts, comp_opts, compare_opts, advisor_config)
+        run = pending.pop() if pending else start_comparison(request)
         return run.events(should_stop)
 
-    return PerfCmpApp(base, comp, source, out_dir=str(Path(out_dir)))
+    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)))
 
 
 def run_app(
-    base: str,
-    comp: str,
-    base_opts: LoadOptions,
-    comp_opts: LoadOptions,
-    compare_opts: CompareOptions,
+    request: RunRequest,
     *,
     out_dir: str = ".",
     mouse: bool = True,
-    advisor_config: str | None = None,
     first_run: ChildRun | None = None,
 ) -> int:
     """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
@@ -497,7 +484,9 @@ def run_app(
     # the environment: a stale exported value would pin the app to it and ignore every resize.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-    app = build_app(base, comp, base_opts, comp_opts, compare_opts, out_dir=out_dir,
-                    advisor_config=advisor_config, first_run=first_run)
-    app.run(mouse=mouse)
+    app = build_app(request, out_dir=out_dir, first_run=first_run)
+    with Guard(app) as guard:  # SIGHUP / SIGTERM / a hung-up terminal end everything at once
+        app.run(mouse=mouse)
+    if guard.exit_code is not None:
+        return guard.exit_code
     return int(app.return_code or 0)  # 1 when the app itself crashed (Textual sets it)

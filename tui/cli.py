@@ -12,11 +12,15 @@ import ast
 import os
 import sys
 import traceback
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from perfcmp_core import lifetime
 from perfcmp_core.errors import InputError, UsageError
 from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
+
+if TYPE_CHECKING:
+    from perfcmp_core.request import RunRequest
 
 PROG = "perfcmp-tui"
 SUBCOMMANDS = ("export", "summary", "info", "advise")
@@ -70,6 +74,10 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
           action="store_true")
     _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
           default=None)
+    _flag(g, "equivalence", "ini file of equivalent operators / kernel classes read on top of the "
+                            "built-in table (docs/matching.md)", default=None)
+    _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
+                            "equivalence table, no pairing by position)", action="store_true")
 
 
 def _add_pair(p: argparse.ArgumentParser) -> None:
@@ -174,8 +182,20 @@ def compare_options(ns: argparse.Namespace) -> CompareOptions:
         op_name_map=parse_op_name_map(ns.op_name_map),
         use_input_shape=ns.use_input_shape,
         use_kernel_type=ns.use_kernel_type,
-        config_path=ns.config,
+        exact_names=ns.exact_names,
     )
+
+
+def run_request(ns: argparse.Namespace) -> RunRequest:
+    """The one request of ``export``, ``summary`` and the app: options checked, every config
+    file read (a bad one fails here, before any profile is opened)."""
+    from perfcmp_core.request import RunRequest
+
+    base, comp = _pair_paths(ns)
+    return RunRequest.read(base, comp, load_options(ns, ns.base_step),
+                           load_options(ns, ns.comparison_step), compare_options(ns),
+                           mask_file=ns.config, advisor_file=ns.advisor_config,
+                           equivalence_file=ns.equivalence)
 
 
 def cmd_info(ns: argparse.Namespace) -> int:
@@ -200,27 +220,16 @@ def cmd_info(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    from perfcmp_core.pipeline import run_export
+    from perfcmp_core.headless import run_export
 
-    base, comp = _pair_paths(ns)
-    return run_export(
-        base, comp,
-        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
-        compare_options(ns), out_dir=ns.output, json_path=ns.json_out,
-        advisor_config=ns.advisor_config, write_workbook=True,
-    )
+    return run_export(run_request(ns), out_dir=ns.output, json_path=ns.json_out,
+                      write_workbook=True)
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:
-    from perfcmp_core.pipeline import run_export
+    from perfcmp_core.headless import run_export
 
-    base, comp = _pair_paths(ns)
-    return run_export(
-        base, comp,
-        load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
-        compare_options(ns), out_dir=None, json_path=None,
-        advisor_config=ns.advisor_config, write_workbook=False,
-    )
+    return run_export(run_request(ns), out_dir=None, json_path=None, write_workbook=False)
 
 
 def cmd_advise(ns: argparse.Namespace) -> int:
@@ -229,44 +238,43 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
 
 
-def _check_configs(advisor_config: str | None, copts: CompareOptions) -> None:
-    """Bad config files fail here, before the terminal switches to the app."""
-    from perfcmp_core.advisor import load_config
-    from perfcmp_core.compare.masks import load_masks
+def _check_before_screen(request: RunRequest, out_dir: str) -> None:
+    """What can fail without loading fails here, as one line and exit code 2, before the
+    terminal switches to the app: options and config files (read into ``request``), the inputs
+    (they exist, their kind is detected, every file they name is readable and passes the size and
+    owner checks, a requested Db step exists) and the export folder. The in-app error view is
+    left for what only loading reveals."""
+    from perfcmp_core.export.safe_write import check_dir
+    from perfcmp_core.load import check_input
 
-    load_config(advisor_config)
-    load_masks(copts.config_path)
+    check_input(request.base, request.base_opts)
+    check_input(request.comp, request.comp_opts)
+    check_dir(out_dir)
 
 
 def cmd_tui(ns: argparse.Namespace) -> int:
-    from perfcmp_core.runner import prepare, start_comparison, start_method
+    from perfcmp_core.runner import prepare, start_comparison
 
-    base, comp = _pair_paths(ns)
-    copts = compare_options(ns)
-    base_opts, comp_opts = load_options(ns, ns.base_step), load_options(ns, ns.comparison_step)
-    prepare()  # its process starts on the idle core while this one imports
+    from perfcmp_tui.terminal import require_terminal
+
+    require_terminal()  # before anything else: a script must get neither a screen nor a wait
     # The comparison starts before Textual is imported, so its parsing overlaps the app's own
-    # start-up. A forked child inherits what this process imported: the configs are checked
-    # first (that imports pandas, which the app needs anyway, and the advisor, which the child
-    # needs) and the pipeline is imported, so the child starts parsing at once. A spawned child
-    # imports everything itself: it starts first, and the checks run meanwhile.
-    forked = start_method() == "fork"
-    if forked:
-        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
-            _check_configs(ns.advisor_config, copts)
-            import perfcmp_core.pipeline  # noqa: F401
-    run = start_comparison(base, comp, base_opts, comp_opts, copts, ns.advisor_config)
+    # start-up. The request is built first: its config files are read (that imports pandas,
+    # which the app needs anyway, and the advisor, which the child needs) and a forked child
+    # inherits all of it, so it starts parsing at once.
+    with gc_paused():  # imports: hundreds of thousands of objects, no cycles
+        request = run_request(ns)
+    _check_before_screen(request, ns.output)  # bad input: no process is ever started
+    prepare()
+    run = start_comparison(request)
     try:
-        with gc_paused():  # imports: hundreds of thousands of objects, no cycles
-            if not forked:
-                _check_configs(ns.advisor_config, copts)
+        with gc_paused():
             from perfcmp_tui.app import run_app
     except BaseException:
         run.close()
         raise
     try:
-        return run_app(base, comp, base_opts, comp_opts, copts, out_dir=ns.output,
-                       mouse=not ns.no_mouse, advisor_config=ns.advisor_config, first_run=run)
+        return run_app(request, out_dir=ns.output, mouse=not ns.no_mouse, first_run=run)
     finally:
         run.close()  # already closed when the app ran; not when it failed to start
 
@@ -311,6 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except lifetime.Terminated as exc:
+        lifetime.remove_temp_files()
+        try:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+        except OSError:  # the terminal that would show it is gone
+            pass
+        return exc.exit_code
     except BrokenPipeError:
         # `perfcmp-tui info … | head`: the reader left; not an error worth a message.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -328,18 +343,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The console script: run a command and end the process.
 
-    A headless command has, by the time it returns, written, closed and renamed every output
-    and joined every child process; all that is left is the interpreter freeing the two profiles
-    object by object, which took 0.11 s of a 1.4 s export of the real pair. So after flushing
-    the standard streams the process ends at once (``os._exit``). The app keeps the normal exit.
+    By the time a command returns it has written, closed and renamed every output and joined
+    every child process (the app has also restored the terminal); all that is left is the
+    interpreter freeing the loaded profiles object by object, which took 0.11 s of a 1.4 s
+    export of the real pair, and over a second after quitting the app on a busy host. So after
+    flushing the standard streams the process ends at once (``os._exit``).
     """
+    # SIGTERM / SIGHUP (a supervisor, a dropped SSH connection) unwind like Ctrl+C: temporary
+    # files are removed and worker processes stopped on the way out (main reports it).
+    lifetime.raise_on_termination()
     code = main()
-    if _command(sys.argv[1:]) == "tui":
-        sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except OSError:  # a reader that left (`| head`): nothing more to deliver
+        except OSError:  # a reader that left (`| head`), a terminal that is gone
             pass
     os._exit(code)
 

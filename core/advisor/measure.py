@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compare.intervals import Spans
+from ..timeline import Spans
 from .categories import COMM
 from .rules import CATEGORIES
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..load.common import innermost, thread_key
 from ..model import Profile
+from ..timeline import innermost, thread_key
 from .items import Items, climb
 from .rules import AdvisorConfig, Keywords
 

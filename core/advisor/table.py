@@ -15,10 +15,12 @@ import pandas as pd
 from ..compare import Context
 from ..compare.result import IS_TOTAL, Column, Table
 from .analysis import ROW_ORDER, Analysis, analyse
-from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule, load_config
+from .rules import ALL, COMM_EXPOSED, AdvisorConfig, Finding, Rule
 from .text import NS_PER_MS, ms, pct, range_text, steps_text, top_text
 
 TABLE_NAME = "Advisor"
+#: The smallest change an evidence line names: half the 0.001 ms it is printed with.
+_VISIBLE_NS = 500.0
 
 
 def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[tuple[str, str], Rule],
@@ -71,8 +73,9 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     change; what moved in operators found on one side only is summed, not named.
 
     Operators are the platform labels (op type, kernel) when both sides run on the same platform,
-    else the framework operators (``aten::mm``) both platforms share — a GPU kernel name and an
-    Ascend op type never name the same thing.
+    else what both platforms share: the equivalence class of the op around the launch
+    (``flash attention``, ``tensor-parallel linear``: docs/matching.md), else the framework
+    operator (``aten::mm``) — a GPU kernel name and an Ascend op type never name the same thing.
     """
     cat = "Comm" if category == COMM_EXPOSED else category
     key = "label" if base.platform == comp.platform else "operator"
@@ -85,14 +88,21 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     b, c = side(base), side(comp)
     common = b.index.intersection(c.index)
     delta = c[common] - b[common]
-    moved = delta[delta > 0] if grew else delta[delta < 0]
+    moved = delta[delta >= _VISIBLE_NS] if grew else delta[delta <= -_VISIBLE_NS]
     moved = moved.sort_values(ascending=not grew, kind="stable").head(n)
     parts = [f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({ms(b[label])} → {ms(c[label])})"
              for label, d in moved.items()]
     text = "driven by: " + ", ".join(parts) if parts else ""
     one_sided = float(c.drop(common).sum() - b.drop(common).sum())
-    if one_sided and (one_sided > 0) == grew:
-        what = "operators found on one side only"
+    if abs(one_sided) >= _VISIBLE_NS and (one_sided > 0) == grew:
+        # Name the largest of them: which side holds the work in this category (NPU TransData in
+        # aten::addmm's Vector time, an op only one run has …).
+        lone = pd.concat([c.drop(common), -b.drop(common)])
+        lone = lone[lone > 0] if grew else lone[lone < 0]
+        lone = lone.reindex(lone.abs().sort_values(ascending=False, kind="stable").index).head(n)
+        named = ", ".join(f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({'comparison' if d > 0 else 'base'} only)"
+                          for label, d in lone.items() if abs(d) >= _VISIBLE_NS)
+        what = "operators found on one side only" + (f": {named}" if named else "")
         text += ("; " if text else "") + f"{'+' if one_sided > 0 else '−'}{ms(abs(one_sided))} in {what}"
     return text
 
@@ -153,16 +163,19 @@ def _table(rows: list[dict[str, Any]], notes: list[str]) -> Table:
                  default_sort="time_ms", notes=notes)
 
 
-def advisor_tables(ctx: Context, config_path: str | None) -> list[Table]:
-    """The ``Advisor`` table of a comparison: each side's analysis, then their difference."""
-    cfg = load_config(config_path)
-    base, comp = analyse(ctx.base, cfg), analyse(ctx.comp, cfg)
+def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = None) -> list[Table]:
+    """The ``Advisor`` table of a comparison: each side's analysis, then their difference.
+
+    ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
+    (named in a note), None for the shipped rules alone. Operators are named across platforms
+    by the context's equivalence table."""
+    base, comp = analyse(ctx.base, cfg, ctx.equivalence), analyse(ctx.comp, cfg, ctx.equivalence)
     rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:
         notes.append("the sides' stages were found differently; compare the All rows first")
-    if config_path:
-        notes.append(f"rules from {config_path} on top of the defaults")
+    if config_file:
+        notes.append(f"rules from {config_file} on top of the defaults")
     return [_table(rows, notes)]
 
 

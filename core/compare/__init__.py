@@ -1,9 +1,20 @@
-"""Every comparison, in workbook order, behind one small interface.
+"""Every comparison, in workbook order, behind one small interface — and the one registry of what
+each comparison's tables are.
 
 Each :class:`Step` takes the shared :class:`Context` (both profiles, options, intermediate results
 reused across steps such as the operator pair list) and returns its tables, or a one-line reason
 when it cannot run. The pipeline, the headless export and the TUI all iterate :data:`STEPS`, so a
 table can never be computed two different ways.
+
+A step also *declares* its tables (:class:`~.result.Sheet`: help line, exported or not, tree,
+drill target, call-stack columns, the screen that shows it); :func:`declare` hands that to each
+table it makes, and :data:`SCREENS` is derived from it. Adding a comparison is therefore: write
+its module here, and add one :class:`Step` to :data:`STEPS` (with a new :class:`~.result.Screen`
+if it needs one). Nothing in the writers or the app names a table.
+
+Besides the steps' tables, two are declared here: the advisor's (made beside the steps) and the
+workbook's ``Matching`` sheet (:func:`matching`: the rows of the written sheets that were paired
+by the equivalence table or by position — the ``Matched As`` column those sheets cannot hold).
 """
 
 from __future__ import annotations
@@ -11,10 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from ..insight import gap_sentence
 from ..model import Profile
 from ..options import CompareOptions
-from .masks import TextIndexes
-from .result import Table
+from .equivalence import Equivalence, builtin_equivalence
+from .masks import DEFAULT_MASKS, Masks, TextIndexes
+from .matching_sheet import SHEET as MATCHING_SHEET
+from .matching_sheet import matching_table
+from .result import Drill, Screen, Sheet, Table
 
 
 @dataclass
@@ -22,6 +37,10 @@ class Context:
     base: Profile
     comp: Profile
     opts: CompareOptions
+    kernel_masks: Masks = DEFAULT_MASKS  # parsed once, with the run request
+    #: equivalent operators and kernel classes (``--equivalence`` on top of the built-in table),
+    #: parsed once with the run request
+    equivalence: Equivalence = field(default_factory=builtin_equivalence)
     notes: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
 
@@ -33,12 +52,9 @@ class Context:
     def comp_label(self) -> str:
         return self.comp.meta.source
 
-    def masks(self) -> Any:
-        if "masks" not in self.cache:
-            from .masks import load_masks
-
-            self.cache["masks"] = load_masks(self.opts.config_path)
-        return self.cache["masks"]
+    def masks(self) -> Masks:
+        """The keyword masks that sort kernels into OverallMetrics classes."""
+        return self.kernel_masks
 
     def texts(self, profile: Profile) -> TextIndexes:
         """The text-column indexes of ``profile`` (base or comparison), shared by every step:
@@ -68,19 +84,34 @@ class Context:
         if "match" not in self.cache:
             from .operators import match_operators
 
-            self.cache["match"] = match_operators(self.base, self.comp, self.opts)
+            self.cache["match"] = match_operators(self.base, self.comp, self.opts, self.equivalence)
         return self.cache["match"]
 
 
-Outcome = list[Table] | str
+@dataclass(frozen=True)
+class Absent:
+    """Tables a step could not make, and why (the screens say it instead of an empty table)."""
+
+    names: tuple[str, ...]
+    reason: str
+
+
+#: What a step returns: its tables (empty ones say why in ``absent_reason``) and the tables it
+#: could not make, or one reason for all of them.
+Outcome = list[Table | Absent] | str
 
 
 @dataclass(frozen=True)
 class Step:
     name: str  # phase label shown in progress
     switch: str  # CompareOptions switch that enables it
-    tables: tuple[str, ...]  # names of the tables it can produce
     run: Callable[[Context], Outcome]
+    sheets: tuple[Sheet, ...]  # every table it can make, in screen order
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Names of the tables it can produce."""
+        return tuple(s.name for s in self.sheets)
 
 
 def _overall(ctx: Context) -> Outcome:
@@ -88,7 +119,9 @@ def _overall(ctx: Context) -> Outcome:
 
     b, c = ctx.side_metrics()
     table = overall_table(b, c, ctx.base_label, ctx.comp_label)
-    return [table] if table is not None else skip_reason(b, c, ctx.base_label, ctx.comp_label)
+    if table is None:
+        return skip_reason(b, c, ctx.base_label, ctx.comp_label)
+    return [replace(table, lead=gap_sentence(table))]
 
 
 def _communication(ctx: Context) -> Outcome:
@@ -103,17 +136,19 @@ def _operators(ctx: Context) -> Outcome:
     from .modules import compare_modules
     from .operators import compare_operators, unlinked_notes
 
-    modules, reason = compare_modules(ctx.base, ctx.comp, ctx.opts)
+    modules, reason = compare_modules(ctx.base, ctx.comp, ctx.opts, ctx.equivalence)
     match = ctx.operator_match()
     ctx.notes.extend(unlinked_notes(match))
     _, tables = compare_operators(ctx.base, ctx.comp, ctx.opts, match)
     if modules is not None:
         # The workbook carries the module sheets instead of the operator sheets (as the
         # reference does); the app still shows both screens.
-        return modules.tables() + [replace(t, export=False) for t in tables]
-    if reason:
-        ctx.notes.append(f"module comparison: {reason} — showing operators instead")
-    return tables
+        return [*modules.tables(), *(replace(t, export=False) for t in tables)]
+    if not reason:
+        return tables
+    note = f"module comparison: {reason} — showing operators instead"
+    ctx.notes.append(note)
+    return [*tables, Absent(tuple(s.name for s in _OPERATOR_SHEETS if s.screen is MODULES), note)]
 
 
 def _memory(ctx: Context) -> Outcome:
@@ -125,7 +160,8 @@ def _memory(ctx: Context) -> Outcome:
 def _api(ctx: Context) -> Outcome:
     from .api import compare_api
 
-    return [compare_api(ctx.base, ctx.comp, ctx.opts, ctx.texts(ctx.base), ctx.texts(ctx.comp))]
+    return [compare_api(ctx.base, ctx.comp, ctx.opts, ctx.texts(ctx.base), ctx.texts(ctx.comp),
+                        ctx.equivalence)]
 
 
 def _kernels(ctx: Context) -> Outcome:
@@ -135,16 +171,135 @@ def _kernels(ctx: Context) -> Outcome:
     return [table] if table is not None else reason
 
 
-STEPS: tuple[Step, ...] = (
-    Step("OverallMetrics", "profiling", ("OverallMetrics",), _overall),
-    Step("CommunicationCompare", "communication", ("CommunicationCompare",), _communication),
-    Step("operators / modules", "operator",
-         ("ModuleCompareStatistic", "ModuleCompare", "ModuleTree",
-          "OperatorCompareStatistic", "OperatorCompare"), _operators),
-    Step("MemoryCompare", "memory", ("MemoryCompareStatistic", "MemoryCompare"), _memory),
-    Step("ApiCompare", "api", ("ApiCompare",), _api),
-    Step("KernelCompare", "kernel", ("KernelCompare", "KernelTypeCompare"), _kernels),
+def _kernel_classes(ctx: Context) -> Outcome:
+    from .kernel_families import kernel_class_compare, kernel_classes, kernel_op_compare
+
+    table = ctx.equivalence
+    classes = (kernel_classes(ctx.base, table), kernel_classes(ctx.comp, table))
+    return [kernel_class_compare(ctx.base, ctx.comp, table, classes),
+            kernel_op_compare(ctx.base, ctx.comp, ctx.opts, table, classes)]
+
+
+# ---------------------------------------------------------------------------- the registry
+
+OVERALL = Screen("overall", "1", "Overall",
+                 "needs device kernels on both sides (the profiling comparison)", headlines=True)
+OPERATORS = Screen("operators", "2", "Operators", "needs host ops (cpu_op events) on both sides")
+MODULES = Screen("modules", "3", "Modules",
+                 "no python_function events on both sides: collect with with_stack=True")
+COMMUNICATION = Screen("communication", "4", "Comm", "needs communication ops (NCCL / HCCL)")
+MEMORY = Screen("memory", "5", "Memory",
+                "needs per-op memory records: collect with profile_memory=True")
+KERNELS = Screen("kernels", "6", "Kernels", "needs device kernels on both sides")
+API = Screen("api", "7", "API", "needs host ops on both sides")
+ADVISOR_SCREEN = Screen("advisor", "8", "Advisor", "the advisor runs after the comparisons")
+
+_BY_NAME = (("name", ("base_name", "comp_name")),)  # an op name on either side
+_STACKS = ("base_stack", "comp_stack")
+_PAIR_NAMES = ("base_name", "comp_name")  # a pair's op on each side
+_OPERATOR_SHEETS = (
+    Sheet("ModuleTree", MODULES, export=False, tree="nodes",
+          drill=Drill("ModuleCompare", (("_path", ("module_name",)),)),
+          stacks=("_base_stack", "_comp_stack")),
+    Sheet("ModuleCompareStatistic", MODULES,
+          "nn.Module paths aggregated: a [ TOTAL ] row per module, then its ops; device "
+          "self/total time per side.",
+          drill=Drill("ModuleCompare", (("module_name", ("module_name",)),
+                                        ("op", ("base_op", "comp_op")))),
+          stacks=_STACKS, regressions="module_name", row_names=("module_name", "op")),
+    Sheet("ModuleCompare", MODULES,
+          "Every module instance (TOTAL row) with its aligned top-level ops, kernels and call "
+          "stacks.", stacks=_STACKS, row_names=("module_name", "base_op", "comp_op")),
+    Sheet("OperatorCompareStatistic", OPERATORS,
+          "Top-level operators grouped by name, sorted by device-time difference.",
+          drill=Drill("OperatorCompare", _BY_NAME), regressions="name", row_names=("name",)),
+    Sheet("OperatorCompare", OPERATORS,
+          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES),
 )
+
+STEPS: tuple[Step, ...] = (
+    Step("OverallMetrics", "profiling", _overall, (
+        Sheet("OverallMetrics", OVERALL,
+              "Time breakdown per side (computing, uncovered communication, free, E2E): which "
+              "direction the difference comes from.", tree="outline"),)),
+    Step("CommunicationCompare", "communication", _communication, (
+        Sheet("CommunicationCompare", COMMUNICATION,
+              "Communication ops by type: calls and durations per side; NPU task rows under "
+              "each op.", tree="nodes"),)),
+    Step("operators / modules", "operator", _operators, _OPERATOR_SHEETS),
+    Step("MemoryCompare", "memory", _memory, (
+        Sheet("MemoryCompareStatistic", MEMORY,
+              "Operators grouped by name: allocated memory and lifetime per side, sorted by "
+              "memory difference.", drill=Drill("MemoryCompare", _BY_NAME), row_names=("name",)),
+        Sheet("MemoryCompare", MEMORY,
+              "Aligned operator pairs with every allocation in their subtree.",
+              row_names=_PAIR_NAMES))),
+    Step("ApiCompare", "api", _api, (
+        Sheet("ApiCompare", API,
+              "Every host API / op name: total, self and average time and calls per side.",
+              row_names=("name",)),)),
+    Step("KernelCompare", "kernel", _kernels, (
+        Sheet("KernelCompare", KERNELS, "NPU kernels grouped by type and input shapes."),
+        Sheet("KernelTypeCompare", KERNELS, "NPU kernels grouped by type and core type."))),
+    # Not the reference's: our sheets come after its sheets.
+    Step("kernel classes", "kernel", _kernel_classes, (
+        Sheet("KernelClassCompare", KERNELS,
+              "Device time per kernel class (GEMM, attention, convolution, …) for any pair, GPU "
+              "vs NPU and vendor vs vendor included; each class's largest kernels."),
+        Sheet("KernelOpCompare", KERNELS,
+              "Device time per launching op and kernel class, for kernels whose names differ by "
+              "vendor.", row_names=("op", "cls")))),
+)
+
+#: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the
+#: steps (it needs nothing they compute).
+ADVISOR = Sheet("Advisor", ADVISOR_SCREEN,
+                "Per side: stage/category shares and rule findings; diff rows: what grew and "
+                "which operators drive it.")
+
+#: The workbook's sheet of the rows paired by the equivalence table or by position (made from
+#: the sheets being written by :func:`matching`; no screen: the screens show ``Matched As``).
+MATCHING = Sheet(MATCHING_SHEET, None,
+                 "Rows of the sheets above whose two sides have different names: matched through "
+                 "the equivalence table or by position (docs/matching.md).")
+
+#: Every table by name.
+SHEETS: dict[str, Sheet] = {
+    s.name: s for s in (*(s for st in STEPS for s in st.sheets), ADVISOR, MATCHING)}
+
+#: The app's screens in key order, each with its tables in declaration order.
+SCREENS: tuple[Screen, ...] = tuple(
+    replace(screen, sheets=tuple(s.name for s in SHEETS.values() if s.screen is screen))
+    for screen in sorted({s.screen for s in SHEETS.values() if s.screen is not None},
+                         key=lambda sc: sc.key)
+)
+
+
+def screen_of(name: str) -> str:
+    """Id of the screen that shows table ``name`` (a KeyError for a workbook-only table)."""
+    screen = SHEETS[name].screen
+    if screen is None:
+        raise KeyError(f"{name}: a workbook-only table has no screen")
+    return screen.id
+
+
+def declare(table: Table) -> Table:
+    """``table`` carrying what its :class:`~.result.Sheet` declares (a KeyError names a table
+    that no step declares: it would have no screen)."""
+    sheet = SHEETS.get(table.name)
+    if sheet is None:
+        raise KeyError(f"{table.name}: no step declares this table (perfcmp_core.compare.STEPS)")
+    return replace(table, help=sheet.help, export=table.export and sheet.export, tree=sheet.tree,
+                   drill=sheet.drill, stacks=sheet.stacks)
+
+
+def matching(tables: list[Table]) -> Table | None:
+    """The workbook's ``Matching`` table over ``tables`` (the sheets being written, in order),
+    each row named by its sheet's declared ``row_names``; None when no row of them was paired by
+    anything but its name."""
+    named = [(t, SHEETS[t.name].row_names) for t in tables if t.name in SHEETS]
+    table = matching_table([(t, names) for t, names in named if names])
+    return None if table is None else declare(table)
 
 
 def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
@@ -158,13 +313,14 @@ def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
     return figures, format_summary_table(figures)
 
 
-def run_all(base: Profile, comp: Profile, opts: CompareOptions) -> list[Table]:
+def run_all(base: Profile, comp: Profile, opts: CompareOptions, masks: Masks = DEFAULT_MASKS,
+            equivalence: Equivalence | None = None) -> list[Table]:
     """Every enabled comparison's non-empty tables, in workbook order (for scripts and tests)."""
-    ctx = Context(base, comp, opts)
+    ctx = Context(base, comp, opts, masks, equivalence or builtin_equivalence())
     out: list[Table] = []
     for step in STEPS:
         if opts.enables(step.switch):
             outcome = step.run(ctx)
             if not isinstance(outcome, str):
-                out.extend(t for t in outcome if not t.empty)
+                out.extend(declare(t) for t in outcome if isinstance(t, Table) and not t.empty)
     return out

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile
-from .intervals import Spans
+from ..timeline import Spans
 
 _RDMA_SEND, _NOTIFY_WAIT = "RDMASend", "Notify_Wait"
 

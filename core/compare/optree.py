@@ -24,8 +24,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..load.common import thread_groups
 from ..model import Profile
+from ..timeline import thread_groups
 
 #: Kernel task types that never count as operator device time (the reference ignores memsets).
 UNCOUNTED_TASK_TYPES = ("gpu_memset",)

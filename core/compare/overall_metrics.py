@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import Kind, Profile
+from ..timeline import Spans
 from .comm_groups import GroupTime, db_groups, text_groups
-from .intervals import Spans
 from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
 from .masks import Masks, TextIndexes
 from .names import strip_instance

@@ -3,8 +3,16 @@
 A comparison produces a :class:`Table`: a DataFrame whose visible columns are described by
 :class:`Column` (exact workbook header, role, number format, unit, width) plus optional hidden
 columns whose names start with ``_`` (tree links, indentation level, raw values used for sorting).
+What a table *is* — its help line, whether the workbook holds it, how its rows nest, where Enter
+leads, which columns hold call stacks, the screen that shows it — is declared once per table as
+a :class:`Sheet` (registered in :data:`perfcmp_core.compare.STEPS`) and carried by the Table.
+What the workbook holds has this one owner at both levels: a table is written when it is
+``export``-ed (:attr:`Sheet.export` / :attr:`Table.export`), and of a written table the columns
+:meth:`Table.sheet_columns` returns (a :attr:`Column.export` ``False`` column, such as ``Matched
+As``, is on the screens and in ``--json`` only, so the reference's sheets keep its columns).
 The workbook writer and the TUI both render a Table without knowing which comparison made it, so
-a number can never differ between the sheet and the screen.
+a number can never differ between the sheet and the screen: both ask :func:`number_format` how a
+column reads and :func:`tone` whether a ratio is worse.
 """
 
 from __future__ import annotations
@@ -17,11 +25,10 @@ import pandas as pd
 
 Role = Literal["key", "base", "comparison", "diff", "ratio", "text"]
 Fmt = Literal["int", "float", "percent", "text", "bold"]
-
-#: Headers whose cells get the "degradation" fill when > 1 (the reference's red-fill rule).
-RATIO_HEADERS = frozenset(
-    {"Diff Ratio", "Diff Total Ratio", "Diff Avg Ratio", "Diff Calls Ratio", "Diff Self Ratio"}
-)
+#: How a table's rows nest: not at all; an indented report (``_level``: the workbook indents
+#: and fills rows by level, the screen starts fully expanded); a linked tree (``_node`` /
+#: ``_parent``: the screen opens a single root, else starts closed).
+Tree = Literal["", "outline", "nodes"]
 
 #: Hidden columns with a meaning shared by every writer/renderer.
 LEVEL = "_level"  # indentation depth of the row (OverallMetrics hierarchy, tree tables)
@@ -38,6 +45,94 @@ class Column:
     fmt: Fmt = "text"
     unit: str = ""  # us | ms | KB | MB | count | "" — for labels in the TUI
     width: float = 20
+    #: False: on the screens and in --json but not in the workbook sheet (whose columns must stay
+    #: exactly the reference's); such columns come last, so the title spans still fit the sheet
+    export: bool = True
+
+
+def is_ratio(col: Column) -> bool:
+    """A comparison ÷ base column: its cells are toned (▲/▼ on screen, red/green fill)."""
+    return col.role == "ratio"
+
+
+def number_format(col: Column) -> Fmt:
+    """How the cells of ``col`` read, on screen and in the workbook alike: the one definition.
+
+    A ratio reads as a percentage (comparison ÷ base: 1.25 → 125.00%) whatever its column
+    declares (the reference's API and kernel sheets declare plain numbers); any other column as
+    it declares.
+    """
+    return "percent" if is_ratio(col) else col.fmt
+
+
+def tone(value: object, col: Column) -> int:
+    """+1 when a ratio cell says the comparison is worse (> 1, INF), -1 better (< 1), else 0
+    (equal, missing, text, or not a ratio column): the ▲/▼ on screen, the red/green fill."""
+    return ratio_tone(value) if is_ratio(col) else 0
+
+
+def ratio_tone(value: object) -> int:
+    """:func:`tone` of a value known to sit in a ratio column (the workbook's per-cell path)."""
+    if type(value) is float:  # nearly every cell
+        return 1 if value > 1 else -1 if value < 1 else 0  # NaN compares False both ways
+    if isinstance(value, str):
+        return 1 if value.strip().upper() == "INF" else 0
+    if isinstance(value, bool) or value is None:
+        return 0
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0
+    return 1 if v > 1 else -1 if v < 1 else 0
+
+
+#: Source cell values of a drill that match every target row (a module's total row opens all of
+#: the module's rows).
+MATCH_ALL = frozenset({"[ TOTAL ]"})
+
+
+@dataclass(frozen=True)
+class Drill:
+    """Enter on a row opens table ``target`` narrowed to the rows of that entry.
+
+    ``match`` pairs a column key of this table with the target's column keys that must hold the
+    same value (any of them: an operator name may sit on the base or the comparison side); a
+    value in :data:`MATCH_ALL` narrows nothing.
+    """
+
+    target: str
+    match: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Screen:
+    """One screen of the app: its key, title, what it needs when it stays empty, its tables."""
+
+    id: str
+    key: str  # the digit that shows it; screens are numbered in this order
+    title: str
+    hint: str  # why it is empty when no comparison said why
+    headlines: bool = False  # shows the run's headline figures (E2E, Computing …) on top
+    sheets: tuple[str, ...] = ()  # the tables it shows, first = default view (`v` cycles)
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """What one table is, declared once beside the comparison that makes it."""
+
+    name: str
+    screen: Screen | None  # None: a workbook-only table (the Matching sheet)
+    help: str = ""  # one line for the workbook's README sheet
+    export: bool = True  # False: screens and --json only (the module tree)
+    tree: Tree = ""
+    drill: Drill | None = None
+    stacks: tuple[str, str] | None = None  # column keys of the base / comparison call stacks
+    #: Column naming a row in the terminal's "top regressions" (rows ranked by the table's
+    #: default sort; the first declared table with rows and this set is the one listed).
+    regressions: str | None = None
+    #: Columns whose values name a row (joined, they are the row's name in the workbook's
+    #: Matching sheet); empty for tables whose rows are never paired by the equivalence table.
+    row_names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -56,6 +151,12 @@ class Table:
     #: False for tables the app (and --json) shows but the workbook must not contain, e.g. the
     #: operator tables when the module sheets stand in for them (the reference writes one pair).
     export: bool = True
+    #: What its :class:`Sheet` declares (set by :func:`perfcmp_core.compare.declare`).
+    help: str = ""
+    tree: Tree = ""
+    drill: Drill | None = None
+    stacks: tuple[str, str] | None = None
+    lead: str = ""  # a sentence reading the table, shown above it ("where the gap comes from")
 
     @property
     def empty(self) -> bool:
@@ -66,6 +167,14 @@ class Table:
             if c.key == key:
                 return c
         raise KeyError(key)
+
+    def sheet_columns(self) -> tuple[Column, ...]:
+        """The columns of its workbook sheet: every exported column (the screens and --json
+        show them all). Unexported columns must come last: the title spans index the columns."""
+        n = sum(c.export for c in self.columns)
+        if not all(c.export for c in self.columns[:n]):
+            raise ValueError(f"{self.name}: an unexported column comes before an exported one")
+        return self.columns[:n]
 
     def visible(self) -> pd.DataFrame:
         """The data restricted to the visible columns, in order."""

@@ -1,9 +1,11 @@
 """``--json``: the whole comparison as one machine-readable document.
 
 Unlike the workbook, which mirrors the reference's sheets, the JSON carries everything a script
-might want: every table (including UI-only ones such as the module tree) with all its columns —
-hidden ``_``-prefixed ones too, so tree links and levels survive — and each column's workbook
-header, role, format and unit, plus the summary figures, notes, options and input labels.
+might want: every table (including those the workbook leaves out, such as the module tree) with
+all its columns — the unexported ones (``Matched As``) and the hidden ``_``-prefixed ones too, so
+tree links and levels survive — and each column's workbook header, role, format, unit and
+``export`` flag (whether the sheet holds it), plus the summary figures, notes, options and input
+labels.
 
 Values follow one rule everywhere: NaN / missing → ``null``, ±infinity → ``"INF"`` / ``"-INF"``
 (JSON has no infinity, and ``null`` would hide a real "base was zero" result), numpy scalars →
@@ -23,9 +25,10 @@ import orjson
 import pandas as pd
 
 from perfcmp_core import __version__
+from perfcmp_core.compare import ADVISOR
 from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.export.safe_write import safe_write
-from perfcmp_core.export.xlsx import ADVISOR_SHEET, python_values
+from perfcmp_core.export.values import python_values
 
 #: Bumped when the document's layout changes incompatibly.
 SCHEMA_VERSION = 1
@@ -37,9 +40,9 @@ def write_json(
     """Write ``result`` (and the advisor's findings) to ``path``; return the path written.
 
     When ``path`` exists a ``_N`` suffix is added instead of overwriting it. ``advisor``
-    defaults to a table named ``Advisor`` in the result, as in the workbook.
+    defaults to the advisor's table in the result, as in the workbook.
     """
-    advisor = advisor if advisor is not None else result.tables.get(ADVISOR_SHEET)
+    advisor = advisor if advisor is not None else result.tables.get(ADVISOR.name)
     document = {
         "tool": "perfcmp-tui",
         "version": __version__,

@@ -9,16 +9,38 @@ from ..gcpause import gc_paused
 from ..model import SCHEMAS, Profile
 from ..options import LoadOptions
 from .detect import Source, detect
-from .steps import select_step
+from .steps import no_such_step, select_step
 from .validate import check_file
+
+
+def check_source(src: Source, opts: LoadOptions) -> None:
+    """The checks made before any file of ``src`` is read (exists, regular, readable, size cap,
+    owner): :class:`InputError` naming the first file that fails."""
+    for p in [src.trace, src.db, *src.files.values()]:
+        if p is not None:
+            check_file(p, opts.force)
+
+
+def check_input(path: str, opts: LoadOptions) -> Source:
+    """Everything about ``path`` that is known without loading it: it exists and its kind is
+    detected, every file it will read passes :func:`check_source`, and a requested step exists
+    where that takes one query (an NPU Db's ``STEP_TIME``). The app runs this before its screen
+    opens, so such errors are one line and exit code 2, not an in-app dialog."""
+    src = detect(path, opts.rank)
+    check_source(src, opts)
+    if opts.step is not None and src.kind == "npu_db" and src.db is not None:
+        from .npu_db import step_ids
+
+        known = step_ids(src.db)
+        if known is not None and opts.step not in known:
+            raise no_such_step(src.given, opts.step, known)
+    return src
 
 
 def load_source(src: Source, opts: LoadOptions) -> Profile:
     """Read an already detected source (validation included), through the profile cache unless
     ``opts.use_cache`` is off."""
-    for p in [src.trace, src.db, *src.files.values()]:
-        if p is not None:
-            check_file(p, opts.force)
+    check_source(src, opts)
     if opts.use_cache:
         from ..cache import cached_load
 
@@ -91,4 +113,4 @@ def load_profile(path: str, opts: LoadOptions | None = None) -> Profile:
     return load_source(detect(path, opts.rank), opts)
 
 
-__all__ = ["Source", "detect", "load_profile", "load_source", "preload"]
+__all__ = ["Source", "check_input", "check_source", "detect", "load_profile", "load_source", "preload"]

@@ -32,7 +32,8 @@ from ..model import (
     frame,
 )
 from ..options import LoadOptions
-from .common import assign_step, is_module_name, is_step_name, nest, per_name, steps_from_ops, thread_groups
+from ..timeline import nest, thread_groups
+from .common import assign_step, is_module_name, is_step_name, per_name, steps_from_ops
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints

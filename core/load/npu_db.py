@@ -55,6 +55,8 @@ reference's ``Constant.TABLE_*``):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import orjson
 import pandas as pd
@@ -250,3 +252,21 @@ def _group_names(db: Db, notes: list[str]) -> dict[str, str]:
                 out[str(group_id)] = pg
                 out[group_hash(str(group_id))] = pg
     return out
+
+
+def step_ids(path: Path) -> list[int] | None:
+    """The step ids the loader will find in ``STEP_TIME`` (one cheap query, no table loaded), or
+    None when the steps come from elsewhere (no ``STEP_TIME`` rows: ``ProfilerStep#N`` ops).
+
+    Lets a requested ``--base-step`` / ``--comparison-step`` fail before the app's screen opens.
+    """
+    check_header(path)
+    db = Db(path)
+    try:
+        if not db.has("STEP_TIME", "id", "startNs", "endNs"):
+            return None
+        rows = db._execute('SELECT DISTINCT id FROM STEP_TIME WHERE id >= 0 AND startNs >= 0 ORDER BY id')
+        ids = [i for (i,) in rows if isinstance(i, int)]
+        return ids or None
+    finally:
+        db.close()

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, empty, frame
-from .common import is_module_name, is_step_name, nest, per_name, steps_from_ops
+from ..timeline import nest
+from .common import is_module_name, is_step_name, per_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
 
 

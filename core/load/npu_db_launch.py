@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import innermost, thread_key
+from ..timeline import innermost, thread_key
 from .npu_db_sql import INT, INVALID_ID, U32, Db, Select
 
 #: Runtime task types of stream synchronisation (Db ``TASK.taskType``; Text spells them ``*_SQE``).

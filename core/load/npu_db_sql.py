@@ -64,7 +64,9 @@ class Db:
         try:
             self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            # UnicodeDecodeError: SQLite's own message quotes the damaged schema bytes, and
+            # Python fails to decode the message itself.
             raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
         self.tables = {str(r[0]) for r in rows}
         self._columns: dict[str, set[str]] = {}
@@ -83,7 +85,7 @@ class Db:
             # default decoder is the fast one).
             if not str(exc).startswith("Could not decode to UTF-8") or self.bad_text:
                 raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # see __init__ for the decode error
             raise InputError(self.path, f"is corrupted or unreadable ({exc})") from None
         self.bad_text = True
         self.conn.text_factory = _lenient_text
@@ -168,10 +170,19 @@ class Db:
             if self.has("STRING_IDS", "id", "value"):
                 rows = self._execute("SELECT COALESCE(CAST(id AS INTEGER), -1), value FROM STRING_IDS ORDER BY rowid")
                 df = pd.DataFrame(rows, columns=["id", "value"]).drop_duplicates("id")
-                ids, values = df["id"].to_numpy(np.int64), df["value"].fillna("").astype(str).to_numpy(object)
+                ids, values = df["id"].to_numpy(np.int64), self._plain_texts(df["value"])
             self._string_ids = pd.Index(ids)
             self._strings = np.append(values, "").astype(object)
         return self._string_ids
+
+    def _plain_texts(self, cells: pd.Series) -> np.ndarray:
+        """Cells of a TEXT column as ``str``; a value stored as a BLOB (a damaged or hand-edited
+        Db) is decoded leniently and flagged in :attr:`bad_text` rather than failing the load."""
+        try:
+            return cells.fillna("").astype(str).to_numpy(object)
+        except UnicodeDecodeError:
+            self.bad_text = True
+            return np.array(["" if v is None else _cell_text(v) for v in cells.tolist()], dtype=object)
 
     def string_ids(self, texts: list[str]) -> list[int]:
         """Ids under which ``texts`` are interned."""

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OVERLAP, frame
-from .common import assign_step, innermost, thread_key
+from ..timeline import innermost, thread_key
+from .common import assign_step
 from .npu_trace import Events, Layout, numbers
 
 

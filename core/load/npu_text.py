@@ -20,8 +20,9 @@ import pandas as pd
 
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, Profile, ProfileMeta, frame
 from ..options import LoadOptions
+from ..timeline import nest, thread_groups
 from . import npu_device, npu_files
-from .common import assign_step, is_module_name, is_step_name, nest, steps_from_ops, thread_groups
+from .common import assign_step, is_module_name, is_step_name, steps_from_ops
 from .detect import Source
 from .npu_trace import Events, numbers, read_layout, read_trace
 

@@ -43,13 +43,18 @@ def step_ids(profile: Profile) -> list[int]:
     return [int(s) for s in profile.steps["step"].tolist()]
 
 
+def no_such_step(source: str, step: int, known: list[int]) -> InputError:
+    """The one error for a requested step a profile does not have."""
+    listed = ", ".join(str(s) for s in known) or "none (no ProfilerStep markers)"
+    return InputError(source, f"has no step {step}; available steps: {listed}")
+
+
 def select_step(profile: Profile, step: int) -> Profile:
     """Return ``profile`` restricted to step ``step`` (raises InputError when it does not exist)."""
     steps = profile.steps
     hit = steps[steps["step"] == step]
     if hit.empty:
-        known = ", ".join(str(s) for s in step_ids(profile)) or "none (no ProfilerStep markers)"
-        raise InputError(profile.meta.source, f"has no step {step}; available steps: {known}")
+        raise no_such_step(profile.meta.source, step, step_ids(profile))
     lo, hi = int(hit["start_ns"].iloc[0]), int(hit["end_ns"].iloc[0])
     keep: dict[str, np.ndarray] = {}
     for name, col in _START.items():

@@ -78,11 +78,20 @@ def test_exports_never_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[s
 # ------------------------------------------------------------------------------ atomic
 
 
+@pytest.mark.parametrize("anonymous", [True, False], ids=["o_tmpfile", "named-temp"])
 def test_workbook_name_appears_only_when_complete(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """While the workbook is being written only a hidden temporary file exists; the final name
-    is published (hard link) once the content is complete and synced."""
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  anonymous: bool) -> None:
+    """While the workbook is being written no name exists (an O_TMPFILE file), or only a hidden
+    temporary file where the system has no unnamed files; the final name is published (hard link)
+    once the content is complete and synced."""
+    from perfcmp_core.export import safe_write
+
+    if anonymous and safe_write._anonymous(tmp_path, 0o600) is None:
+        pytest.skip("no O_TMPFILE on this file system")
+    if not anonymous:
+        monkeypatch.setattr(safe_write, "_anonymous", lambda directory, mode: None)
     out = tmp_path / "out"
     seen: list[list[str]] = []
     real = xlsx._assemble
@@ -94,10 +103,15 @@ def test_workbook_name_appears_only_when_complete(tmp_path: Path,
     monkeypatch.setattr(xlsx, "_assemble", watching)
     _ok(run_cli(capsys, "export", GPU_BASE, GPU_COMP, "-o", out))
     [during] = seen
-    assert len(during) == 1
-    temp = re.fullmatch(r"\.(performance_comparison_result_\d{14}\.xlsx)\.\w+\.part", during[0])
-    assert temp is not None, during
-    assert [p.name for p in out.iterdir()] == [temp.group(1)]
+    final = [p.name for p in out.iterdir()]
+    assert len(final) == 1 and re.fullmatch(r"performance_comparison_result_\d{14}\.xlsx", final[0])
+    if anonymous:
+        assert during == []
+    else:
+        assert len(during) == 1
+        temp = re.fullmatch(r"\.(performance_comparison_result_\d{14}\.xlsx)\.\w+\.part", during[0])
+        assert temp is not None, during
+        assert final == [temp.group(1)]
 
 
 def _fail_fsync(monkeypatch: pytest.MonkeyPatch, code: int, text: str) -> None:
@@ -122,6 +136,53 @@ def test_disk_full_leaves_nothing_behind(tmp_path: Path, capsys: pytest.CaptureF
     assert_input_error(run, out / "r.json" if json_too else out,
                        "cannot write the result here (No space left on device)", quiet=False)
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("command", ["advise", "export"])
+def test_disk_full_json_is_an_input_error_for_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        command: str) -> None:
+    """``advise --json`` onto a full disk exits 2 naming the file, like ``export`` (it exited 1):
+    every writer goes through the one mapping of write errors in ``safe_write``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    _fail_fsync(monkeypatch, errno.ENOSPC, "No space left on device")
+    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", out)
+    run = run_cli(capsys, command, *inputs, "--no-cache", "--json", out / "r.json")
+    assert_input_error(run, out / "r.json", "cannot write the result here (No space left on device)",
+                       quiet=False)
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["advise", "export"])
+def test_json_onto_dev_full(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                            command: str) -> None:
+    """A device is written into, not replaced: /dev/full answers ENOSPC, reported as exit 2
+    (as root the old code instead published a new file ``/dev/full_1``)."""
+    before = set(os.listdir("/dev"))
+    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", tmp_path)
+    run = run_cli(capsys, command, *inputs, "--no-cache", "--json", "/dev/full")
+    assert_input_error(run, "/dev/full", "cannot write the result here (No space left on device)",
+                       quiet=False)
+    assert set(os.listdir("/dev")) == before
+
+
+def test_json_into_a_pipe_is_streamed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json`` naming a FIFO (``/dev/stdout`` in a pipeline) writes the document into it."""
+    import json
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    run = run_cli(capsys, "advise", TEXT_COMP, "--no-cache", "--json", fifo)
+    reader.join(timeout=30)
+    _ok(run)
+    assert json.loads(got[0])["command"] == "advise" and f"JSON written: {fifo}" in run.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
 
 
 def test_internal_error_mid_write_leaves_nothing_behind(tmp_path: Path,
@@ -270,7 +331,8 @@ def test_cache_lives_in_the_user_cache_dir_user_only(tmp_path: Path, user_cache:
     folder = user_cache / CACHE_NAME
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     modes = _modes(folder)
-    assert len(modes) == 2 and set(modes.values()) == {0o600}
+    assert len([n for n in modes if n.endswith(".npz")]) == 2  # beside each: its empty lock
+    assert set(modes.values()) == {0o600}
     assert snapshot(tmp_path / "in") == before
 
 
@@ -300,7 +362,8 @@ def test_loose_cache_folder_is_tightened(tmp_path: Path, user_cache: Path,
     folder.chmod(0o755)
     base, _ = _copy_inputs("gpu", tmp_path / "in")
     _ok(run_cli(capsys, "info", base))
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and len(_modes(folder)) == 1
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert len([n for n in _modes(folder) if n.endswith(".npz")]) == 1
 
 
 def test_no_cache_writes_no_cache(tmp_path: Path, user_cache: Path,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
+
+from perfcmp_core.compare.result import ComparisonResult
 
 
 class ExportDialog(ModalScreen[str | None]):
@@ -44,3 +46,25 @@ class ExportDialog(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def write_in_background(app: App[object], result: ComparisonResult, folder: str,
+                        partial: str = "") -> None:
+    """Write the workbook of ``result`` into ``folder`` in a thread; a notification says where
+    it went (``partial`` is appended) or why it could not be written."""
+
+    def write() -> None:
+        from perfcmp_core.errors import InputError
+        from perfcmp_core.export.xlsx import NothingToWrite, write_workbook
+
+        try:
+            path = write_workbook(result, folder)
+        except (InputError, NothingToWrite) as exc:
+            message = exc.message if isinstance(exc, InputError) else str(exc)
+            app.call_from_thread(app.notify, f"export failed: {message}", severity="error",
+                                 timeout=8, markup=False)
+            return
+        app.call_from_thread(app.notify, f"workbook written: {path}{partial}", timeout=8,
+                             markup=False)
+
+    app.run_worker(write, thread=True, exclusive=False, exit_on_error=False, group="export")

@@ -19,9 +19,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from perfcmp_core.compare.result import IS_TOTAL, LEVEL, RATIO_HEADERS, Column
+from perfcmp_core.compare.result import IS_TOTAL, LEVEL, Column, is_ratio, tone
 from perfcmp_core.view import (TableView, display_columns, display_header, label_column,
-                               screen_text, sign, trend)
+                               screen_text, sign)
 
 MAX_TEXT_WIDTH = 48
 MIN_TEXT_WIDTH = 16
@@ -159,7 +159,7 @@ class FrameView(ScrollView, can_focus=True):
         for j, c in enumerate(self.columns):
             longest = max((cell_len(r[j]) for r in cells), default=0)
             numeric = c.fmt in ("int", "float", "percent")
-            extra = 1 if c.header in RATIO_HEADERS else 0  # room for ▲/▼
+            extra = 1 if is_ratio(c) else 0  # room for ▲/▼
             if j == self._label_col:
                 extra += 2 * depth + (2 if view.is_tree else 0)
             cap = MAX_NUM_WIDTH if numeric else self._text_cap(j == self._label_col)
@@ -266,7 +266,7 @@ class FrameView(ScrollView, can_focus=True):
         for j, c in enumerate(self.columns):
             value = self._arrays[j][row]
             text = screen_text(value, c)
-            direction = trend(value, c)
+            direction = tone(value, c)
             if direction:
                 text = ("▲" if direction > 0 else "▼") + text
             else:

@@ -8,26 +8,38 @@ cost the app next to nothing while the user already reads the overall one.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from perfcmp_core.compare.result import IS_TOTAL, Table
+from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
+from perfcmp_core.insight import Headline
 from perfcmp_core.view import TableView, display_header
 
-from ..panes import DRILLS, MATCH_ALL, PaneSpec
 from .frame_view import FrameView
 
-#: Where a table keeps the call stacks of a row: hidden columns (module tree) or visible ones.
-HIDDEN_STACKS = ("_base_stack", "_comp_stack")
-STACK_HEADERS = ("Base Call Stack", "Comparison Call Stack")
+
+class FilterBox(Input):
+    """The filter's text box. Enter keeps the text at once, inside the key's own handling (a
+    plain Input posts a message and keeps it later): keys typed right behind the Enter, in the
+    same burst, then reach the table instead of this box."""
+
+    def __init__(self, keep: Callable[[str], None], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._keep = keep
+
+    async def action_submit(self) -> None:
+        self._keep(self.value)
 
 
 class TablePane(Vertical):
-    """Shows one of the pane's tables; the others are a `v` (or an Enter) away."""
+    """Shows one of the screen's tables; the others are a `v` (or an Enter) away."""
 
-    def __init__(self, spec: PaneSpec) -> None:
+    def __init__(self, spec: Screen) -> None:
         super().__init__(id=f"pane-{spec.id}")
         self.spec = spec
         self.tables: dict[str, Table] = {}
@@ -45,14 +57,16 @@ class TablePane(Vertical):
         #: The call-stack panel and its two texts, built when first opened.
         self._stacks: Horizontal | None = None
         self._stack_texts: dict[str, Static] = {}
+        self._headlines: list[Headline] = []
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
-        yield Input(placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
-                    id="filter", classes="hidden")
+        yield FilterBox(self.apply_filter,
+                        placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
+                        id="filter", classes="hidden")
 
     @property
     def frame(self) -> FrameView:
@@ -64,7 +78,7 @@ class TablePane(Vertical):
 
     def names(self) -> list[str]:
         """The views this pane offers now (those of its tables that arrived)."""
-        return [t for t in self.spec.tables if t in self.tables]
+        return [t for t in self.spec.sheets if t in self.tables]
 
     # -- data arrival -------------------------------------------------------------------------
     def add_table(self, table: Table) -> None:
@@ -74,6 +88,7 @@ class TablePane(Vertical):
         if table.name in names and (self.current not in names or
                                     (not self._chosen and names[0] == table.name)):
             self.show(names[0])
+        self._show_extra()
 
     def reset(self) -> None:
         """Forget every table (a retried run starts from nothing)."""
@@ -87,14 +102,23 @@ class TablePane(Vertical):
         self.frame.set_view(None)
         self.frame.add_class("hidden")
         self.query_one("#message").remove_class("hidden")
-        self.set_extra("")
+        self._headlines = []
+        self._show_extra()
         self._status()
 
-    def set_extra(self, text: object) -> None:
-        """Content shown above the table (the overall screen's headline figures)."""
+    def set_headlines(self, headlines: list[Headline]) -> None:
+        """The run's headline figures, shown above the table (screens that declare them)."""
+        self._headlines = headlines
+        self._show_extra()
+
+    def _show_extra(self) -> None:
+        """Above the table: the headline figures, then the sentence that reads the table."""
+        text = headline_text(self._headlines)
+        table = self.tables.get(self.current) if self.current else None
+        text.append(table.lead if table is not None else "")
         extra = self.query_one("#extra", Static)
-        extra.update(text)  # type: ignore[arg-type]
-        extra.set_class(not text, "hidden")
+        extra.update(text if text.plain.strip() else "")
+        extra.set_class(not text.plain.strip(), "hidden")
 
     def add_reason(self, reason: str) -> None:
         """Why a table of this screen is missing (shown while the screen has no table)."""
@@ -202,25 +226,17 @@ class TablePane(Vertical):
 
     def drill(self, row: int) -> bool:
         """Enter on a statistic row: its detail rows (the matched base/comparison entries)."""
-        if self.current is None or self.current not in DRILLS:
+        view = self.view
+        if view is None or view.table.drill is None or view.table.drill.target not in self.views:
             return False
-        spec = DRILLS[self.current]
-        if spec.target not in self.views:
-            return False
-        df = self.views[self.current].table.data
-        conditions = []
-        label = []
-        for source_key, target_keys in spec.match:
-            value = str(df[source_key].iat[row])
-            if value not in MATCH_ALL:
-                conditions.append((target_keys, value))
-                label.append(value)
-        target = self.views[spec.target]
-        target.set_focus(tuple(conditions), " / ".join(label) or "all")
-        self._cursors.pop(spec.target, None)  # new rows: start at the top
+        target_name = view.table.drill.target
+        conditions, label = view.drill(row)
+        self.views[target_name].set_focus(conditions, label)
+        self._cursors.pop(target_name, None)  # new rows: start at the top
+        assert self.current is not None
         self.back.append(self.current)
         self._chosen = True
-        self.show(spec.target)
+        self.show(target_name)
         return True
 
     def go_back(self) -> bool:
@@ -235,6 +251,8 @@ class TablePane(Vertical):
 
     # -- filter -------------------------------------------------------------------------------
     def open_filter(self) -> bool:
+        """Show the filter box and focus it *now* (``focus()`` would only schedule it): the app
+        holds the keys behind the ``/`` until this ran, then they land in the box."""
         if self.view is None:
             return False
         self.view.ready_filter()
@@ -242,7 +260,7 @@ class TablePane(Vertical):
         self._filter_before = self.view.filter_text
         box.value = self.view.filter_text
         box.remove_class("hidden")
-        box.focus()
+        self.screen.set_focus(box)
         return True
 
     def filter_open(self) -> bool:
@@ -254,17 +272,29 @@ class TablePane(Vertical):
             self.view.set_filter(event.value)
             self.refresh_view()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.apply_filter(event.value)
+    def on_paste(self, event: events.Paste) -> None:
+        """Text pasted on a table filters it by that text (the box opens holding it; Esc
+        reverts); pasted into the open box, the box itself takes it. The paste bubbles on to
+        the app, which holds the keys behind it until here."""
+        text = event.text.strip().splitlines()[0] if event.text.strip() else ""
+        if text and not self.filter_open():
+            box = self.query_one("#filter", Input)
+            # Typing on goes after the pasted text (not over it: the box selects its text when
+            # focused, unless told otherwise until that Focus event was handled).
+            box.select_on_focus = False
+            if self.open_filter():
+                box.value = text
+                box.cursor_position = len(text)
+            box.call_later(setattr, box, "select_on_focus", True)
 
     def apply_filter(self, text: str) -> None:
-        """Keep ``text`` as the filter (empty clears it) and return to the table."""
+        """Keep ``text`` as the filter (empty clears it) and return to the table (focused at
+        once, for the keys held behind an Enter or Esc)."""
         self.query_one("#filter", Input).add_class("hidden")
         if self.view is not None:
             self.view.set_filter(text)
             self.refresh_view()
-        self.frame.focus()
+        self.screen.set_focus(self.frame)
 
     def close_filter(self) -> bool:
         """Esc in the filter box: revert to the filter it started with."""
@@ -275,15 +305,8 @@ class TablePane(Vertical):
 
     # -- call stacks --------------------------------------------------------------------------
     def _stack_keys(self) -> tuple[str, str] | None:
-        view = self.view
-        if view is None:
-            return None
-        if all(k in view.table.data for k in HIDDEN_STACKS):
-            return HIDDEN_STACKS
-        keys = {c.header: c.key for c in view.table.columns}
-        if all(h in keys for h in STACK_HEADERS):
-            return keys[STACK_HEADERS[0]], keys[STACK_HEADERS[1]]
-        return None
+        """The current table's call-stack columns, as its sheet declares them."""
+        return self.view.table.stacks if self.view is not None else None
 
     def toggle_stacks(self) -> bool:
         if self._stack_keys() is None:
@@ -322,6 +345,20 @@ class TablePane(Vertical):
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
         self.update_stacks()
+
+
+def headline_text(headlines: list[Headline]) -> Text:
+    """One line per headline figure: base → comparison, then ▲/▼ and the difference in red /
+    green (the arrow carries the meaning without colour)."""
+    text = Text()
+    width = max((len(h.label) for h in headlines), default=0)
+    for h in headlines:
+        arrow = "▲" if h.direction > 0 else "▼" if h.direction < 0 else "="
+        style = "red" if h.direction > 0 else "green" if h.direction < 0 else ""
+        text.append(f"{h.label:<{width}}  {h.base:>13} → {h.comparison:>13}  ")
+        text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
+        text.append("\n")
+    return text
 
 
 def _text(value: object) -> str:

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ..panes import PANES
+from perfcmp_core.compare import SCREENS
 
 
 class TabBar(Widget):
@@ -45,7 +45,7 @@ class TabBar(Widget):
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         self._spans = []
-        for p in PANES:
+        for p in SCREENS:
             active = p.id == self.active
             label = f" {p.key} {p.title} " if active else f"{p.key} {p.title}"
             style = "bold reverse" if active else "dim" if p.id in self.empty else ""

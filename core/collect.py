@@ -1,0 +1,83 @@
+"""What a run produced, folded from its events: one builder for the app and the headless commands.
+
+The event stream (:mod:`perfcmp_core.events`) says what happened in order; a
+:class:`ResultBuilder` keeps what it amounts to — the tables, why the others are absent, what
+each side is, the summary figures, the notes — and hands out a :class:`ComparisonResult` snapshot
+that the writers can read while more events arrive (the app exports while the run goes on).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .compare.result import ComparisonResult, Table
+from .errors import InputError
+from .events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
+
+
+class ResultBuilder:
+    """Folds events (:meth:`add`) into the run's results; read it through :meth:`snapshot`."""
+
+    def __init__(self, base_label: str, comp_label: str) -> None:
+        self.base_label, self.comp_label = base_label, comp_label
+        self.tables: dict[str, Table] = {}
+        #: Why a table is absent, by table name: the one source of a screen's empty reason.
+        self.absent: dict[str, str] = {}
+        self.loaded: dict[str, dict[str, Any]] = {}  # side → profile_info
+        self.summary: dict[str, Any] = {}  # {"figures": …, "text": …} once SummaryReady came
+        self.failed: Failed | None = None
+        self.finished = False
+        self._side_notes: list[str] = []  # what a loader had to guess, "base: …"
+        self._skip_notes: list[str] = []  # why a comparison made nothing
+        self._run_notes: list[str] = []  # the run's own notes, known when it finished
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, Loaded):
+            self.loaded[event.side] = event.info
+            # N/A durations, absent Db tables, links leading outside the folder …: headless
+            # users see them only in the notes (a note about this machine, once for both).
+            self._side_notes.extend(n for n in event.notes() if n not in self._side_notes)
+        elif isinstance(event, TableReady):
+            self.tables[event.table.name] = event.table
+        elif isinstance(event, Skipped):
+            for name in event.names:
+                self.absent.setdefault(name, event.reason)
+            self._skip_notes.append(event.reason)
+        elif isinstance(event, SummaryReady):
+            self.summary = {"figures": event.figures, "text": event.text}
+        elif isinstance(event, Failed):
+            self.failed = event
+        elif isinstance(event, Finished):
+            self.finished = True
+            self._run_notes = list(event.notes)
+
+    @property
+    def notes(self) -> list[str]:
+        """Each note once: the sides', then why comparisons made nothing, then the run's.
+
+        A reason that is also a run note (the module comparison's "showing operators instead")
+        is listed with the run notes.
+        """
+        out = list(self._side_notes)
+        for note in self._skip_notes:
+            if note not in out and note not in self._run_notes:
+                out.append(note)
+        for note in self._run_notes:
+            if note not in out:
+                out.append(note)
+        return out
+
+    def snapshot(self) -> ComparisonResult:
+        """The results so far, in containers of their own: later events do not change it."""
+        return ComparisonResult(self.base_label, self.comp_label, tables=dict(self.tables),
+                                summary=dict(self.summary), notes=self.notes)
+
+
+def collect(events: Iterator[Event], base: str, comp: str) -> ComparisonResult:
+    """Consume a whole event stream (headless use); a failure becomes an ``InputError``."""
+    builder = ResultBuilder(base, comp)
+    for event in events:
+        builder.add(event)
+        if builder.failed is not None:
+            raise InputError(None, builder.failed.message)
+    return builder.snapshot()

@@ -1,0 +1,128 @@
+"""The workbook's README sheet: what it holds, from what, with which options, how to read it.
+
+One row per sheet with its declared help line (:attr:`~perfcmp_core.compare.result.Sheet.help`)
+and row count, the tables not written and why, the run's notes (and every cut the workbook had to
+make), the options, the summary figures and the colour legend.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet._write_only import WriteOnlyWorksheet
+
+from perfcmp_core import __version__
+from perfcmp_core.compare.result import ComparisonResult, Table
+from perfcmp_core.export.sheet_xml import CELL_CHARS, SheetXml
+from perfcmp_core.export.styles import (BASE_FILL, BETTER_FILL, COMP_FILL, FIRST_LEVEL_FILL,
+                                        TOP_LEVEL_FILL, WORSE_FILL, Palette, Style)
+
+README_SHEET = "README"
+
+
+def readme_sheet(
+    ws: WriteOnlyWorksheet,
+    result: ComparisonResult,
+    sheets: list[tuple[str, Table, SheetXml]],
+    stamp: datetime,
+    palette: Palette,
+) -> SheetXml:
+    """What the workbook holds, from what, with which options, and how to read the colours."""
+    for letter, width in (("A", 32), ("B", 100), ("C", 12)):
+        ws.column_dimensions[letter].width = width
+    plain = palette.id(Style(border=False))
+    heading = palette.id(Style(bold=True, border=False))
+    lines: list[tuple[tuple[object, int], ...]] = [
+        (("perfcmp-tui comparison workbook", heading),),
+        (("Tool version", plain), (__version__, plain)),
+        (("Generated (UTC)", plain), (f"{stamp:%Y-%m-%d %H:%M:%S}", plain)),
+        (("Base profiling", plain), (result.base_label, plain)),
+        (("Comparison profiling", plain), (result.comp_label, plain)),
+        (),
+        (("Sheets", heading), ("What it shows", heading), ("Rows", heading)),
+    ]
+    truncations = []
+    for name, table, body in sheets:
+        shown, n_cut = body.rows, body.truncated
+        lines.append(((name, plain), (table.help or table.title, plain), (shown, plain)))
+        if shown < len(table.data):
+            truncations.append(
+                f"{name}: only the first {shown:,} of {len(table.data):,} rows fit in a sheet"
+            )
+        if n_cut:
+            truncations.append(
+                f"{name}: {n_cut} cell(s) cut to Excel's {CELL_CHARS:,}-character limit"
+            )
+    lines.append(((README_SHEET, plain), ("This sheet.", plain)))
+
+    absent = [
+        (n, t.absent_reason)
+        for n, t in result.tables.items()
+        if t.empty and t.absent_reason and t.export
+    ]
+    if absent:
+        lines += [(), (("Not written", heading), ("Why", heading))]
+        lines += [((n, plain), (why, plain)) for n, why in absent]
+
+    notes = list(result.notes)
+    notes += [f"{name}: {note}" for name, t, _ in sheets for note in t.notes]
+    notes += truncations
+    if notes:
+        lines += [(), (("Notes", heading),)]
+        lines += [((note, plain),) for note in notes]
+
+    if result.options:
+        lines += [(), (("Options", heading),)]
+        lines += [((str(k), plain), (_describe(v), plain)) for k, v in result.options.items()]
+
+    if result.summary:
+        lines += [(), (("Summary", heading),)]
+        for side, figures in result.summary.items():
+            items = figures.items() if isinstance(figures, dict) else [(None, figures)]
+            for key, value in items:
+                label = str(side) if key is None else f"{side}: {key}"
+                shown = _describe(value)
+                # Multi-line text (the terminal's time-distribution table): one row per line.
+                parts = shown.split("\n") if isinstance(shown, str) else [shown]
+                lines.append(((label, plain), (parts[0], plain)))
+                lines += [((None, plain), (part, plain)) for part in parts[1:]]
+
+    legend = [
+        ("Diff ratio > 1", WORSE_FILL,
+         "comparison is worse: slower, bigger or more calls (ratio = comparison ÷ base)"),
+        ("Diff ratio < 1", BETTER_FILL, "comparison is better than base"),
+        ("INF", WORSE_FILL, "base is zero, comparison is not"),
+        ("Header", BASE_FILL,
+         "base columns and columns shared by both sides (names, diffs, ratios)"),
+        ("Header", COMP_FILL, "comparison columns"),
+        ("OverallMetrics row", TOP_LEVEL_FILL, "top-level category"),
+        ("OverallMetrics row", FIRST_LEVEL_FILL, "first-level category"),
+    ]
+    lines += [(), (("Legend", heading),)]
+    lines += [
+        ((label, palette.id(Style(fill=fill))), (meaning, plain))
+        for label, fill, meaning in legend
+    ]
+
+    xml = SheetXml()
+    xml.add_rows(
+        f'<row r="{r}">'
+        + "".join(xml.cell(f"{get_column_letter(c)}{r}", v, s) for c, (v, s) in enumerate(line, 1))
+        + "</row>"
+        for r, line in enumerate(lines, 1)
+        if line
+    )
+    return xml
+
+
+def _describe(value: object) -> object:
+    """A README cell for an option / summary value: numbers stay numbers, sets are sorted."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (set, frozenset)):
+        return ", ".join(sorted(map(str, value)))
+    return str(value)

@@ -1,0 +1,88 @@
+"""Child processes of a run: when they fork, when they spawn, and the one worker that sends a
+result back.
+
+Three places start processes: the app's comparison child (:mod:`.runner`), the parse of the
+comparison side beside the base side (:mod:`.pair`) and the advisor on the second core
+(:func:`in_background`). They follow one policy, :func:`start_method`: fork where it is safe,
+because a forked child shares the modules already imported (no second interpreter importing
+pandas, ≈ 0.5 s of CPU) and the loaded profiles (nothing pickled on the way in); spawn
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+import threading
+from typing import Any, Callable, Generic, TypeVar
+
+from . import lifetime
+
+T = TypeVar("T")
+
+
+def start_method() -> str:
+    """``fork`` while this process runs no other thread, else ``spawn``.
+
+    A child forked while other threads run can deadlock on a lock one of them held: the running
+    app (Textual's threads) therefore spawns, while the command line before the app starts, the
+    headless commands and the comparison child itself (which talks over a Pipe: no feeder thread)
+    fork. Never on macOS, where system libraries do not survive a fork.
+    """
+    if ("fork" in mp.get_all_start_methods() and sys.platform != "darwin"
+            and threading.active_count() == 1):
+        return "fork"
+    return "spawn"
+
+
+def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Worker body: send back ``(True, fn(*args))``, or ``(False, the exception)``. It dies
+    with its parent and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
+    lifetime.child_started()
+    try:
+        q.put((True, fn(*args)))
+    except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
+        q.put((False, exc))
+
+
+class Worker(Generic[T]):
+    """``fn(*args)`` started at construction in a child process (see :func:`start_method`).
+
+    Spawned, ``fn`` and ``args`` are pickled, so they must be cheap to send; forked, they are
+    shared as they are.
+    """
+
+    def __init__(self, fn: Callable[..., T], *args: Any, name: str,
+                 method: str | None = None) -> None:
+        ctx = mp.get_context(method or start_method())
+        self._queue = ctx.SimpleQueue()
+        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args), name=name)
+        lifetime.start(self._proc)
+
+    def result(self) -> T:
+        """Wait for the value (re-raising the child's exception); the child is then joined."""
+        try:
+            ok, value = self._queue.get()
+        finally:
+            self._proc.join()
+        if not ok:
+            raise value
+        return value
+
+    def stop(self) -> None:
+        """End the child now if it still runs (its result is no longer wanted)."""
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc.join()
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
+    """Start ``fn(*args)`` on the other core now; the returned callable waits for its result.
+
+    For work on the loaded profiles, which only a forked child can share for free: where this
+    process cannot fork, the work runs inline when its result is asked for, so callers see the
+    same behaviour everywhere.
+    """
+    if start_method() != "fork":
+        return lambda: fn(*args)
+    return Worker(fn, *args, name="perfcmp-background", method="fork").result

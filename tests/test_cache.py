@@ -359,11 +359,11 @@ def test_a_pair_from_the_cache_loads_in_this_process(gpu_trace: Path,
     cold = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
     assert len(list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))) == 2
 
-    def no_worker() -> None:
+    def no_worker(*args: object, **kwargs: object) -> None:
         raise AssertionError("a worker was started for cached profiles")
 
     with monkeypatch.context() as m:
-        m.setattr(pair, "_context", no_worker)
+        m.setattr(pair, "Worker", no_worker)
         warm = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
     for side in ("base", "comparison"):
         _assert_same(cold[side], warm[side])

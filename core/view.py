@@ -112,7 +112,8 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     handful. The row's label comes first, then the other names (a module's operator, a
     collective's task), then Diff and ratio (what got slower, without scrolling), then the other
     keys, then each base column beside its comparison twin (same header), so the two numbers
-    being compared sit side by side. Order ids, levels and free text come last.
+    being compared sit side by side. A row's flag (a short verdict) follows its names. Order
+    ids, levels and free text come last.
     """
     cols = table.columns
     if not cols:
@@ -121,6 +122,7 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     named = [c for c in cols if c.fmt in ("text", "bold") and "Name" in c.header
              and c.role in ("key", "base", "comparison")]
     out += _with_twins(named, cols, out)
+    out += [c for c in cols if c.role == "flag"]
     out += [c for c in cols if c.role in ("diff", "ratio")]
     out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out]
     out += _with_twins([c for c in cols if c.role in ("base", "comparison")], cols, out)

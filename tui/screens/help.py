@@ -11,8 +11,9 @@ from textual.widgets import Static
 
 #: (keys, what they do) — the README's key table is generated from this list by a test.
 KEYS: tuple[tuple[str, str], ...] = (
-    ("1 … 8, Tab / Shift+Tab",
-     "switch screen: Overall, Operators, Modules, Comm, Memory, Kernels, API, Advisor"),
+    ("0 … 8, Tab / Shift+Tab",
+     "switch screen: Ranks (clusters), Overall, Operators, Modules, Comm, Memory, Kernels, API, "
+     "Advisor"),
     ("j / k, ↓ / ↑", "move the cursor"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
     ("h / l, ← / →", "scroll wide tables sideways (the name column stays)"),
@@ -22,7 +23,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("t", "toggle [ TOTAL ]-only rows"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
-     "expand a tree node; on a statistic row show its matched rows; else the whole row"),
+     "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
+     "pair; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("Esc", "close the filter or a dialog; cancel loading"),

@@ -13,10 +13,17 @@ median wall time of each tool, the ratio (reference / ours), CPU time and peak m
 * ``real``     — the real GPU pair from ../shared/data/gpu-real (gunzipped: the reference reads
   only uncompressed traces);
 * ``scaled``   — that pair repeated ``--scale`` times in time by ``bench/scale_trace.py``;
-* ``npu_text`` / ``npu_db`` — the fixture generator's training pair at ``--npu-scale``.
+* ``npu_text`` / ``npu_db`` — the fixture generator's training pair at ``--npu-scale``;
+* ``npu_text_big`` / ``npu_db_big`` — the production-scale NPU pair of
+  ``fixtures/make_fixtures.py --big-run`` (default 32 layers × 92 steps: 0.9 GB Text export and
+  ≈ 120 MB Db per side), written once in bounded memory.
 
 ``--scaling 1,2,4,8`` adds time and memory of both tools at those multiples of the real pair
-(1 = the real files, N = ``scale_trace.py`` N×) to show how cost grows.
+(1 = the real files, N = ``scale_trace.py`` N×) to show how cost grows; ``--npu-scaling 1,4,16,64``
+does the same for the NPU Text and Db pairs of ``make_fixtures.py --scale N``.
+
+The reference runs under ``--peer-timeout`` (its process tree is killed there): a run past the
+limit is reported as "> limit", never as a time, and is not tried again on that input.
 
 Ours runs with ``--no-cache`` (every run parses its inputs, a fair comparison); a second row,
 "ours, cached", reopens the same pair with a warm profile cache, which is what a user sees the
@@ -37,6 +44,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,9 +60,15 @@ OUT = ROOT / "bench" / "out"
 SHARED = ROOT.parent / "shared" / "data" / "gpu-real"
 REAL = ("trace_diff_control.pt.trace.json", "trace_diff_test.pt.trace.json")  # base, comparison
 PEER_VERSION = "26.2.0"
+INPUTS = ("real", "scaled", "npu_text", "npu_db", "npu_text_big", "npu_db_big")
+#: make_fixtures.py --big-run shape: 0.9 GB Text export and ≈ 120 MB Db per side (issue 14).
+BIG_SHAPE = (32, 92)
 PEER_PREINSTALLED = Path("/tmp/peer/bin/msprof-analyze")
 DOC = ROOT / "docs" / "performance.md"
 SAMPLE_S = 0.05
+POLL_S = 0.25
+#: Time limit of one reference run (its 0.9 GB Text run took 605 s on the issue's host).
+PEER_TIMEOUT_S = 1800.0
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -71,6 +85,7 @@ class Run:
     max_rss_mb: float  # largest single process (kernel's ru_maxrss)
     ok: bool
     error: str = ""
+    timed_out: bool = False  # killed at the time limit (``ok`` is False)
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -113,36 +128,58 @@ def _pss_kb(pid: int) -> int:
         return 0
 
 
-def measure(cmd: list[str], env: dict[str, str], log: Path, sample: bool = False) -> Run:
+def measure(cmd: list[str], env: dict[str, str], log: Path, sample: bool = False,
+            timeout: float | None = None) -> Run:
     """Run ``cmd`` to completion; with ``sample``, also sample the memory of its process tree.
 
     Sampling reads ``/proc`` every :data:`SAMPLE_S` and costs CPU (``smaps_rollup`` walks the
     page tables of a large process), which a tool that keeps both cores busy feels more than a
     mostly single-core one; so timed runs do not sample, and memory is taken from runs of its
-    own.
+    own. Past ``timeout`` seconds the command's whole process group is killed and the run counts
+    as timed out (an unsampled run then polls its exit every :data:`POLL_S`, which costs nothing
+    measurable).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+                                start_new_session=True)
         peak_kb = 0
-        while sample:
+        timed_out = False
+        while sample or timeout is not None:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak_kb = max(peak_kb, sum(_pss_kb(p) for p in _tree(proc.pid)))
-            time.sleep(SAMPLE_S)
+            if timeout is not None and time.perf_counter() - t0 > timeout:
+                timed_out = True
+                _kill_group(proc.pid)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            if sample:
+                peak_kb = max(peak_kb, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            time.sleep(SAMPLE_S if sample else POLL_S)
         else:
             pid, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+    _kill_group(proc.pid)  # workers a finished command left behind
     proc.returncode = os.waitstatus_to_exitcode(status)
     max_rss_mb = usage.ru_maxrss / 1024
     error = ""
-    if proc.returncode != 0:
+    if timed_out:
+        error = f"killed after {timeout:.0f} s (time limit)"
+    elif proc.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()
         error = tail[-1] if tail else f"exit {proc.returncode}"
     return Run(wall, usage.ru_utime + usage.ru_stime, max(peak_kb / 1024, max_rss_mb), max_rss_mb,
-               proc.returncode == 0, error)
+               proc.returncode == 0 and not timed_out, error, timed_out)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (the command and every process it started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,9 +259,32 @@ def scaled_pair(n: int) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+#: Input folders regenerated by this run (``--regen`` rewrites each once).
+_MADE: set[Path] = set()
+
+
+def _needs_making(out: Path, regen: bool) -> bool:
+    missing = not (out / "npu_db" / "comp_ascend_pt").exists()
+    make = missing or (regen and out not in _MADE)
+    _MADE.add(out)
+    return make
+
+
+def big_root(shape: tuple[int, int], regen: bool) -> Path:
+    """The production-scale NPU pair (``make_fixtures.py --big-run``), generated once."""
+    out = DATA / f"bigrun-{shape[0]}x{shape[1]}"
+    if _needs_making(out, regen):
+        print(f"generating the {shape[0]}x{shape[1]} NPU pair into {out.relative_to(ROOT)} "
+              "(≈ 10 min) …", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"), "--big-run",
+                        f"{shape[0]}x{shape[1]}", "--out", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
+
+
 def fixture_root(scale: int, regen: bool) -> Path:
     out = DATA / f"fixtures-x{scale}"
-    if regen or not (out / "npu_db" / "comp_ascend_pt").exists():
+    if _needs_making(out, regen):
         print(f"generating fixtures --scale {scale} into {out.relative_to(ROOT)} …", flush=True)
         subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"),
                         "--scale", str(scale), "--out", str(out)], check=True,
@@ -255,6 +315,11 @@ class Result:
         good = [r.wall_s for r in runs if r.ok]
         return statistics.median(good) if good else None
 
+    def peer_limit(self) -> float | None:
+        """The time limit a reference run hit on this input (None: every run finished)."""
+        hit = [r.wall_s for r in (*self.peer, *self.peer_mem) if r.timed_out]
+        return min(hit) if hit else None
+
     def summary(self) -> dict[str, float | None]:
         ours, peer, cached = self._median(self.ours), self._median(self.peer), self._median(self.cached)
 
@@ -274,11 +339,13 @@ class Result:
             "ours_peak_mb": peak(self.ours, self.ours_mem),
             "peer_peak_mb": peak(self.peer, self.peer_mem),
             "cached_peak_mb": peak(self.cached),
+            "peer_limit_s": self.peer_limit(),
+            "ratio_at_least": self.peer_limit() / ours if ours and self.peer_limit() else None,
         }
 
 
 def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: int,
-             mem_runs: int) -> Result:
+             mem_runs: int, peer_timeout: float | None = None) -> Result:
     res = Result(pair.name, str(pair.base.relative_to(ROOT)), str(pair.comp.relative_to(ROOT)),
                  _size_mb(pair.base) + _size_mb(pair.comp))
     work = OUT / pair.name
@@ -300,7 +367,7 @@ def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: in
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         r = measure([str(peer), "compare", "-d", str(pair.comp), "-bp", str(pair.base),
-                     "-o", str(out), "--force"], env, work / f"peer-{label}.log", sample)
+                     "-o", str(out), "--force"], env, work / f"peer-{label}.log", sample, peer_timeout)
         if r.ok and not any(out.glob("*.xlsx")):
             r.ok, r.error = False, "no workbook written"
         return r
@@ -308,15 +375,15 @@ def run_pair(pair: Pair, env: dict[str, str], peer: Path | None, cached_runs: in
     for i in range(pair.runs):
         order = ("ours", "peer") if i % 2 == 0 else ("peer", "ours")
         for who in order:
-            if who == "peer" and peer is None:
-                continue
+            if who == "peer" and (peer is None or res.peer_limit() is not None):
+                continue  # no reference, or it already ran out of time on this input
             r = run_ours(str(i), cache=False) if who == "ours" else run_peer(str(i))
             (res.ours if who == "ours" else res.peer).append(r)
             print(f"  {pair.name:<10} run {i + 1}/{pair.runs} {who:<5} "
                   + (f"{r.wall_s:7.2f} s" if r.ok else f"FAILED: {r.error}"), flush=True)
     for i in range(mem_runs):
         for who in ("ours", "peer"):
-            if who == "peer" and peer is None:
+            if who == "peer" and (peer is None or res.peer_limit() is not None):
                 continue
             r = run_ours(f"mem-{i}", cache=False, sample=True) if who == "ours" else \
                 run_peer(f"mem-{i}", sample=True)
@@ -352,11 +419,24 @@ def compare_table(results: list[Result]) -> str:
     for r in results:
         s = r.summary()
         lines.append(
-            f"| {r.name} | {r.size_mb:.0f} MB | {_fmt(s['ours_s'], '.2f')} | {_fmt(s['peer_s'], '.2f')} "
-            f"| {_fmt(s['ratio'], '.1f')}× | {_fmt(s['cached_s'], '.2f')} "
+            f"| {r.name} | {r.size_mb:.0f} MB | {_fmt(s['ours_s'], '.2f')} | {_peer_time(s)} "
+            f"| {_ratio(s)} | {_fmt(s['cached_s'], '.2f')} "
             f"| {_fmt(s['ours_cpu_s'], '.2f')} | {_fmt(s['peer_cpu_s'], '.2f')} "
             f"| {_fmt(s['ours_peak_mb'], '.0f')} | {_fmt(s['peer_peak_mb'], '.0f')} |")
     return "\n".join(lines)
+
+
+def _peer_time(s: dict[str, float | None]) -> str:
+    """The reference's median time, or "> N" when it ran out of time (never a made-up time)."""
+    if s["peer_s"] is None and s["peer_limit_s"] is not None:
+        return f"> {s['peer_limit_s']:.0f}"
+    return _fmt(s["peer_s"], ".2f")
+
+
+def _ratio(s: dict[str, float | None]) -> str:
+    if s["ratio"] is None and s["ratio_at_least"] is not None:
+        return f"> {s['ratio_at_least']:.1f}×"
+    return f"{_fmt(s['ratio'], '.1f')}×"
 
 
 def scaling_table(rows: list[tuple[int, Result]]) -> str:
@@ -367,9 +447,23 @@ def scaling_table(rows: list[tuple[int, Result]]) -> str:
     for factor, r in rows:
         s = r.summary()
         lines.append(
-            f"| {factor}× | {r.size_mb:.0f} | {_fmt(s['ours_s'], '.2f')} | {_fmt(s['peer_s'], '.2f')} "
-            f"| {_fmt(s['ratio'], '.1f')}× | {_fmt(s['ours_peak_mb'], '.0f')} "
+            f"| {factor}× | {r.size_mb:.0f} | {_fmt(s['ours_s'], '.2f')} | {_peer_time(s)} "
+            f"| {_ratio(s)} | {_fmt(s['ours_peak_mb'], '.0f')} "
             f"| {_fmt(s['peer_peak_mb'], '.0f')} |")
+    return "\n".join(lines)
+
+
+def npu_scaling_table(rows: list[tuple[str, int, Result]]) -> str:
+    """Both NPU exports at each ``make_fixtures.py --scale``: time and peak memory of both tools."""
+    lines = [
+        "| export | scale | MB (both) | ours s | reference s | ratio | ours peak MB | ref peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind, factor, r in rows:
+        s = r.summary()
+        lines.append(
+            f"| {kind} | {factor}× | {r.size_mb:.0f} | {_fmt(s['ours_s'], '.2f')} | {_peer_time(s)} "
+            f"| {_ratio(s)} | {_fmt(s['ours_peak_mb'], '.0f')} | {_fmt(s['peer_peak_mb'], '.0f')} |")
     return "\n".join(lines)
 
 
@@ -393,6 +487,13 @@ def replace_section(text: str, name: str, body: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def _shape(text: str) -> tuple[int, int]:
+    layers, _, steps = text.lower().partition("x")
+    if not (layers.isdigit() and steps.isdigit() and int(layers) > 0 and int(steps) > 0):
+        raise argparse.ArgumentTypeError(f"expected LAYERSxSTEPS such as 32x92, not {text!r}")
+    return int(layers), int(steps)
+
+
 def _factors(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -406,8 +507,8 @@ def _factors(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--inputs", default="real,scaled,npu_text,npu_db",
-                    help="comma-separated subset of real,scaled,npu_text,npu_db (default: all)")
+    ap.add_argument("--inputs", default=",".join(INPUTS),
+                    help=f"comma-separated subset of {','.join(INPUTS)} (default: all)")
     ap.add_argument("--runs", type=int, default=5, help="runs per tool on the real pair (default 5)")
     ap.add_argument("--runs-scaled", type=int, default=3,
                     help="runs per tool on the scaled GPU pair (default 3)")
@@ -417,6 +518,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--npu-scale", type=int, default=64,
                     help="fixtures/make_fixtures.py --scale for the NPU pairs (default 64)")
     ap.add_argument("--regen", action="store_true", help="regenerate the NPU fixtures")
+    ap.add_argument("--big-shape", type=_shape, default=BIG_SHAPE,
+                    help="make_fixtures.py --big-run LAYERSxSTEPS of the production-scale NPU pairs "
+                         "(default {}x{})".format(*BIG_SHAPE))
+    ap.add_argument("--runs-big", type=int, default=2,
+                    help="runs per tool on each production-scale NPU pair (default 2)")
+    ap.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT_S,
+                    help=f"seconds before a reference run is killed (default {PEER_TIMEOUT_S:.0f}; "
+                         "reported as '> limit')")
+    ap.add_argument("--npu-scaling", type=_factors, default=[1, 4, 16, 64],
+                    help="make_fixtures.py --scale factors for the NPU scaling report ('' to skip)")
     ap.add_argument("--scaling", type=_factors, default=[1, 2, 4, 8],
                     help="multiples of the real pair for the scaling report ('' to skip)")
     ap.add_argument("--scaling-runs", type=int, default=1,
@@ -431,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"replace the figures in {DOC.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     chosen = [x.strip() for x in args.inputs.split(",") if x.strip()]
-    unknown = set(chosen) - {"real", "scaled", "npu_text", "npu_db"}
+    unknown = set(chosen) - set(INPUTS)
     if unknown:
         ap.error(f"unknown --inputs: {', '.join(sorted(unknown))}")
 
@@ -454,13 +565,18 @@ def main(argv: list[str] | None = None) -> int:
             root = fixture_root(args.npu_scale, args.regen)
             pairs.append(Pair(f"{kind} x{args.npu_scale}", root / kind / "base_ascend_pt",
                               root / kind / "comp_ascend_pt", args.runs_npu))
+    for kind in ("npu_text", "npu_db"):
+        if f"{kind}_big" in chosen:
+            root = big_root(args.big_shape, args.regen)
+            pairs.append(Pair(f"{kind} {'x'.join(map(str, args.big_shape))}", root / kind / "base_ascend_pt",
+                              root / kind / "comp_ascend_pt", args.runs_big))
 
     t_start = time.perf_counter()
     results: list[Result] = []
     for pair in pairs:
         print(f"{pair.name}: {pair.base.relative_to(ROOT)} vs {pair.comp.relative_to(ROOT)}",
               flush=True)
-        results.append(run_pair(pair, env, peer, args.cached_runs, args.mem_runs))
+        results.append(run_pair(pair, env, peer, args.cached_runs, args.mem_runs, args.peer_timeout))
 
     scaling: list[tuple[int, Result]] = []
     for factor in args.scaling:
@@ -468,14 +584,33 @@ def main(argv: list[str] | None = None) -> int:
         if done is None:
             pair = Pair(f"gpu {factor}×", *scaled_pair(factor), args.scaling_runs, factor)
             print(f"scaling {factor}×: {pair.base.relative_to(ROOT)}", flush=True)
-            done = run_pair(pair, env, peer, 0, args.mem_runs)
+            done = run_pair(pair, env, peer, 0, args.mem_runs, args.peer_timeout)
         scaling.append((factor, done))
+
+    npu_scaling: list[tuple[str, int, Result]] = []
+    for factor in args.npu_scaling:
+        root = fixture_root(factor, args.regen)
+        for kind in ("npu_text", "npu_db"):
+            done = next((r for p, r in zip(pairs, results) if p.name == f"{kind} x{factor}"), None)
+            if done is None:
+                pair = Pair(f"{kind} x{factor}", root / kind / "base_ascend_pt", root / kind / "comp_ascend_pt",
+                            args.scaling_runs)
+                print(f"NPU scaling {pair.name}", flush=True)
+                done = run_pair(pair, env, peer, 0, args.mem_runs, args.peer_timeout)
+            npu_scaling.append((kind, factor, done))
 
     elapsed = time.perf_counter() - t_start
     measured = ", ".join(f"{p.name} {p.runs}" for p in pairs)
     extra = [f for f in args.scaling if not any(p.events_factor == f for p in pairs)]
     if extra:
         measured += f", scaling points {'/'.join(f'{f}×' for f in extra)} {args.scaling_runs}"
+    main_names = {p.name for p in pairs}
+    extra_npu = [f for f in args.npu_scaling if f"npu_text x{f}" not in main_names]
+    if extra_npu:
+        measured += f", NPU scaling points {'/'.join(f'x{f}' for f in extra_npu)} {args.scaling_runs}"
+    if any(r.peer_limit() is not None for r in [*results, *(r for _, r in scaling),
+                                                 *(r for _, _, r in npu_scaling)]):
+        measured += f"; reference runs killed at {args.peer_timeout:.0f} s"
     note = (f"runs per tool: {measured}; medians of wall time; whole benchmark "
             f"{elapsed / 60:.1f} min")
     print()
@@ -485,6 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     if scaling:
         print()
         print(scaling_table(scaling))
+    if npu_scaling:
+        print()
+        print(npu_scaling_table(npu_scaling))
 
     OUT.mkdir(parents=True, exist_ok=True)
     dump = OUT / f"compare-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -493,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
         "results": [{**asdict(r), "summary": r.summary()} for r in results],
         "scaling": [{"factor": f, "name": r.name, "summary": r.summary(), "size_mb": r.size_mb}
                     for f, r in scaling],
+        "npu_scaling": [{"kind": k, "factor": f, "name": r.name, "summary": r.summary(),
+                         "size_mb": r.size_mb} for k, f, r in npu_scaling],
     }, indent=2))
     print(f"\nraw results: {dump.relative_to(ROOT)}")
 
@@ -501,9 +641,12 @@ def main(argv: list[str] | None = None) -> int:
         text = replace_section(text, "compare", machine_line(note) + "\n\n" + compare_table(results))
         if scaling:
             text = replace_section(text, "scaling", scaling_table(scaling))
+        if npu_scaling:
+            text = replace_section(text, "npu-scaling", npu_scaling_table(npu_scaling))
         DOC.write_text(text, encoding="utf-8")
         print(f"updated {DOC.relative_to(ROOT)}")
-    failed = [r for res in results for r in (*res.ours, *res.peer, *res.cached) if not r.ok]
+    failed = [r for res in results for r in (*res.ours, *res.peer, *res.cached)
+              if not r.ok and not r.timed_out]
     return 1 if failed else 0
 
 

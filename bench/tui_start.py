@@ -106,8 +106,8 @@ def _read(fd: int, timeout: float) -> bytes | None:
 
 
 def run_once(variant: str, env: dict[str, str], size: tuple[int, int],
-             timeout: float) -> dict[str, float]:
-    args = [str(EXE), str(BASE), str(COMP)] + (["--no-cache"] if variant == "cold" else [])
+             timeout: float, pair: tuple[Path, Path] = (BASE, COMP)) -> dict[str, float]:
+    args = [str(EXE), *map(str, pair), "--force"] + (["--no-cache"] if variant == "cold" else [])
     screen = Screen()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # characters split over reads
     t0 = time.perf_counter()
@@ -155,8 +155,12 @@ def main() -> int:
     ap.add_argument("--pause", type=float, default=1.0,
                     help="seconds between runs, for the killed child processes to go (1)")
     ap.add_argument("--json", metavar="FILE", help="also write every run's figures here")
+    ap.add_argument("--pair", nargs=2, type=Path, metavar=("BASE", "COMP"), default=(BASE, COMP),
+                    help="the inputs (default: the real GPU pair; e.g. the 0.9 GB NPU pair of "
+                         "bench/data/bigrun-32x92 to time reopening it from the cache)")
     ns = ap.parse_args()
-    for path in (EXE, BASE, COMP):
+    pair = tuple(ns.pair)
+    for path in (EXE, *pair):
         if not path.exists():
             sys.exit(f"missing {path} (install with pip install -e .; the real pair is made by "
                      "bench/compare.py --inputs real)")
@@ -171,12 +175,12 @@ def main() -> int:
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     try:
         for variant in variants:  # untimed: writes bytecode, primes the cache and the page cache
-            run_once(variant, env, (cols, rows), ns.timeout)
+            run_once(variant, env, (cols, rows), ns.timeout, pair)
             time.sleep(ns.pause)
         for i in range(ns.runs):
             order = variants if i % 2 == 0 else variants[::-1]
             for variant in order:
-                r = run_once(variant, env, (cols, rows), ns.timeout)
+                r = run_once(variant, env, (cols, rows), ns.timeout, pair)
                 runs[variant].append(r)
                 print(f"  run {i + 1} {variant:<6}  table {r['table']:.3f} s  "
                       f"interactive {r['interactive']:.3f} s", flush=True)
@@ -184,7 +188,8 @@ def main() -> int:
     finally:
         shutil.rmtree(cache_home, ignore_errors=True)
     load = os.getloadavg()[0]
-    print(f"\nperfcmp-tui on the real pair, {cols}x{rows}, {ns.runs} runs, "
+    name = "the real pair" if pair == (BASE, COMP) else " vs ".join(p.name for p in pair)
+    print(f"\nperfcmp-tui on {name}, {cols}x{rows}, {ns.runs} runs, "
           f"load average {load:.1f} at the end; medians (min–max):")
     summary = {}
     for variant, rs in runs.items():

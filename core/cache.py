@@ -147,6 +147,12 @@ def _noted(profile: Profile, folder: Path, problem: str) -> Profile:
     return profile
 
 
+def has_entry(src: Source, opts: LoadOptions, *, directory: Path | None = None) -> bool:
+    """Whether an entry for ``src`` is stored (not whether it is still valid: that is checked
+    when it is read)."""
+    return ((directory or cache_dir()) / (entry_key(src, opts) + _SUFFIX)).is_file()
+
+
 # ---------------------------------------------------------------------------------------------
 # Keys
 # ---------------------------------------------------------------------------------------------

@@ -344,3 +344,43 @@ def test_cli_no_cache_flag(gpu_trace: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["info", str(gpu_trace)]) == 0
     cached = capsys.readouterr().out
     assert cached == uncached * 2
+
+
+def test_a_pair_from_the_cache_loads_in_this_process(gpu_trace: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides cached: read here one after the other (no worker, no pickling round trip);
+    one side not cached: parsed in a worker as before, and the same profiles either way."""
+    from perfcmp_core import pair
+
+    comp = gpu_trace.with_name("comp.pt.trace.json")
+    shutil.copy(ROOT / "fixtures" / "gpu" / "comp.pt.trace.json", comp)
+    _age(comp)
+    opts = LoadOptions()
+    cold = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
+    assert len(list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))) == 2
+
+    def no_worker(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker was started for cached profiles")
+
+    with monkeypatch.context() as m:
+        m.setattr(pair, "Worker", no_worker)
+        warm = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
+    for side in ("base", "comparison"):
+        _assert_same(cold[side], warm[side])
+
+
+def test_preload_imports_the_loader_unless_the_profile_is_cached(gpu_trace: Path) -> None:
+    """Before the worker is forked the loader is imported (the worker inherits it), except for
+    a profile the cache holds, which needs no parser at all."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from perfcmp_core.load import preload; from perfcmp_core.options import LoadOptions; "
+              f"cached = preload({str(gpu_trace)!r}, LoadOptions()); "
+              "print(cached, 'perfcmp_core.load.gpu_read' in sys.modules)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(gpu_trace.parent / "xdg"))
+    run = lambda: subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,  # noqa: E731
+                                 check=True).stdout.split()
+    assert run() == ["False", "True"]
+    load_profile(str(gpu_trace), LoadOptions())  # stores the entry
+    assert run() == ["True", "False"]

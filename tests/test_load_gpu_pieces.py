@@ -36,16 +36,30 @@ def _whole(path: Path, monkeypatch: pytest.MonkeyPatch, **opts: Any) -> Profile:
 
 
 def _pieces(path: Path, monkeypatch: pytest.MonkeyPatch, size: int, *, whole: bool = False,
-            **opts: Any) -> tuple[Profile, int]:
+            typed: bool = True, **opts: Any) -> tuple[Profile, int]:
     """The profile parsed in pieces of ``size`` bytes, and how many pieces were parsed; unless
-    ``whole``, falling back to the whole-file parse fails the test."""
-    parsed: list[int] = []
-    real_add = gpu_events.Builder.add
+    ``whole``, falling back to the whole-file parse fails the test. ``typed=False`` reads every
+    piece with orjson (the path of pieces msgspec refuses)."""
+    profile, counts = _counted_pieces(path, monkeypatch, size, whole=whole, typed=typed, **opts)
+    return profile, counts["typed"] + counts["dicts"]
+
+
+def _counted_pieces(path: Path, monkeypatch: pytest.MonkeyPatch, size: int, *,
+                    whole: bool = False, typed: bool = True,
+                    **opts: Any) -> tuple[Profile, dict[str, int]]:
+    """As :func:`_pieces`, with the pieces counted by decoder: ``typed`` (msgspec structs) and
+    ``dicts`` (orjson)."""
+    counts = {"typed": 0, "dicts": 0}
+    real_add, real_add_typed = gpu_events.Builder.add, gpu_events.Builder.add_typed
     real_parse = gpu_read._parse
 
     def add(self: Any, events: list[Any], text: bytes) -> None:
-        parsed.append(len(events))
+        counts["dicts"] += 1
         real_add(self, events, text)
+
+    def add_typed(self: Any, view: Any, text: bytes) -> None:
+        counts["typed"] += 1
+        real_add_typed(self, view, text)
 
     def parse(*args: Any) -> Any:
         assert whole, "fell back to parsing the whole file"
@@ -54,8 +68,11 @@ def _pieces(path: Path, monkeypatch: pytest.MonkeyPatch, size: int, *, whole: bo
     with monkeypatch.context() as m:
         m.setattr(gpu_read, "PIECE_BYTES", size)
         m.setattr(gpu_events.Builder, "add", add)
+        m.setattr(gpu_events.Builder, "add_typed", add_typed)
         m.setattr(gpu_read, "_parse", parse)
-        return _load(path, **opts), len(parsed)
+        if not typed:
+            m.setattr(gpu_read, "decode", lambda text: None)
+        return _load(path, **opts), counts
 
 
 def _assert_same(got: Profile, want: Profile) -> None:

@@ -614,3 +614,55 @@ def test_ns_precision_survives_epoch_magnitudes(full_db: Path) -> None:
     k = _load(full_db).kernels
     starts = k["start_ns"].to_numpy()
     assert starts.dtype == np.int64 and int(starts[1]) == B + 210  # float64 would give B + 256
+
+
+def _profiles_equal(a: Profile, b: Profile) -> None:
+    import pandas as pd
+
+    from perfcmp_core.model import SCHEMAS
+
+    for table in SCHEMAS:
+        pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table), obj=table)
+    assert a.meta == b.meta
+
+
+_REAL_DBS = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "npu-real-runs" / "db")
+                   .glob("level*/rank*_ascend_pt"))
+
+
+@pytest.mark.parametrize("which", ["full", "inline-text", *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_integer_tables_fetched_as_one_matrix_load_like_cell_by_cell(which: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries of integers and string ids only are fetched block by block into one int64 matrix
+    (``Db._fetch_ints``); every table equals the cell-by-cell path's — on the synthetic Db, on one
+    whose id columns hold text (the matrix is refused and the general path reads it), and on the
+    real exports."""
+    from perfcmp_core.load import npu_db_sql
+
+    if which == "full":
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+    elif which == "inline-text":
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE TASK SET taskType = 'KERNEL_AICORE' WHERE rowid = 1")  # text in an id column
+        conn.commit()
+        conn.close()
+    else:
+        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+    opts = LoadOptions(use_cache=False)
+    fast = load_profile(str(path), opts)
+    calls: list[int] = []
+    real = npu_db_sql.Db._fetch_ints
+
+    def spy(self: npu_db_sql.Db, sql: str, width: int) -> object:
+        out = real(self, sql, width)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(npu_db_sql.Db, "_fetch_ints", spy)
+    load_profile(str(path), opts)
+    assert any(calls)  # the matrix path was taken for some queries
+    if which == "inline-text":
+        assert not all(calls)  # and refused for the TASK query
+    monkeypatch.setattr(npu_db_sql.Db, "_fetch_ints", lambda self, sql, width: None)
+    _profiles_equal(fast, load_profile(str(path), opts))

@@ -94,3 +94,24 @@ def test_nest_matches_the_stack_walk(rows: list[tuple[int, int, int]]) -> None:
     parent, depth = nest(np.array(tid, dtype="int64"), np.array(start, dtype="int64"),
                          np.array(end, dtype="int64"))
     assert (parent.tolist(), depth.tolist()) == _nest_by_stack(tid, start, end)
+
+
+_US_CHARS = st.sampled_from(list("0123456789") * 4 + list(".\t -+e\n٣"))
+_US_TEXTS = st.one_of(
+    st.builds(lambda w, f, tail: f"{w}.{f:03d}{tail}", st.integers(0, 10**17), st.integers(0, 999),
+              st.sampled_from(["", "\t", " ", "\t\t", " \n"])),
+    st.builds(lambda w, f: f"{w}.{f}", st.integers(0, 10**16), st.integers(0, 10**6)),
+    st.text(_US_CHARS, max_size=24),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_US_TEXTS, max_size=40), st.integers(0, 3))
+def test_us_texts_convert_exactly_as_one_by_one(texts: list[str], copies: int) -> None:
+    """The digit-matrix conversion of µs texts (all texts written alike, as exporters do) gives
+    exactly what the value-by-value parse gives, for every form of text, odd ones included."""
+    from perfcmp_core.load.common import _INT64_MAX, _one_us_to_ns, us_text_to_ns
+
+    texts = texts + texts[:1] * copies  # make one form the most common
+    want = [v if (v := _one_us_to_ns(t)) <= _INT64_MAX else -1 for t in texts]
+    assert us_text_to_ns(texts).tolist() == want

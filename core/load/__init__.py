@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..errors import InputError
 from ..gcpause import gc_paused
 from ..model import SCHEMAS, Profile
@@ -53,14 +55,40 @@ def _read(src: Source, opts: LoadOptions) -> Profile:
         return _read_kind(src, opts)
 
 
-def _read_kind(src: Source, opts: LoadOptions) -> Profile:
-    if src.kind == "gpu":
+def _loader(kind: str) -> Callable[[Source, LoadOptions], Profile]:
+    """The loader of an input kind (imported on first use: each pulls in its own parsers)."""
+    if kind == "gpu":
         from .gpu import load_gpu as loader
-    elif src.kind == "npu_text":
+    elif kind == "npu_text":
         from .npu_text import load_npu_text as loader
     else:
         from .npu_db import load_npu_db as loader
-    profile = loader(src, opts)
+    return loader
+
+
+def preload(path: str, opts: LoadOptions) -> bool:
+    """Import the loader ``path`` will need, unless its profile will come from the cache; True
+    when it will (an entry is stored for it).
+
+    Called before forking the process that loads the other side of a pair: the child then starts
+    parsing at once instead of importing the same modules a second time (msgspec, the parsers:
+    ≈ 0.05 s of CPU on each side). Anything wrong with ``path`` is left to the load to report.
+    """
+    try:
+        src = detect(path, opts.rank)
+        if opts.use_cache:
+            from ..cache import has_entry
+
+            if has_entry(src, opts):
+                return True
+    except Exception:  # noqa: BLE001 - the load itself reports every problem, in order
+        return False
+    _loader(src.kind)
+    return False
+
+
+def _read_kind(src: Source, opts: LoadOptions) -> Profile:
+    profile = _loader(src.kind)(src, opts)
     _check_not_empty(src, opts, profile)
     if opts.step is not None:
         profile = select_step(profile, opts.step)
@@ -85,4 +113,4 @@ def load_profile(path: str, opts: LoadOptions | None = None) -> Profile:
     return load_source(detect(path, opts.rank), opts)
 
 
-__all__ = ["Source", "check_input", "check_source", "detect", "load_profile", "load_source"]
+__all__ = ["Source", "check_input", "check_source", "detect", "load_profile", "load_source", "preload"]

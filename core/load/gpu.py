@@ -13,7 +13,7 @@ without a correlation match, honouring ``--gpu-flow-cat``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from ..model import (
 )
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
-from .common import assign_step, is_step_name, steps_from_ops
+from .common import assign_step, is_module_name, is_step_name, per_name, steps_from_ops
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints
@@ -100,12 +100,9 @@ def _ops(ev: Events) -> pd.DataFrame:
     rows, start, end, pid, tid, parent, depth = _nested(ev, OP)
     f = ev.at(OP, rows)
     names = pd.Series(f["name"], dtype=object)
-    runtime = np.isin(ev.cat[rows], LAUNCH_CATS)
+    runtime = _is_in(ev.cat[rows], LAUNCH_CATS)
     link = np.where(runtime, f["correlation"], -1)
-    # Only names mentioning the marker go through the (slower) regex test.
-    maybe_step = np.flatnonzero(["ProfilerStep#" in n for n in names])
-    is_step = np.zeros(len(rows), dtype=bool)
-    is_step[maybe_step] = is_step_name(names.iloc[maybe_step])
+    is_step = is_step_name(names)
     return frame(OPS, {
         "name": names,
         "cat": ev.cat[rows],
@@ -121,6 +118,13 @@ def _ops(ev: Events) -> pd.DataFrame:
         "depth": depth,
         "is_step": is_step,
     })
+
+
+def _is_in(values: np.ndarray, texts: Iterable[str]) -> np.ndarray:
+    """``values`` (an object array of str) that are one of ``texts``: a hash lookup per row
+    (``np.isin`` compares object arrays element by element)."""
+    wanted = frozenset(texts)
+    return np.fromiter(map(wanted.__contains__, values), dtype=bool, count=len(values))
 
 
 def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -144,7 +148,7 @@ def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame
         "step": assign_step(start, steps),
         "link": link,
         "op_row": op_row,
-        "is_comm": names.str.lower().str.startswith("nccl").to_numpy(dtype=bool),
+        "is_comm": per_name(names, lambda s: s.str.lower().str.startswith("nccl")),
         "in_trace": np.ones(len(rows), dtype=bool),
         "has_details": np.zeros(len(rows), dtype=bool),
     })
@@ -226,7 +230,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
     names = pd.Series(ev.at(PYFUNC, rows)["name"], dtype=object)
     return frame(PYFUNCS, {
         "name": names, "pid": pid, "tid": tid, "start_ns": start, "end_ns": end,
-        "is_module": names.str.lower().str.startswith("nn.module:").to_numpy(dtype=bool),
+        "is_module": is_module_name(names),
         "parent": parent, "depth": depth,
     })
 

@@ -9,14 +9,15 @@ decided once per distinct category; :class:`Builder` turns each parsed piece of 
 from __future__ import annotations
 
 import re
-from itertools import chain, repeat
-from typing import Any
+from itertools import chain
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from ..options import LoadOptions
 from .common import first_seen_codes, float_us_to_ns, us_to_ns
+from .pieces import Dicts, orjson_ints
 
 #: Host-side launch calls: they carry the ``correlation`` id shared with the device work they
 #: launch. Kineto writes the CUDA runtime (``cudaLaunchKernel``) and the driver API
@@ -36,12 +37,13 @@ MEMORY_NAME = "[memory]"
 NONE, OP, KERNEL, PYFUNC, FLOW, FWDBWD, MEMORY = range(7)
 
 # How each field kept for a role is stored: text (names: shared str objects), rendered text
-# (str() of lists, as the reference shows them), int64 (-1 when absent), or the raw values.
-_NAME, _TEXT, _INT, _RAW = range(4)
+# (str() of lists, as the reference shows them; ``_LINE``: a field written as text, such as the
+# call stack, rendered alike), int64 (-1 when absent), or the raw values.
+_NAME, _TEXT, _LINE, _INT, _RAW = range(5)
 #: Fields kept per role; ``id`` is a top-level key of flow events, every other one is in ``args``.
 FIELDS: dict[int, dict[str, int]] = {
     OP: {"name": _NAME, "correlation": _INT, "Input Dims": _TEXT, "Input type": _TEXT,
-         "Call stack": _TEXT},
+         "Call stack": _LINE},
     KERNEL: {"name": _NAME, "correlation": _INT, "stream": _INT, "device": _INT},
     PYFUNC: {"name": _NAME},
     FLOW: {"id": _RAW},
@@ -50,7 +52,6 @@ FIELDS: dict[int, dict[str, int]] = {
              "Addr": _RAW},
 }
 _TOP_LEVEL = frozenset({"name", "id"})
-_NO_ARGS: dict[str, Any] = {}  # read only: stands for a missing or non-object ``args``
 
 #: Above 2**43 µs a float64 step exceeds 1 ns, so a fractional ``ts`` parsed as a float no longer
 #: converts to the exact ns the file holds (epoch-based "ns resolution" traces: step 0.25 µs).
@@ -98,8 +99,58 @@ class Events:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Value of a top-level key that an event lacks, where it is not None (as ``dict.get`` gives).
+DEFAULTS: dict[str, Any] = {"dur": 0}
+
+
+class EventView(Protocol):
+    """The events of one piece, whatever they were decoded into: the values of a key for
+    every event, in order, exactly as ``orjson`` would give them."""
+
+    def __len__(self) -> int: ...
+
+    def top(self, key: str) -> list[Any]:
+        """Values of a top-level key (``DEFAULTS`` or None where absent)."""
+
+    def subset(self, rows: list[int]) -> EventView:
+        """The events at ``rows``."""
+
+    def args(self) -> EventView:
+        """The ``args`` objects of these events (empty ones where absent or not objects)."""
+
+    def render(self, values: list[Any], cache: dict[bytes, str]) -> list[str]:
+        """Values of a list-valued key as text: ``str()`` of the value, "" for none."""
+
+    def raw(self, values: list[Any]) -> list[Any]:
+        """Values kept as they are (flow ids, addresses)."""
+
+
+class DictView(Dicts):
+    """Events parsed into dicts by ``orjson``."""
+
+    defaults = DEFAULTS
+
+    def render(self, values: list[Any], cache: dict[bytes, str]) -> list[str]:
+        """``str()`` of each value ("" for None), as the reference shows list arguments. Lists
+        cannot be hashed to find repeats before rendering, and ``str`` through ``map`` is the
+        cheapest per-value step there is (a third of keying them by their JSON text)."""
+        if None in values:
+            values = ["" if v is None else v for v in values]
+        if not set(map(type, values)) <= {str}:  # call stacks are text already
+            values = list(map(str, values))
+        return values
+
+    def raw(self, values: list[Any]) -> list[Any]:
+        return values
+
+
 class Builder:
-    """Accumulates the columns of successive pieces of the events array."""
+    """Accumulates the columns of successive pieces of the events array.
+
+    A piece arrives as dicts (:meth:`add`, from ``orjson``) or as typed structs (:meth:`add_typed`,
+    from :mod:`.gpu_decode`); both go through the same steps over an :class:`EventView`, so
+    either way the columns are the same.
+    """
 
     def __init__(self, opts: LoadOptions) -> None:
         self.opts = opts
@@ -115,41 +166,55 @@ class Builder:
         self.bad_dur = 0
         self.inexact_ts = False
         self.strings: dict[str, str] = {}
+        #: Raw JSON of list-valued args (``Input Dims`` …) → its rendered text, over all pieces.
+        self.rendered: dict[bytes, str] = {}
 
     def add(self, events: list[Any], text: bytes | bytearray) -> None:
-        """Classify the events of one piece (``text``: its JSON) and keep their columns."""
+        """Classify the events of one piece parsed into dicts (``text``: its JSON) and keep
+        their columns."""
         kept = [e for e in events if type(e) is dict]
         self.not_objects += len(events) - len(kept)
-        ph_codes, ph_uniq = factorize(list(map(dict.get, kept, repeat("ph"))))
-        cat_codes, cat_uniq = factorize(list(map(dict.get, kept, repeat("cat"))))
+        self._add(DictView(kept), text)
+
+    def add_typed(self, view: EventView, text: bytes | bytearray) -> None:
+        """Classify the events of one piece decoded into structs (:mod:`.gpu_decode`)."""
+        self._add(view, text)
+
+    def _add(self, view: EventView, text: bytes | bytearray) -> None:
+        ph_codes, ph_uniq = factorize(view.top("ph"))
+        cat_codes, cat_uniq = factorize(view.top("cat"))
         ph_of = np.array(ph_uniq + [""], dtype=object)[ph_codes]
         cat_low = [c.lower() for c in cat_uniq]
         cat_role = np.array([_cat_role(c, self.opts) for c in cat_low] + [NONE], dtype="int64")
         role = cat_role[cat_codes]
         cat_of = np.array(cat_low + [""], dtype=object)[cat_codes]
 
-        interval = ph_of == "X"
-        flow_end = np.isin(ph_of, ("s", "f"))
+        interval = np.array([p == "X" for p in ph_uniq] + [False])[ph_codes]
+        flow_end = np.array([p in ("s", "f") for p in ph_uniq] + [False])[ph_codes]
         role[np.isin(role, (OP, KERNEL, PYFUNC)) & ~interval] = NONE
         role[np.isin(role, (FLOW, FWDBWD)) & ~flow_end] = NONE
 
-        candidates = np.flatnonzero((role == NONE) & (ph_of != "M"))
-        is_mem = [str(kept[i].get("name", "")).lower() == MEMORY_NAME for i in candidates.tolist()]
-        role[candidates[np.array(is_mem, dtype=bool)]] = MEMORY
+        candidates = np.flatnonzero((role == NONE) & ~np.array([p == "M" for p in ph_uniq] + [False])[ph_codes])
+        if len(candidates):
+            # Only a JSON string can read "[memory]": str() of any other value has quotes or
+            # is a number, so the test needs no str() of non-text names.
+            names = view.subset(candidates.tolist()).top("name")
+            is_mem = [type(n) is str and n.lower() == MEMORY_NAME for n in names]
+            role[candidates[np.array(is_mem, dtype=bool)]] = MEMORY
 
         sel = np.flatnonzero(role != NONE)
-        sub = [kept[i] for i in sel.tolist()]
-        ts, ok, exact = _timestamps(kept, sel, sub, text)
+        sub = view if len(sel) == len(view) else view.subset(sel.tolist())
+        ts, ok, exact = _timestamps(view, sel, sub.top("ts"), text)
         self.inexact_ts |= not exact
-        dur, _ = _us_values(list(map(dict.get, sub, repeat("dur"), repeat(0))))
+        dur, _ = _us_values(sub.top("dur"))
         self.no_ts += int((~ok).sum())
         self.bad_dur += int(((dur < 0) & ok & np.isin(role[sel], (OP, KERNEL, PYFUNC))).sum())
         keep = np.flatnonzero(ok)
         if len(keep) != len(sub):
-            sub = [sub[i] for i in keep.tolist()]
+            sub = sub.subset(keep.tolist())
         role = role[sel][keep]
         for side, key in enumerate(("pid", "tid")):
-            values = list(map(dict.get, sub, repeat(key)))
+            values = sub.top(key)
             ints_ = ints(values)
             unset = np.flatnonzero(ints_ == -1).tolist()
             self.id_texts[side].extend((self.count + i, values[i]) for i in unset
@@ -162,22 +227,20 @@ class Builder:
         for r, keys in FIELDS.items():
             at = np.flatnonzero(role == r).tolist()
             if at:
-                self._add_fields(r, keys, [sub[i] for i in at])
+                self._add_fields(r, keys, sub if len(at) == len(sub) else sub.subset(at))
 
-    def _add_fields(self, role: int, keys: dict[str, int], events: list[dict[str, Any]]) -> None:
-        args = list(map(dict.get, events, repeat("args"), repeat(_NO_ARGS)))
-        if not set(map(type, args)) <= {dict}:
-            args = [a if type(a) is dict else _NO_ARGS for a in args]
+    def _add_fields(self, role: int, keys: dict[str, int], events: EventView) -> None:
+        args = events.args()
         for key, kind in keys.items():
-            values = list(map(dict.get, events if key in _TOP_LEVEL else args, repeat(key)))
+            values = (events if key in _TOP_LEVEL else args).top(key)
             if kind == _INT:
                 self.fields[role][key].append(ints(values))
             elif kind == _NAME:
                 self.fields[role][key].append(self._names(values))
-            elif kind == _TEXT:
-                self.fields[role][key].append(self._render(values))
+            elif kind == _TEXT or kind == _LINE:
+                self.fields[role][key].append(self._shared(events.render(values, self.rendered)))
             else:
-                self.fields[role][key].append(values)
+                self.fields[role][key].append(events.raw(values))
 
     def _names(self, values: list[Any]) -> list[str]:
         """Names as text ("" for none), each distinct name stored once for the whole file."""
@@ -190,17 +253,6 @@ class Builder:
         keeps the profile, and its pickle to the parent process, small)."""
         share = self.strings.setdefault
         return list(map(share, texts, texts))
-
-    def _render(self, values: list[Any]) -> list[str]:
-        """``str()`` of each value ("" for None), as the reference shows list arguments; equal
-        texts are stored once (shapes and call stacks repeat every step). Lists cannot be
-        hashed to find repeats before rendering, and ``str`` through ``map`` is the cheapest
-        per-value step there is (a third of keying them by their JSON text)."""
-        if None in values:
-            values = ["" if v is None else v for v in values]
-        if not set(map(type, values)) <= {str}:  # call stacks are text already
-            values = list(map(str, values))
-        return self._shared(values)
 
     def finish(self, notes: list[str]) -> Events:
         """The columns of all pieces, with the notes on what was skipped or approximated."""
@@ -276,9 +328,9 @@ def _numeric_array(values: list[Any]) -> np.ndarray | None:
     kinds = set(map(type, values))
     try:
         if kinds <= {int}:
-            return np.array(values, dtype="int64")
+            return np.fromiter(values, dtype=np.int64, count=len(values))
         if kinds <= {int, float}:
-            return np.array(values, dtype="float64")
+            return np.fromiter(values, dtype=np.float64, count=len(values))
     except OverflowError:  # ints beyond int64: the caller's general path
         pass
     return None
@@ -289,7 +341,8 @@ def ints(values: list[Any]) -> np.ndarray:
     for candidate in (values, [-1 if v is None else v for v in values]):  # ints, ints with gaps
         arr = _numeric_array(candidate)
         if arr is not None and arr.dtype.kind == "i":
-            return arr.astype("int64")
+            return arr
+    values = orjson_ints(values)
     num = pd.to_numeric(_scalars(values), errors="coerce").to_numpy(dtype="float64")
     return np.where(np.abs(num) < 2.0**63, num, -1).astype("int64")
 
@@ -313,16 +366,16 @@ def _us_values(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     arr = _numeric_array(values)
     if arr is not None and arr.dtype.kind == "i":
         ok = np.abs(arr) < _MAX_US
-        return np.where(ok, arr.astype("int64") * 1000, -1), ok
+        return np.where(ok, arr * 1000, -1), ok
     if arr is not None:
         ok = np.abs(arr) < _MAX_US
         return float_us_to_ns(np.where(ok, arr, np.nan)), ok
-    s = _scalars(values)
+    s = _scalars(orjson_ints(values))
     ok = (np.abs(pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64")) < _MAX_US)
     return np.where(ok, us_to_ns(s.where(ok, "")), -1), ok
 
 
-def _timestamps(events: list[dict[str, Any]], sel: np.ndarray, sub: list[dict[str, Any]],
+def _timestamps(events: EventView, sel: np.ndarray, values: list[Any],
                 raw: bytes | bytearray) -> tuple[np.ndarray, np.ndarray, bool]:
     """``ts`` of the selected events in exact int64 ns, the valid mask, and whether they are
     exact.
@@ -330,9 +383,8 @@ def _timestamps(events: list[dict[str, Any]], sel: np.ndarray, sub: list[dict[st
     orjson yields binary floats; for epoch-based fractional µs (``1712195495519701.250``) a float
     cannot hold the ns digits, which shifts kernel ticks and start-time joins. Only then are the
     ``ts`` texts re-read from the raw bytes (``raw``: the JSON the events were parsed from) and
-    converted digit by digit.
+    converted digit by digit. ``values``: the ``ts`` of the events at ``sel``.
     """
-    values = list(map(dict.get, sub, repeat("ts")))
     ns, ok = _us_values(values)
     kinds = set(map(type, values))
     if float not in kinds:  # integer µs (the usual Kineto trace): exact already
@@ -341,7 +393,7 @@ def _timestamps(events: list[dict[str, Any]], sel: np.ndarray, sub: list[dict[st
                       dtype="float64")
     if np.abs(floats).max() < _FLOAT_EXACT_LIMIT:
         return ns, ok, True
-    texts = _ts_texts(events, raw)
+    texts = _ts_texts(orjson_ints(events.top("ts")), raw)
     if texts is None:
         return ns, ok, False
     picked = pd.Series([texts[i] for i in sel.tolist()], dtype=object)
@@ -349,14 +401,15 @@ def _timestamps(events: list[dict[str, Any]], sel: np.ndarray, sub: list[dict[st
     return np.where(digits, us_to_ns(picked.fillna("")), ns), ok, True
 
 
-def _ts_texts(events: list[dict[str, Any]], raw: bytes | bytearray) -> list[str | None] | None:
+def _ts_texts(ts: list[Any], raw: bytes | bytearray) -> list[str | None] | None:
     """The literal ``ts`` text of every event (None without ts), aligned by value with the
-    ``"ts": <number>`` occurrences in ``raw``; None when they cannot be aligned."""
+    ``"ts": <number>`` occurrences in ``raw``; None when they cannot be aligned. ``ts``: the
+    ``ts`` value of every event."""
     found = _TS_RE.findall(raw)
     # Numbers only: a ``true``/``false`` ts (bool is an int to isinstance) has no numeric text
     # to align with, and counting it would fail the alignment of every other event.
-    with_ts = [i for i, e in enumerate(events) if type(e.get("ts")) in (int, float)]
-    values = np.array([events[i]["ts"] for i in with_ts], dtype="float64")
+    with_ts = [i for i, v in enumerate(ts) if type(v) in (int, float)]
+    values = np.array([ts[i] for i in with_ts], dtype="float64")
     found_f = np.array(found, dtype=bytes).astype("float64") if found else np.empty(0)
     if len(found_f) == len(values) and np.array_equal(found_f, values):
         chosen = list(range(len(found)))
@@ -370,7 +423,7 @@ def _ts_texts(events: list[dict[str, Any]], raw: bytes | bytearray) -> list[str 
                 return None
             chosen.append(j)
             j += 1
-    out: list[str | None] = [None] * len(events)
+    out: list[str | None] = [None] * len(ts)
     for i, j in zip(with_ts, chosen):
         out[i] = found[j].decode("ascii")
     return out

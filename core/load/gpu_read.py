@@ -1,17 +1,11 @@
 """Read a torch.profiler (Kineto) trace file into the columns of :mod:`.gpu_events`, in pieces.
 
-Why in pieces: one ``orjson.loads`` of a whole trace keeps every event dict alive at once —
-about eight bytes of Python objects per byte of JSON, 1.8 GB for a 225 MB trace — and the
-allocator's page faults then make a large trace slower *per event* than a small one. So the
-``traceEvents`` array is cut at event boundaries into pieces of about :data:`PIECE_BYTES`; each
-piece is parsed, reduced to the columns the tables need (numbers as numpy arrays, repeated texts
-stored once), and its dicts are dropped before the next piece is parsed.
-
-A cut is only made at ``}`` ``,`` ``{``. Because every piece starts at a true event boundary, a
-cut that falls inside a string or a nested object leaves the piece unbalanced, which orjson
-rejects *at its very end*; the cut then moves to the next candidate. Anything else — a second
-``traceEvents`` key after the events, a parse error inside a piece (NaN tokens, a broken file) —
-falls back to parsing the whole file at once, which also yields the precise error message.
+The ``traceEvents`` array is parsed piece by piece (:mod:`.pieces`: why, and how a cut is made
+safely), each piece typed-decoded into structs (:mod:`.gpu_decode`) or, where msgspec cannot read
+it exactly like orjson, into dicts; :class:`.gpu_events.Builder` keeps the columns either way.
+Anything unusual — a second ``traceEvents`` key after the events, a parse error inside a piece
+(NaN tokens, a broken file) — falls back to parsing the whole file at once, which also yields the
+precise error message.
 """
 
 from __future__ import annotations
@@ -27,15 +21,12 @@ import orjson
 
 from ..errors import InputError
 from ..options import JSON_CAP, LoadOptions
+from . import pieces
+from .gpu_decode import decode
 from .gpu_events import Builder, Events
 
-#: Target size of one parsed piece of the ``traceEvents`` array. The extraction makes about
-#: twenty passes over a piece's dicts (≈ 8 bytes of objects per byte of JSON): at 1 MB they stay
-#: in the CPU caches, and loading is ~20 % faster than with 8 MB pieces (0.59 → 0.45 s for the
-#: real 34 MB trace, 4.3 → 3.5 s for an 8× one); below ~256 kB per-piece overhead shows.
-PIECE_BYTES = 1 << 20
-#: Cuts tried per piece before giving up on splitting (each retry re-parses the piece).
-_CUT_TRIES = 32
+#: Size of one parsed piece of ``traceEvents`` (:data:`.pieces.PIECE_BYTES`; tests shrink it).
+PIECE_BYTES = pieces.PIECE_BYTES
 #: Closing brackets tried, from the end of the file, to find the end of ``traceEvents``.
 _TAIL_TRIES = 16
 _NON_JSON_TOKENS = (b"NaN", b"Infinity")
@@ -43,7 +34,6 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _GZ_CHUNK = 16 * 1024 * 1024
 _KEY = b'"traceEvents"'
 _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 
 def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[str, Any], Events]:
@@ -52,6 +42,7 @@ def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[st
     builder = Builder(opts)
     doc = _parse_in_pieces(raw, builder)
     if doc is None:
+        raw = pieces.whole(raw)
         doc = _parse(path, raw, notes)
         events = _trace_events(path, doc)
         builder = Builder(opts)
@@ -66,18 +57,18 @@ def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[st
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Path, limit: int | None) -> bytes | bytearray:
-    """The decompressed file content; gzip and I/O failures become InputError.
+def _read_bytes(path: Path, limit: int | None) -> pieces.Content:
+    """The decompressed file content (a large plain trace is read where needed:
+    :func:`.pieces.read_file`); gzip and I/O failures become InputError.
 
     The size cap checked before reading applies to the *compressed* size of a ``.gz``; so that a
     small file cannot expand without bound (a gzip bomb), the decompressed content is held to
     the same ``limit`` as a plain trace (``None``: ``--force``, no limit).
     """
     try:
-        if path.name.lower().endswith(".gz"):
-            data = _gunzip(path, limit)
-        else:
-            data = path.read_bytes()
+        if not path.name.lower().endswith(".gz"):
+            return pieces.read_file(path)
+        data = _gunzip(path, limit)
     except gzip.BadGzipFile:
         raise InputError(path, "is not a valid gzip file") from None
     except EOFError:
@@ -102,49 +93,28 @@ def _gunzip(path: Path, limit: int | None) -> bytearray:
     return data
 
 
-def _parse_in_pieces(raw: bytes | bytearray, builder: Builder) -> dict[str, Any] | None:
-    """Feed the ``traceEvents`` array to ``builder`` piece by piece and return the top-level
-    object without its events; None when the file cannot be cut safely (``builder`` then holds
-    part of the events and must be discarded)."""
+def _parse_in_pieces(raw: pieces.Content, builder: Builder) -> dict[str, Any] | None:
+    """Feed the ``traceEvents`` array to ``builder`` piece by piece (:mod:`.pieces`) and return
+    the top-level object without its events; None when the file cannot be cut safely
+    (``builder`` then holds part of the events and must be discarded)."""
     first = raw.find(_KEY)
     if first < 0:
         return None
-    opening = _ARRAY_OPEN.match(raw, first)
+    opening = pieces.match(raw, _ARRAY_OPEN, first)
     if opening is None:
         return None
-    start = opening.end()
-    ends = _array_ends(raw, start)
-    found = next(ends, None)
-    if found is None:
-        return None
-    doc, end = found
-    view = memoryview(raw)
-    a = start
-    while a < end:
-        cut = a + PIECE_BYTES
-        for _ in range(_CUT_TRIES):
-            boundary = _BOUNDARY.search(raw, cut, end) if cut < end else None
-            b = boundary.start() + 1 if boundary else end
-            text = b"".join((b"[", view[a:b], b"]"))
-            try:
-                events = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                if boundary is not None and _cut_short(text, exc):
-                    cut = boundary.start() + 1  # cut inside a string or nested object
-                    continue
-                if boundary is None and (found := next(ends, None)) is not None and found[1] > a:
-                    doc, end = found  # the array closes earlier: a later key holds a "]"
-                    continue
-                return None
-            builder.add(events, text)
-            a = boundary.end() - 1 if boundary else end
-            break
-        else:
-            return None
-    return doc
+    docs: dict[int, dict[str, Any]] = {}
+
+    def ends() -> Iterator[int]:
+        for doc, end in _array_ends(raw, opening.end()):
+            docs[end] = doc
+            yield end
+
+    end = pieces.feed(raw, opening.end(), ends(), decode, builder.add_typed, builder.add, PIECE_BYTES)
+    return None if end is None else docs[end]
 
 
-def _array_ends(raw: bytes | bytearray, start: int) -> Iterator[tuple[dict[str, Any], int]]:
+def _array_ends(raw: pieces.Content, start: int) -> Iterator[tuple[dict[str, Any], int]]:
     """Candidate ends of the events array that opens at ``start``, last first: ``(doc, end)``
     where ``raw[end]`` is a ``]`` and ``doc`` the file parsed with the array emptied.
 
@@ -163,12 +133,6 @@ def _array_ends(raw: bytes | bytearray, start: int) -> Iterator[tuple[dict[str, 
         if not isinstance(doc, dict) or doc.get("traceEvents") != []:
             return  # the key found is not the top-level one
         yield doc, end
-
-
-def _cut_short(text: bytes, exc: orjson.JSONDecodeError) -> bool:
-    """Whether the parse failed at the very end, as a piece cut inside a string or nested object
-    does (orjson reports a character offset)."""
-    return exc.pos >= len(text.decode("utf-8", "replace")) - 1
 
 
 def _parse(path: Path, raw: bytes | bytearray, notes: list[str]) -> Any:

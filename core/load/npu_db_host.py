@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, empty, frame
 from ..timeline import nest
-from .common import is_step_name, steps_from_ops
+from .common import is_module_name, is_step_name, per_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
 
 
@@ -34,9 +34,14 @@ def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
             .col("A", api, "globalTid", "gtid", INT).col("A", api, "connectionId", "conn_ref", INT)
             .col("A", api, "name", "name", SID).col("A", api, "inputShapes", "input_dims", SID)
             .col("A", api, "inputDtypes", "input_types", SID).col("A", api, "callchainId", "chain", INT)
-            .expr("E.name", "api_type", TEXT)
-            .fetch("FROM PYTORCH_API AS A LEFT JOIN ENUM_API_TYPE AS E ON E.id = A.type "
-                   "WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+            .col("A", api, "type", "api_type", INT)
+            .fetch("FROM PYTORCH_API AS A WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+    # The type names are joined here, not in SQL: a table of integers only is fetched as one
+    # int64 matrix (Db.fetch), and the enum has a handful of rows.
+    enum = Select(db).col("E", "ENUM_API_TYPE", "id", "id", INT).col("E", "ENUM_API_TYPE", "name", "name", TEXT) \
+        .fetch("FROM ENUM_API_TYPE AS E ORDER BY E.rowid").drop_duplicates("id")
+    pos = pd.Index(enum["id"].to_numpy(dtype="int64")).get_indexer(apis["api_type"].to_numpy(dtype="int64"))
+    apis["api_type"] = np.append(enum["name"].to_numpy(dtype=object), "")[pos]  # -1 (no such id) → ''
     if _swapped(apis["input_dims"], apis["input_types"]):
         apis["input_dims"], apis["input_types"] = apis["input_types"], apis["input_dims"]
     apis["call_stack"] = _call_stacks(db, apis["chain"])
@@ -129,7 +134,7 @@ def python_functions(apis: pd.DataFrame) -> pd.DataFrame:
     names = df["name"].astype(str)
     return frame(PYFUNCS, {
         "name": names, "pid": df["pid"], "tid": df["tid"], "start_ns": df["start_ns"], "end_ns": df["end_ns"],
-        "is_module": names.str.lower().str.startswith("nn.module:"), "parent": df["parent"], "depth": df["depth"],
+        "is_module": is_module_name(names), "parent": df["parent"], "depth": df["depth"],
     }, n=len(df))
 
 
@@ -138,8 +143,9 @@ def queue_rows(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> pd.DataFram
     on the dequeue thread back to their enqueue); the correlation is the first connection id of the
     row's list, which is what torch_npu pairs an enqueue with its dequeue by."""
     df = apis[apis["api_type"] == "queue"].sort_values("start_ns", kind="stable")
-    names = df["name"].astype(str)
-    kind = np.select([names.str.startswith("Enqueue"), names.str.startswith("Dequeue")], ["enqueue", "dequeue"], "")
+    names = df["name"]
+    kind = np.select([per_name(names, lambda s: s.str.startswith("Enqueue")),
+                      per_name(names, lambda s: s.str.startswith("Dequeue"))], ["enqueue", "dequeue"], "")
     df, kind = df[kind != ""], kind[kind != ""]
     out = frame(QUEUE, {"kind": pd.Series(kind, dtype=object), "correlation": _first_conn(df["conn_ref"], conn_ids),
                         "start_ns": df["start_ns"], "end_ns": df["end_ns"]}, n=len(df))

@@ -15,7 +15,7 @@ import pandas as pd
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OVERLAP, frame
 from ..timeline import innermost, thread_key
 from .common import assign_step
-from .npu_trace import Events, Layout, arg_texts, arg_values, numbers
+from .npu_trace import Events, Layout, numbers
 
 
 @dataclass
@@ -28,13 +28,13 @@ class Hardware:
     conn: np.ndarray  # ``connection_id``: the CANN call that issued the task (-1 absent)
 
 
-def _stream_ids(args: list[dict], tid: np.ndarray) -> np.ndarray:
+def _stream_ids(ev: Events, rows: np.ndarray) -> np.ndarray:
     """Stream of each task: ``Stream Id`` (older exports), else ``Physic Stream Id`` (torch_npu
     2.x exports name it so), else the ``Stream N`` thread the exporter puts the task on."""
-    stream = numbers(arg_values(args, "Stream Id"))
-    physical = numbers(arg_values(args, "Physic Stream Id"))
+    stream = numbers(ev.arg_values(rows, "Stream Id"))
+    physical = numbers(ev.arg_values(rows, "Physic Stream Id"))
     stream = np.where(stream >= 0, stream, physical)
-    return np.where(stream >= 0, stream, tid)
+    return np.where(stream >= 0, stream, ev.tid[rows])
 
 
 def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
@@ -43,17 +43,16 @@ def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
         empty = np.zeros(0, dtype="int64")
         return Hardware(frame(KERNELS, n=0), empty, empty, empty)
     rows = ev.complete(ev.pid == layout.hardware_pid)
-    args = ev.args(rows)
     table = frame(KERNELS, {
         "name": ev.name[rows],
-        "task_type": arg_texts(args, "Task Type"),
-        "stream": _stream_ids(args, ev.tid[rows]),
-        "task_id": arg_texts(args, "Task Id"),
+        "task_type": ev.arg_texts(rows, "Task Type"),
+        "stream": _stream_ids(ev, rows),
+        "task_id": ev.arg_texts(rows, "Task Id"),
         "start_ns": ev.ts_ns[rows],
         "dur_ns": ev.dur_ns[rows],
         "in_trace": np.ones(len(rows), dtype=bool),
     }, n=len(rows))
-    return Hardware(table, ev.pid[rows], ev.tid[rows], numbers(arg_values(args, "connection_id")))
+    return Hardware(table, ev.pid[rows], ev.tid[rows], numbers(ev.arg_values(rows, "connection_id")))
 
 
 @dataclass
@@ -129,8 +128,8 @@ def communication(ev: Events, layout: Layout) -> Comm:
         "op_row": _assign_tasks(ops, task_group, task_start),
     }, n=len(task_rows))
     return Comm(ops, tasks, ev.pid[op_rows], ev.tid[op_rows],
-                numbers(arg_values(ev.args(op_rows), "connection_id")),
-                numbers(arg_values(ev.args(task_rows), "stream id")))
+                numbers(ev.arg_values(op_rows, "connection_id")),
+                numbers(ev.arg_values(task_rows, "stream id")))
 
 
 def overlap(ev: Events, layout: Layout, notes: list[str]) -> pd.DataFrame:

@@ -43,6 +43,10 @@ _PMU_COLUMNS: dict[str, tuple[str, ...]] = {
 #: Any of these headers means the export ran above Level0 with PipeUtilization metrics, so the
 #: Cube/Vector breakdown can be computed.
 PMU_MARKERS = ("mac_time(us)", "aiv_vec_time(us)", "aic_mac_time(us)")
+#: Every kernel_details.csv column read (besides the required ones).
+_DETAIL_USED = ("Accelerator Core", "Stream ID", "Stream Id", "Task ID", "Task Id", "Step Id", "Step ID",
+                "Input Shapes", "Input Data Types", *PMU_MARKERS,
+                *(h for headers in _PMU_COLUMNS.values() for h in headers))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -50,14 +54,19 @@ PMU_MARKERS = ("mac_time(us)", "aiv_vec_time(us)", "aic_mac_time(us)")
 # ------------------------------------------------------------------------------------------------
 
 
-def read_csv(path: Path, required: Sequence[str]) -> pd.DataFrame | None:
-    """All cells as ``str`` (never NaN), headers stripped; ``None`` for an empty (0-byte) file.
+def read_csv(path: Path, required: Sequence[str], used: Sequence[str] = ()) -> pd.DataFrame | None:
+    """The ``required`` and ``used`` columns (every column when ``used`` is empty), all cells as
+    ``str`` (never NaN), headers stripped; ``None`` for an empty (0-byte) file.
 
     Reading as text is what keeps ns precision in the µs time columns; numbers are converted per
-    column by the callers.
+    column by the callers. Only the columns a reader uses are kept: kernel_details.csv has 46
+    and the loader reads 15 — every cell of the others was a Python string (a 46 MB file took
+    0.5 GB and 2 s that way).
     """
+    wanted = frozenset(required) | frozenset(used)
+    usecols = (lambda c: str(c).strip() in wanted) if used else None
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", usecols=usecols)
     except pd.errors.EmptyDataError:
         return None
     except UnicodeDecodeError as exc:
@@ -141,7 +150,7 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
     """Parse kernel_details.csv; an unparsable start time is fatal because every later join
     (flows, trace tasks) depends on it, so silently dropping the file would hide the problem."""
     required = ("Name", "Type", "Start Time(us)", "Duration(us)")
-    df = read_csv(path, required)
+    df = read_csv(path, required, _DETAIL_USED)
     if df is None:
         notes.append(f"{path.name} is empty: no Computing breakdown and no KernelCompare")
         return KernelDetails(frame(KERNELS, n=0), False)
@@ -192,7 +201,8 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
 
 def read_op_statistic(path: Path, notes: list[str]) -> pd.DataFrame:
     """op_statistic.csv → OP_STATISTIC (values as exported; used by KernelTypeCompare)."""
-    df = read_csv(path, ("OP Type", "Count", "Total Time(us)"))
+    df = read_csv(path, ("OP Type", "Count", "Total Time(us)"),
+                  ("Core Type", "Avg Time(us)", "Max Time(us)", "Min Time(us)"))
     if df is None:
         notes.append(f"{path.name} is empty")
         return frame(OP_STATISTIC, n=0)
@@ -214,7 +224,8 @@ def _device_ids(col: pd.Series) -> pd.Series:
 
 def read_memory_record(path: Path, notes: list[str]) -> pd.DataFrame:
     """memory_record.csv → MEMORY (MB → bytes, µs → ns)."""
-    df = read_csv(path, ("Total Reserved(MB)",))
+    df = read_csv(path, ("Total Reserved(MB)",),
+                  ("Timestamp(us)", "Component", "Device Type", "Total Allocated(MB)"))
     if df is None:
         notes.append(f"{path.name} is empty: Mem Usage is 0")
         return frame(MEMORY, n=0)
@@ -265,7 +276,7 @@ def read_operator_memory(path: Path, queue: pd.DataFrame, notes: list[str]) -> p
     land in (the record names are allocator internals, not ops). Sizes that are N/A count as 0
     bytes so that sums stay correct.
     """
-    df = read_csv(path, ("Name", "Size(KB)", "Allocation Time(us)"))
+    df = read_csv(path, ("Name", "Size(KB)", "Allocation Time(us)"), ("Release Time(us)",))
     if df is None:
         notes.append(f"{path.name} is empty: MemoryCompare has no NPU records")
         return frame(OP_MEMORY, n=0)

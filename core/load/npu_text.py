@@ -22,9 +22,9 @@ from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, Profile, ProfileMeta, frame
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from . import npu_device, npu_files
-from .common import assign_step, is_step_name, steps_from_ops
+from .common import assign_step, is_module_name, is_step_name, steps_from_ops
 from .detect import Source
-from .npu_trace import Events, arg_texts, arg_values, numbers, read_events, read_layout
+from .npu_trace import Events, numbers, read_layout, read_trace
 
 FLOW_CAT = "async_npu"
 
@@ -41,13 +41,12 @@ def _order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def _ops(ev: Events) -> pd.DataFrame:
     """``cpu_op`` events → OPS (nested per thread), with ``ProfilerStep#N`` markers flagged."""
-    rows = ev.complete(ev.cat == "cpu_op")
+    rows = ev.complete(ev.is_cat("cpu_op"))
     start = ev.ts_ns[rows]
     rows = rows[_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
     parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
     names = pd.Series(ev.name[rows], dtype=object)
-    args = ev.args(rows)
     return frame(OPS, {
         "name": names,
         "cat": np.full(len(rows), "cpu_op", dtype=object),
@@ -55,9 +54,9 @@ def _ops(ev: Events) -> pd.DataFrame:
         "tid": ev.tid[rows],
         "start_ns": start,
         "end_ns": end,
-        "input_dims": arg_texts(args, "Input Dims"),
-        "input_types": arg_texts(args, "Input type"),
-        "call_stack": arg_texts(args, "Call stack"),
+        "input_dims": ev.arg_texts(rows, "Input Dims"),
+        "input_types": ev.arg_texts(rows, "Input type"),
+        "call_stack": ev.arg_texts(rows, "Call stack"),
         "parent": parent,
         "depth": depth,
         "is_step": is_step_name(names.astype(str)) if len(rows) else np.zeros(0, dtype=bool),
@@ -65,7 +64,7 @@ def _ops(ev: Events) -> pd.DataFrame:
 
 
 def _pyfuncs(ev: Events) -> pd.DataFrame:
-    rows = ev.complete(ev.cat == "python_function")
+    rows = ev.complete(ev.is_cat("python_function"))
     start = ev.ts_ns[rows]
     rows = rows[_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
@@ -77,7 +76,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
         "tid": ev.tid[rows],
         "start_ns": start,
         "end_ns": end,
-        "is_module": np.array([n.lower().startswith("nn.module:") for n in names], dtype=bool),
+        "is_module": is_module_name(names),
         "parent": parent,
         "depth": depth,
     }, n=len(rows))
@@ -89,7 +88,7 @@ def _flow_pairs(ev: Events, cat: str) -> pd.DataFrame:
     A repeated id keeps its last ``s`` and last ``f`` (the reference's dict overwrite).
     """
     def side(ph: str) -> pd.DataFrame:
-        rows = np.flatnonzero((ev.cat == cat) & (ev.ph == ph) & (ev.ts_ns >= 0))
+        rows = np.flatnonzero(ev.is_cat(cat) & ev.is_ph(ph) & (ev.ts_ns >= 0))
         return pd.DataFrame({"id": ev.flow_ids(rows), "row": rows, "pid": ev.pid[rows],
                              "tid": ev.tid[rows], "ts": ev.ts_ns[rows]}).drop_duplicates("id", keep="last")
 
@@ -100,7 +99,7 @@ def _flow_pairs(ev: Events, cat: str) -> pd.DataFrame:
 def _fwdbwd(ev: Events) -> tuple[pd.DataFrame, int]:
     """FWDBWD pairs and the backward thread id (tid of the first ``fwdbwd`` flow end)."""
     pairs = _flow_pairs(ev, "fwdbwd")
-    ends = np.flatnonzero((ev.cat == "fwdbwd") & (ev.ph == "f"))
+    ends = np.flatnonzero(ev.is_cat("fwdbwd") & ev.is_ph("f"))
     backward_tid = int(ev.tid[ends[0]]) if len(ends) else -1
     table = frame(FWDBWD, {
         "id": numbers(pairs["id"].tolist()),
@@ -114,10 +113,10 @@ def _fwdbwd(ev: Events) -> tuple[pd.DataFrame, int]:
 
 
 def _queue(ev: Events) -> pd.DataFrame:
-    rows = ev.complete(np.isin(ev.cat, ["enqueue", "dequeue"]))
+    rows = ev.complete(ev.is_cat("enqueue", "dequeue"))
     return frame(QUEUE, {
-        "kind": ev.cat[rows],
-        "correlation": numbers(arg_values(ev.args(rows), "correlation_id")),
+        "kind": ev.cat_of(rows),
+        "correlation": numbers(ev.arg_values(rows, "correlation_id")),
         "start_ns": ev.ts_ns[rows],
         "end_ns": ev.ts_ns[rows] + ev.dur_ns[rows],
     }, n=len(rows))
@@ -174,7 +173,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     """Read an NPU Text export found by :func:`~perfcmp_core.load.detect.detect`."""
     assert src.trace is not None
     notes = list(src.notes)
-    ev = Events.parse(read_events(src.trace))  # the collector is paused by the caller
+    ev = read_trace(src.trace)  # the collector is paused by the caller
     if ev.bad_dur:
         notes.append(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
                      "negative dur are counted as 0 µs")

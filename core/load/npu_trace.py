@@ -1,7 +1,9 @@
 """``trace_view.json`` of an NPU Text export as columns: the parsed events and the process layout.
 
-The trace is parsed once with orjson into per-field columns (:class:`Events`); every later step of
-:mod:`.npu_text` and :mod:`.npu_device` works on those columns. Times stay exact integer ns: the
+The trace is parsed piece by piece (:mod:`.pieces`; typed by :mod:`.npu_decode`, orjson dicts for
+pieces msgspec refuses) into per-field columns (:class:`Events`), so a 0.9 GB trace never holds
+its event objects at once; every later step of :mod:`.npu_text` and :mod:`.npu_device` works on
+those columns. Times stay exact integer ns: the
 exporter writes ``ts`` as a µs *string* with ns digits, and the flow and kernel_details joins are
 exact matches on it. :class:`Layout` says which process plays which role (Ascend Hardware, HCCL,
 Overlap Analysis) and how the HCCL threads form groups and planes.
@@ -9,7 +11,10 @@ Overlap Analysis) and how the HCCL threads form groups and planes.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +22,14 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
-from .common import float_us_to_ns, us_text_to_ns
+from . import npu_decode, pieces
+from .common import first_seen_codes, float_us_to_ns, us_text_to_ns
+
+#: Size of one parsed piece of the events (:data:`.pieces.PIECE_BYTES`; tests shrink it).
+PIECE_BYTES = pieces.PIECE_BYTES
+_ARRAY_OPEN = re.compile(rb"\s*\[")
+_CONTENT = re.compile(rb"\S")
+_INTEGER = re.compile(r"\s*[-+]?\d+\s*")
 
 HARDWARE = "Ascend Hardware"
 HCCL_PROCESSES = ("HCCL", "Communication")
@@ -29,19 +41,46 @@ OVERLAP_PROCESS = "Overlap Analysis"
 # ------------------------------------------------------------------------------------------------
 
 
-def read_events(path: Path) -> list[dict]:
-    """The trace's event objects; anything that is not a JSON array of objects is an InputError."""
+def read_trace(path: Path) -> Events:
+    """The trace's events as columns, parsed piece by piece (:mod:`.pieces`); anything that is
+    not a JSON array of objects is an InputError. A file the pieces cannot cover (a parse error,
+    a value msgspec reads unlike orjson) is parsed whole, which also gives the precise error."""
     try:
-        raw = path.read_bytes()
+        raw = pieces.read_file(path)
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    builder = _Builder()
+    if _in_pieces(raw, builder):
+        return builder.finish()
+    builder = _Builder()
+    builder.add(_parse_whole(path, pieces.whole(raw)), b"")
+    return builder.finish()
+
+
+def _in_pieces(raw: pieces.Content, builder: _Builder) -> bool:
+    """Feed the top-level array to ``builder`` in pieces; False when that cannot be done."""
+    opening = pieces.match(raw, _ARRAY_OPEN)
+    if opening is None:
+        return False
+    tail = raw[max(len(raw) - 64, 0):len(raw)]
+    end = len(raw) - (len(tail) - len(tail.rstrip())) - 1  # the last byte that is not whitespace
+    if end < opening.end() - 1 or raw[end:end + 1] != b"]":
+        return False
+    if pieces.search(raw, _CONTENT, opening.end(), end) is None:
+        return True  # an empty array
+    return pieces.feed(raw, opening.end(), iter((end,)), npu_decode.decode, builder.add_typed,
+                       builder.add, PIECE_BYTES) is not None
+
+
+def _parse_whole(path: Path, raw: bytes | bytearray) -> list[dict]:
+    """The trace's event objects (one orjson parse of the whole file)."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(path, f"is not valid JSON ({exc}); is the file truncated?") from None
     if not isinstance(data, list):
         raise InputError(path, "is not an NPU trace_view.json (expected a JSON array of events)")
-    return [e for e in data if isinstance(e, dict)]
+    return data
 
 
 def text_of(value: object) -> str:
@@ -51,47 +90,193 @@ def text_of(value: object) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def arg_values(args: list[dict], key: str) -> list:
-    return [a.get(key) for a in args]
-
-
-def arg_texts(args: list[dict], key: str) -> list[str]:
-    return [text_of(a.get(key)) for a in args]
-
-
-def _fast_array(values: list, dtype: str) -> np.ndarray | None:
-    """``np.array(values, dtype)`` when every value is a plain scalar of that kind, else None."""
-    try:
-        arr = np.array(values, dtype=dtype)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return arr if arr.shape == (len(values),) else None  # nested lists would add dimensions
-
-
 def numbers(values: list) -> np.ndarray:
-    """int64 of JSON numbers / numeric strings; anything else → -1."""
-    arr = _fast_array(values, "int64")
-    if arr is not None:
-        return arr
-    s = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
-    return s.where(s.abs() < 2**63, np.nan).fillna(-1).to_numpy().astype("int64")
+    """int64 of JSON numbers / numeric strings (integer text exactly, other numbers truncated
+    toward zero; true/false count 1/0); anything else → -1. Each value is converted alike
+    whatever the others are, so a piece of a file and the whole file read it the same."""
+    kinds = set(map(type, values))
+    if kinds <= {int, str}:
+        try:  # ints, and integer text parsed exactly (ns flow ids exceed float precision)
+            return np.fromiter(values, dtype=np.int64, count=len(values)) if kinds <= {int} \
+                else np.array(values, dtype="int64")
+        except (OverflowError, ValueError):
+            pass
+    s = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").astype("float64")
+    out = s.where(s.abs() < 2**63, np.nan).fillna(-1).to_numpy().astype("int64")
+    if str in kinds:  # integer text exactly, as above
+        for i, v in enumerate(values):
+            if type(v) is str and _INTEGER.fullmatch(v) and -2**63 <= (n := int(v)) < 2**63:
+                out[i] = n
+    return out
 
 
 def floats(values: list) -> np.ndarray:
-    """float64 of JSON numbers / numeric strings; anything else → NaN."""
-    arr = _fast_array(values, "float64")
-    if arr is not None:
-        return arr
+    """float64 of JSON numbers / numeric strings; anything else → NaN (each value alike)."""
+    kinds = set(map(type, values))
+    if kinds <= {int, float, type(None)}:
+        try:  # None → NaN, as below
+            return np.array(values, dtype=np.float64)
+        except OverflowError:
+            pass
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype="float64")
+
+
+class _Dicts(pieces.Dicts):
+    """Events parsed into dicts by orjson (the pieces msgspec refuses, and the whole-file parse)."""
+
+
+#: cpu_op-side categories: their events carry host ``args``, never device ones.
+_HOST_CATS = ("cpu_op", "python_function", "enqueue", "dequeue")
+#: The ``args`` the loader reads, by the events that carry them (see :class:`_Builder`).
+_ARG_GROUPS = {"meta": npu_decode.META_ARGS, "op": npu_decode.OP_ARGS, "queue": npu_decode.QUEUE_ARGS,
+               "device": npu_decode.DEVICE_ARGS}
+_GROUP_OF = {key: group for group, keys in _ARG_GROUPS.items() for key in keys}
+
+
+class _Texts:
+    """Codes for a few-valued text field (``ph``, ``cat``): one int16 per event, not a pointer."""
+
+    def __init__(self) -> None:
+        self.code: dict[str, int] = {}
+
+    def codes(self, values: list, lower: bool) -> np.ndarray:
+        if not set(map(type, values)) <= {str, type(None)}:  # lists cannot be hashed: texts
+            values = [text_of(v) for v in values]
+        local, uniq = first_seen_codes(values)
+        texts = [text_of(u).lower() if lower else text_of(u) for u in uniq]
+        table = np.array([self.code.setdefault(t, len(self.code)) for t in texts], dtype=np.int16)
+        return table[local] if len(local) else np.empty(0, dtype=np.int16)
+
+    def values(self) -> list[str]:
+        return list(self.code)
+
+
+def _packed(values: list) -> np.ndarray | list:
+    """A column part as int64 when every value is a plain int of that range (ids, streams: a
+    Python int object would cost 28 bytes more each), else the values as they are."""
+    if values and set(map(type, values)) <= {int}:
+        try:
+            return np.fromiter(values, dtype=np.int64, count=len(values))
+        except OverflowError:
+            pass
+    return values
+
+
+class _Builder:
+    """Columns of successive pieces of the trace (dicts or structs alike, see :mod:`.pieces`).
+
+    Every event gets a row; the ``args`` the loader reads are kept per group of events that can
+    carry them — metadata (``name``, ``sort_index``), cpu_ops (shapes, types, call stack),
+    enqueue/dequeue (``correlation_id``) and every other complete event (device task keys) — as
+    int64 where they are plain integers, and texts once per distinct value (call stacks and names
+    repeat every step).
+    """
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur")}
+        self.groups: dict[str, tuple[list[np.ndarray], dict[str, list]]] = {
+            g: ([], {k: [] for k in keys}) for g, keys in _ARG_GROUPS.items()}
+        self.ids: tuple[list[np.ndarray], list] = ([], [])
+        self.count = 0
+        self.strings: dict[str, str] = {}
+        self.ph, self.cat = _Texts(), _Texts()
+
+    def add(self, events: list, text: bytes) -> None:
+        self._add(_Dicts([e for e in events if isinstance(e, dict)]))
+
+    def add_typed(self, view: npu_decode.StructView, text: bytes) -> None:
+        self._add(view)
+
+    def _texts(self, values: list) -> np.ndarray:
+        """Text of each value, equal texts one object."""
+        if not set(map(type, values)) <= {str}:
+            values = [text_of(v) for v in values]
+        share = self.strings.setdefault
+        return np.array(list(map(share, values, values)), dtype=object)
+
+    def _add(self, view: pieces.Dicts | pieces.Structs) -> None:
+        n = len(view)
+        if n == 0:
+            return
+        ph = self.ph.codes(view.top("ph"), lower=False)
+        cat = self.cat.codes(view.top("cat"), lower=True)
+        self.parts["ph"].append(ph)
+        self.parts["cat"].append(cat)
+        self.parts["name"].append(self._texts(view.top("name")))
+        self.parts["pid"].append(numbers(view.top("pid")))
+        self.parts["tid"].append(numbers(view.top("tid")))
+        self.parts["ts"].append(us_text_to_ns(view.top("ts")))
+        self.parts["dur"].append(float_us_to_ns(floats(view.top("dur"))))
+
+        def where(codes: np.ndarray, field: _Texts, *wanted: str) -> np.ndarray:
+            hit = [field.code[w] for w in wanted if w in field.code]
+            return np.isin(codes, hit) if hit else np.zeros(len(codes), dtype=bool)
+
+        is_x = where(ph, self.ph, "X")
+        masks = {"meta": where(ph, self.ph, "M"), "op": where(cat, self.cat, "cpu_op"),
+                 "queue": where(cat, self.cat, "enqueue", "dequeue"),
+                 "device": is_x & ~where(cat, self.cat, *_HOST_CATS)}
+        share = self.strings.setdefault
+        for group, mask in masks.items():
+            at = np.flatnonzero(mask)
+            if not len(at):
+                continue
+            rows, columns = self.groups[group]
+            rows.append(at + self.count)
+            args = (view if len(at) == n else view.subset(at.tolist())).args()
+            for key in _ARG_GROUPS[group]:
+                values = args.top(key)
+                if key in npu_decode.TEXT_ARGS:
+                    kinds = set(map(type, values))
+                    if kinds == {str}:
+                        values = list(map(share, values, values))
+                    elif kinds <= {str, type(None)}:
+                        values = [v if v is None else share(v, v) for v in values]
+                columns[key].append(_packed(values))
+        at = np.flatnonzero(where(ph, self.ph, "s", "f"))
+        if len(at):
+            self.ids[0].append(at + self.count)
+            self.ids[1].append(_packed((view if len(at) == n else view.subset(at.tolist())).top("id")))
+        self.count += n
+
+    def finish(self) -> Events:
+        def col(key: str, dtype: object) -> np.ndarray:
+            parts = self.parts[key]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+        ph, ts_ns, dur_ns = col("ph", np.int16), col("ts", "int64"), col("dur", "int64")
+        x = self.ph.code.get("X", -1)
+        is_complete = (ph == x) & (ts_ns >= 0)
+        groups = {g: (np.concatenate(rows) if rows else np.empty(0, dtype="int64"),
+                      {k: _joined(parts) for k, parts in columns.items()})
+                  for g, (rows, columns) in self.groups.items()}
+        ids = (np.concatenate(self.ids[0]) if self.ids[0] else np.empty(0, dtype="int64"), _joined(self.ids[1]))
+        return Events(
+            ph_codes=ph, ph_values=self.ph.values(), cat_codes=col("cat", np.int16),
+            cat_values=self.cat.values(), name=col("name", object), pid=col("pid", "int64"),
+            tid=col("tid", "int64"), ts_ns=ts_ns, dur_ns=np.maximum(dur_ns, 0), is_complete=is_complete,
+            bad_dur=int((is_complete & (dur_ns < 0)).sum()), arg_groups=groups, id_column=ids)
+
+
+def _joined(parts: list) -> np.ndarray:
+    """One column of parts that are int64 arrays or lists of values: int64 if every part is,
+    else an object array holding the same values."""
+    if parts and all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts)
+    n = sum(map(len, parts))
+    return np.fromiter(chain.from_iterable(p.tolist() if isinstance(p, np.ndarray) else p for p in parts),
+                       dtype=object, count=n)
 
 
 @dataclass
 class Events:
-    """Columnar view of the trace (one row per event, file order) plus the raw dicts for args."""
+    """Columnar view of the trace: one row per event object, in file order, plus the ``args``
+    the loader reads, kept per group of events that can carry them."""
 
-    raw: list[dict]
-    ph: np.ndarray
-    cat: np.ndarray  # lower-cased
+    ph_codes: np.ndarray  # int16 codes into ph_values
+    ph_values: list[str]
+    cat_codes: np.ndarray  # int16 codes into cat_values (lower-cased)
+    cat_values: list[str]
     name: np.ndarray
     pid: np.ndarray
     tid: np.ndarray
@@ -99,41 +284,43 @@ class Events:
     dur_ns: np.ndarray
     is_complete: np.ndarray  # an X event with a valid ts
     bad_dur: int  # complete events whose dur is missing, not a number or negative (read as 0)
+    arg_groups: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]  # group → (rows, key → values)
+    id_column: tuple[np.ndarray, np.ndarray]  # flow ends' ``id``: (rows, values)
 
-    @classmethod
-    def parse(cls, events: list[dict]) -> Events:
-        def col(key: str) -> list:
-            return [e.get(key) for e in events]
+    def is_ph(self, *values: str) -> np.ndarray:
+        """Rows whose ``ph`` is one of ``values``."""
+        return np.isin(self.ph_codes, [i for i, v in enumerate(self.ph_values) if v in values])
 
-        def text(key: str) -> np.ndarray:
-            return np.array([v if type(v) is str else text_of(v) for v in col(key)], dtype=object)
+    def is_cat(self, *values: str) -> np.ndarray:
+        """Rows whose (lower-cased) ``cat`` is one of ``values``."""
+        return np.isin(self.cat_codes, [i for i, v in enumerate(self.cat_values) if v in values])
 
-        ph = text("ph")
-        ts_ns = us_text_to_ns(col("ts"))
-        dur_ns = float_us_to_ns(floats(col("dur")))
-        is_complete = (ph == "X") & (ts_ns >= 0)
-        return cls(
-            raw=events,
-            ph=ph,
-            cat=np.array([v.lower() if type(v) is str else text_of(v).lower() for v in col("cat")], dtype=object),
-            name=text("name"),
-            pid=numbers(col("pid")),
-            tid=numbers(col("tid")),
-            ts_ns=ts_ns,
-            dur_ns=np.maximum(dur_ns, 0),
-            is_complete=is_complete,
-            bad_dur=int((is_complete & (dur_ns < 0)).sum()),
-        )
+    def cat_of(self, rows: np.ndarray) -> np.ndarray:
+        """The (lower-cased) ``cat`` of the given rows, as text."""
+        return np.array(self.cat_values + [""], dtype=object)[self.cat_codes[rows]]
+
+    @staticmethod
+    def _lookup(at: np.ndarray, values: np.ndarray, rows: np.ndarray) -> list:
+        """Values of a sparse column at ``rows`` (None where the event has none)."""
+        out = np.full(len(rows), None, dtype=object)
+        if len(at) and len(rows):
+            pos = np.searchsorted(at, rows)
+            pos[pos == len(at)] = 0
+            hit = at[pos] == rows
+            out[hit] = values[pos[hit]]
+        return out.tolist()
+
+    def arg_values(self, rows: np.ndarray, key: str) -> list:
+        """``args[key]`` of the given rows (None where absent)."""
+        at, columns = self.arg_groups[_GROUP_OF[key]]
+        return self._lookup(at, columns[key], rows)
+
+    def arg_texts(self, rows: np.ndarray, key: str) -> list[str]:
+        return [text_of(v) for v in self.arg_values(rows, key)]
 
     def flow_ids(self, rows: np.ndarray) -> np.ndarray:
         """``id`` of the given rows as text (flow ends pair on it; ints and strings both occur)."""
-        raw = self.raw
-        return np.array([text_of(raw[i].get("id")) for i in rows.tolist()], dtype=object)
-
-    def args(self, rows: np.ndarray) -> list[dict]:
-        """The ``args`` objects of the given rows ({} where absent or not an object)."""
-        raw = self.raw
-        return [a if isinstance(a, dict) else {} for a in (raw[i].get("args") for i in rows.tolist())]
+        return np.array([text_of(v) for v in self._lookup(*self.id_column, rows)], dtype=object)
 
     def complete(self, mask: np.ndarray) -> np.ndarray:
         """Rows of ``X`` events with a valid start that also satisfy ``mask``."""
@@ -167,9 +354,8 @@ def read_layout(ev: Events, notes: list[str]) -> Layout:
     a group, every later named thread is a plane of it."""
     out = Layout()
     sort_index: dict[tuple[int, int], int] = {}
-    rows = np.flatnonzero(ev.ph == "M")
-    args = ev.args(rows)
-    names, indexes = arg_texts(args, "name"), arg_values(args, "sort_index")
+    rows = np.flatnonzero(ev.is_ph("M"))
+    names, indexes = ev.arg_texts(rows, "name"), ev.arg_values(rows, "sort_index")
     for i, arg_name, idx in zip(rows.tolist(), names, indexes):
         kind, pid, tid = ev.name[i], int(ev.pid[i]), int(ev.tid[i])
         if kind == "process_name":

@@ -1,0 +1,119 @@
+"""The production-scale NPU pair of ``make_fixtures.py --big-run`` (fixtures/gen/bigrun.py).
+
+The generator schedules and writes one step at a time so that a 0.9 GB export needs no more
+memory than one step. These tests check, on a small shape, that doing it step by step changes
+nothing against laying the whole run out at once, that the Text and the Db export describe the
+same run, that ids numbered across steps stay unique, and that the output is reproducible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfcmp_core.load import load_profile
+from perfcmp_core.options import LoadOptions
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "fixtures"))
+
+from gen import bigrun  # noqa: E402
+from gen.build import T0  # noqa: E402
+from gen.schedule import schedule  # noqa: E402
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bigrun")
+    subprocess.run([sys.executable, str(REPO / "fixtures" / "make_fixtures.py"), "--big-run", "3x4",
+                    "--out", str(out)], check=True, capture_output=True)
+    return out
+
+
+def test_step_by_step_schedule_equals_the_whole_run() -> None:
+    """Every host event, device task and allocator sample of the streamed schedule equals the
+    one-shot :func:`gen.schedule.schedule` of the same program (only indices are per step)."""
+    whole = schedule(list(bigrun.program("comp", 2, 3)), "npu", T0["npu"], bigrun.STEP_GAP_NS)
+    parts = list(bigrun.step_timelines(bigrun.program("comp", 2, 3), "npu", T0["npu"]))
+    assert [s for p in parts for s in p.steps] == whole.steps
+    assert [(h.name, h.start, h.end, h.step) for p in parts for h in p.hosts] == \
+        [(h.name, h.start, h.end, h.step) for h in whole.hosts]
+    assert [(d.kind, d.stream, d.start, d.dur, d.step) for p in parts for d in p.devices] == \
+        [(d.kind, d.stream, d.start, d.dur, d.step) for d in whole.devices]
+    # Allocator totals carry over from step to step.
+    assert [(m.ts, m.delta, m.allocated, m.reserved, m.active) for p in parts for m in p.mems] == \
+        [(m.ts, m.delta, m.allocated, m.reserved, m.active) for m in whole.mems]
+    assert [a.at_alloc for p in parts for a in p.allocs] == [a.at_alloc for a in whole.allocs]
+
+
+def test_text_and_db_describe_the_same_run(pair: Path) -> None:
+    for variant in ("base", "comp"):
+        text = load_profile(str(pair / "npu_text" / f"{variant}_ascend_pt"), LoadOptions(use_cache=False))
+        db = load_profile(str(pair / "npu_db" / f"{variant}_ascend_pt"), LoadOptions(use_cache=False))
+        assert len(text.steps) == len(db.steps) == 4
+        for table in ("ops", "comm_ops", "comm_tasks", "op_memory", "pyfuncs"):
+            assert len(getattr(text, table)) == len(getattr(db, table)), table
+        assert text.kernels["in_trace"].sum() == db.kernels["in_trace"].sum()
+        assert (text.kernels["op_row"] >= 0).sum() == (db.kernels["op_row"] >= 0).sum()
+        assert text.kernels["dur_ns"].sum() == db.kernels["dur_ns"].sum()
+        assert text.steps["start_ns"].tolist() == db.steps["start_ns"].tolist()
+
+
+def test_production_detail_is_there(pair: Path) -> None:
+    """Tensor-parallel collectives, host-only ops with allocations and call stacks on cpu_ops."""
+    events = json.loads((pair / "npu_text" / "base_ascend_pt" / OUT / "trace_view.json").read_text())
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    assert all(e["args"]["Call stack"].endswith("train.py(140): <module>") for e in ops)
+    names = {e["name"] for e in ops}
+    assert {"aten::empty", "aten::as_strided", "aten::view", "c10d::allreduce_"} <= names
+    comm = json.loads((pair / "npu_text" / "base_ascend_pt" / OUT / "communication.json").read_text())
+    assert list(comm) == ["step1", "step2", "step3", "step4"]
+    tp = [k for k in comm["step1"]["collective"] if "10.20.0.11%enp189s0f0_60001" in k]
+    assert len(tp) >= 4 * 3  # a collective per Linear, forward and backward, 3 layers
+
+
+def test_ids_numbered_across_steps_stay_unique(pair: Path) -> None:
+    """HCCL op names, Db task ids, connection ids and op ids continue from step to step."""
+    events = json.loads((pair / "npu_text" / "base_ascend_pt" / OUT / "trace_view.json").read_text())
+    hccl = [e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("hcom_")]
+    assert len(hccl) == len(set(hccl)) > 0
+    db = pair / "npu_db" / "base_ascend_pt" / OUT / "ascend_pytorch_profiler_0.db"
+    con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        for sql in ("SELECT COUNT(*) - COUNT(DISTINCT globalTaskId) FROM TASK",
+                    "SELECT COUNT(*) - COUNT(DISTINCT opId) FROM COMMUNICATION_OP",
+                    "SELECT COUNT(*) - COUNT(DISTINCT id || '-' || connectionId) FROM CONNECTION_IDS"):
+            assert con.execute(sql).fetchone()[0] == 0, sql
+        # Every op's connection id leads to tasks of its own step.
+        bad = con.execute("""
+            SELECT COUNT(*) FROM PYTORCH_API a JOIN CONNECTION_IDS c ON c.id = a.connectionId
+            JOIN TASK t ON t.connectionId = c.connectionId
+            WHERE t.startNs < a.startNs OR t.startNs > a.startNs + 50000000""").fetchone()[0]
+        assert bad == 0
+    finally:
+        con.close()
+
+
+def test_generation_is_reproducible(pair: Path, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "fixtures" / "make_fixtures.py"), "--big-run", "3x4",
+                    "--out", str(tmp_path)], check=True, capture_output=True)
+
+    def digest(root: Path) -> dict[str, str]:
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file() and p.suffix != ".db"}
+
+    assert digest(tmp_path) == digest(pair)
+
+
+def test_big_run_refuses_the_fixtures_folder() -> None:
+    done = subprocess.run([sys.executable, str(REPO / "fixtures" / "make_fixtures.py"), "--big-run", "2x2"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "--big-run needs --out" in done.stderr

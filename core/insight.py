@@ -32,8 +32,9 @@ class Headline:
     direction: int  # +1 grew (worse: more time or memory), -1 shrank, 0 equal
 
 
-def _amount(value: float, unit: str, signed: bool = False) -> str:
-    """Seconds as ms with µs precision (the terminal table's 0.001s hides fixture-sized runs)."""
+def amount(value: float, unit: str, signed: bool = False) -> str:
+    """A summary figure in the app's units: seconds as ms with µs precision (the reference's
+    0.001 s hides fixture-sized runs), other units with two decimals."""
     fmt = "+,.3f" if signed else ",.3f"
     if unit == "s":
         return f"{value * 1e3:{fmt}} ms"
@@ -41,22 +42,22 @@ def _amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{value:{fmt}} {unit}".rstrip()
 
 
+def figure(label: str, f: dict[str, Any]) -> Headline:
+    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it."""
+    unit = str(f.get("unit", ""))
+    b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
+    change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
+    return Headline(label=label, base=amount(b, unit), comparison=amount(c, unit),
+                    diff=amount(c - b, unit, True), change=change, direction=(c > b) - (c < b))
+
+
 def headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
     """The E2E, Computing, Uncovered Communication, Free and Mem Usage figures, in that order."""
     out = []
     for prefix in HEADLINES:
         key = next((k for k in figures if k.startswith(prefix)), None)
-        if key is None:
-            continue
-        f = figures[key]
-        unit = str(f.get("unit", ""))
-        b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
-        change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
-        out.append(Headline(
-            label=prefix.removesuffix(" Time"),
-            base=_amount(b, unit), comparison=_amount(c, unit), diff=_amount(c - b, unit, True),
-            change=change, direction=(c > b) - (c < b),
-        ))
+        if key is not None:
+            out.append(figure(prefix.removesuffix(" Time"), figures[key]))
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare.result import LEVEL, Table
+from .compare.result import LEVEL, SHOWN, Table
 
 #: Summary figures shown as headline lines, by the prefix of their terminal column name.
 HEADLINES = ("E2E Time", "Computing Time", "Uncovered Communication Time", "Free Time", "Mem Usage")
@@ -72,14 +72,19 @@ def gap_sentence(table: Table, top: int = 3) -> str:
 
     Top-level rows (Computing, Uncovered Communication, Free) are the parts of E2E; for each that
     moved, the largest-moving children are named, so the sentence reads like "+0.47 ms Computing
-    (AllGatherMatmul +0.66, Matmul −0.30, Other +0.08)". Parts that did not move are left out.
+    (AllGatherMatmul +0.66, Matmul −0.30, rest +0.11)". Parts that did not move are left out.
+    The figures add up as printed: what the named children leave of their part is its ``rest``,
+    and what the named parts leave of E2E (parts under 0.005 ms, LCCL, which has no row) is the
+    sentence's ``rest``.
     """
     df = table.data
     if df.empty:
         return ""
+    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
     labels = df["index"].astype(str).str.strip().to_numpy()
     level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
-    diff = df["diff_ms"].to_numpy(dtype="float64")
+    # Rounded as printed: the printed parts then add up to the printed totals exactly.
+    diff = np.round(df["diff_ms"].to_numpy(dtype="float64"), 2)
     parts: list[tuple[float, str]] = []
     i = 0
     while i < len(df):
@@ -88,18 +93,36 @@ def gap_sentence(table: Table, top: int = 3) -> str:
             kids = []
             while j < len(df) and level[j] > 0:
                 if level[j] == 1 and abs(diff[j]) >= MIN_MS:
-                    kids.append((diff[j], _short(labels[j])))
+                    kids.append((diff[j], _short(names[j])))
                 j += 1
             if abs(diff[i]) >= MIN_MS or kids:
                 kids.sort(key=lambda x: -abs(x[0]))
-                detail = ", ".join(f"{name} {d:+,.2f}" for d, name in kids[:top])
-                text = f"{diff[i]:+,.2f} ms {_short(labels[i])}"
+                named = kids[:top]
+                rest = _rest(diff[i], [d for d, _ in named])
+                if named and rest:
+                    named.append((rest, "rest"))
+                detail = ", ".join(f"{name} {_ms(d)}" for d, name in named)
+                text = f"{_ms(diff[i])} ms {_short(names[i])}"
                 parts.append((diff[i], text + (f" ({detail})" if detail else "")))
             i = j
         else:
             i += 1
     parts.sort(key=lambda x: -abs(x[0]))
     e2e = diff[labels == "E2E Time"]
-    head = f"E2E {e2e[0]:+,.2f} ms" if len(e2e) else "Difference"
+    head = f"E2E {_ms(e2e[0])} ms" if len(e2e) else "Difference"
+    if len(e2e) and parts:
+        rest = _rest(e2e[0], [d for d, _ in parts])
+        if rest:
+            parts.append((rest, f"{_ms(rest)} ms rest"))
     body = "; ".join(p for _, p in parts) or "no part moved by 0.01 ms or more"
     return f"Where the gap comes from — {head}: {body}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:+,.2f}"
+
+
+def _rest(total: float, parts: list[float]) -> float:
+    """What ``parts`` leave of ``total`` at the printed precision (0.0 when nothing)."""
+    rest = round(float(total) - sum(parts), 2)
+    return rest if abs(rest) >= 0.01 else 0.0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .compare.operators import screen_kernel_text
 from .compare.result import IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, Column, Table, number_format
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
@@ -53,6 +54,8 @@ def screen_text(value: object, col: Column) -> str:
     the renderer from :func:`~perfcmp_core.compare.result.tone`, the rule of the workbook's
     fills too).
     """
+    if isinstance(value, str):
+        return screen_kernel_text(value)
     text = format_value(value, col)
     if text and is_signed(col) and not isinstance(value, str):
         try:
@@ -128,11 +131,15 @@ def display_columns(table: Table) -> tuple[Column, ...]:
 
 
 def display_header(col: Column, table: Table) -> str:
-    """The header on screen: a base/comparison column whose header repeats gets ``Base``/``Comp``.
+    """The header on screen: every comparison-side header reads ``Comp …``, and a base/comparison
+    column whose header repeats gets ``Base`` / ``Comp``.
 
     The workbook tells the two sides apart by a merged title row above the headers; a screen
-    header must say it itself.
+    header must say it itself, and in one word per side (the reference's own headers say
+    ``Comparison …``, which a screen would otherwise mix with ``Comp …``).
     """
+    if col.header.startswith("Comparison "):
+        return "Comp " + col.header.removeprefix("Comparison ")
     if col.role not in ("base", "comparison"):
         return col.header
     if sum(c.header == col.header for c in table.columns) < 2:

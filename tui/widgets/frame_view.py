@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from perfcmp_core.compare.result import IS_TOTAL, LEVEL, Column, is_ratio, tone
+from perfcmp_core.compare.result import IS_TOTAL, LEVEL, SHOWN, Column, is_ratio, tone
 from perfcmp_core.view import (TableView, display_columns, display_header, label_column,
                                screen_text, sign)
 
@@ -131,6 +131,8 @@ class FrameView(ScrollView, can_focus=True):
         self._label_col = label_column(self.columns)
         data = view.table.data if view is not None else None
         self._arrays = [data[c.key].to_numpy() for c in self.columns] if data is not None else []
+        if data is not None and SHOWN in data and self.columns:  # the label as screens say it
+            self._arrays[self._label_col] = data[SHOWN].to_numpy()
         self._levels = data[LEVEL].to_numpy() if data is not None and LEVEL in data else None
         self._totals = (data[IS_TOTAL].to_numpy(dtype=bool) if data is not None and IS_TOTAL in data
                         else None)

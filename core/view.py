@@ -23,8 +23,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, Column, Table, change_text,
-                             number_format, screen_format, screen_header)
+from .compare.operators import screen_kernel_text
+from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
+                             change_text, number_format, screen_format, screen_header)
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
 Condition = tuple[tuple[str, ...], str]
@@ -83,7 +84,7 @@ def screen_text(value: object, col: Column) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, str):
-        return value
+        return screen_kernel_text(value)
     text = _formatted(value, screen_format(col))
     if text and is_signed(col):
         try:
@@ -183,8 +184,11 @@ def display_columns(table: Table) -> tuple[Column, ...]:
 
 def display_header(col: Column, table: Table) -> str:
     """The header on screen, never ambiguous: a ratio says it is the change (``Δ%``); a
-    base/comparison column says its side with ``Base`` / ``Comp`` (the workbook tells the sides
-    apart by a merged title row above the headers, or writes "Comparison" in full)."""
+    base/comparison column says its side in one word, ``Base`` / ``Comp`` (the workbook tells
+    the sides apart by a merged title row above the headers; the reference's own headers mix
+    "Comparison …" in full, which a screen would otherwise show beside "Comp …")."""
+    if col.header.startswith("Comparison "):
+        return "Comp " + col.header.removeprefix("Comparison ")
     if col.role not in ("base", "comparison"):
         return screen_header(col)
     name = quantity(col.header)
@@ -275,8 +279,9 @@ class TextIndex:
     def build(cls, series: pd.Series) -> TextIndex:
         codes, uniques = pd.factorize(series, use_na_sentinel=True)
         values = [u if isinstance(u, str) else str(u) for u in uniques.tolist()]
-        return cls(codes=codes, values=values, lowered=[v.lower() for v in values],
-                   clipped=[clip_text(v) for v in values],
+        shown = [screen_kernel_text(v) for v in values]  # what the screen shows is searched
+        return cls(codes=codes, values=values, lowered=[v.lower() for v in shown],
+                   clipped=[clip_text(v) for v in shown],
                    positions={v: i for i, v in enumerate(values)})
 
     def equals(self, value: str) -> np.ndarray:
@@ -325,6 +330,7 @@ class TableView:
     _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _texts: dict[str, TextIndex] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
+    _label: str | None = field(default=None, repr=False)
     _search: Search | None = field(default=None, repr=False)
     #: Per text column, the rows the current filter matched there (for `n`/`N` and the hint).
     _match: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -358,7 +364,7 @@ class TableView:
         calls it off the UI thread, as the table arrives."""
         for c in self.table.columns:
             if c.fmt in ("text", "bold"):
-                self.text_index(c.key)
+                self.shown_index(c.key)
         self.changed()
         key = self.diff_key()
         if key is not None:
@@ -424,7 +430,7 @@ class TableView:
             any_hit = np.zeros(n, dtype=bool)
             for c in self.table.columns:
                 if c.fmt in ("text", "bold"):
-                    hit = self.text_index(c.key).matches(search)
+                    hit = self.shown_index(c.key).matches(search)
                     if hit.any():
                         self._match[c.key] = hit
                         any_hit |= hit
@@ -453,10 +459,25 @@ class TableView:
         return (self.table.data[key].astype(str) == value).to_numpy()
 
     def text_index(self, key: str) -> TextIndex:
-        """The factorised text of column ``key`` (built once per view)."""
+        """The factorised text of data column ``key`` (built once per view)."""
         if key not in self._texts:
             self._texts[key] = TextIndex.build(self.table.data[key])
         return self._texts[key]
+
+    def shown_index(self, key: str) -> TextIndex:
+        """The factorised text the screen shows for column ``key``: the row label as screens
+        say it (:data:`~perfcmp_core.compare.result.SHOWN`) where the table has one."""
+        if SHOWN in self.table.data and key == self.label_key:
+            return self.text_index(SHOWN)
+        return self.text_index(key)
+
+    @property
+    def label_key(self) -> str | None:
+        """Key of the column that names a row on screen (see :func:`label_column`)."""
+        if self._label is None:
+            cols = display_columns(self.table)
+            self._label = cols[label_column(cols)].key if cols else ""
+        return self._label or None
 
     def _sort_keys(self, key: str) -> np.ndarray:
         """Numeric sort keys of a column, computed once per view (text ranks are costly)."""
@@ -617,14 +638,15 @@ class TableView:
     def cell(self, row: int, col: Column) -> str:
         """Screen text of one cell, at most :data:`CLIP` characters on one line."""
         if col.fmt in ("text", "bold"):
-            index = self.text_index(col.key)
+            index = self.shown_index(col.key)
             code = int(index.codes[row])
             return index.clipped[code] if code >= 0 else ""
         return screen_text(self.table.data[col.key].iat[row], col)
 
     def full_text(self, row: int, col: Column) -> str:
         """Screen text of one cell in full (what `y` copies)."""
-        return screen_text(self.table.data[col.key].iat[row], col)
+        key = SHOWN if SHOWN in self.table.data and col.key == self.label_key else col.key
+        return screen_text(self.table.data[key].iat[row], col)
 
     def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
         """Screen text of the given data rows, clipped (only what is about to be measured or
@@ -634,7 +656,7 @@ class TableView:
         sub = self.table.data.iloc[rows] if len(rows) else self.table.data.iloc[:0]
         for c in cols:
             if c.fmt in ("text", "bold"):
-                index = self.text_index(c.key)
+                index = self.shown_index(c.key)
                 texts = [index.clipped[k] if k >= 0 else "" for k in index.codes[rows].tolist()]
             else:
                 texts = [screen_text(v, c) for v in sub[c.key].tolist()]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table
+from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, SHOWN, Column, Table
 from perfcmp_core.compare.result import tone as trend
 from perfcmp_core.insight import gap_sentence, headlines
 from perfcmp_core.view import (TableView, _level_links, display_columns, display_header,
@@ -282,8 +282,27 @@ def test_gap_sentence_names_largest_parts_with_short_group_labels() -> None:
             ("Free Time", 0, 0.0), ("\tSDMA", 1, 0.0), ("E2E Time", 0, 0.28)]
     data = pd.DataFrame(rows, columns=["index", LEVEL, "diff_ms"])
     text = gap_sentence(Table("OverallMetrics", (), data, (0, 0), (0, 0)))
+    # The figures add up as printed: Computing 0.47 = 0.66 − 0.30 + 0.08 + rest 0.03; the
+    # group's −0.72 rest; E2E 0.28 = 0.47 − 0.12 + rest −0.07.
     assert text == ("Where the gap comes from — E2E +0.28 ms: +0.47 ms Computing (AllGatherMatmul "
-                    "+0.66, Matmul -0.30, Other +0.08); -0.12 ms Uncovered Communication (dp +0.60)")
+                    "+0.66, Matmul -0.30, Other +0.08, rest +0.03); -0.12 ms Uncovered "
+                    "Communication (dp +0.60, rest -0.72); -0.07 ms rest")
+
+
+def test_gap_sentence_parts_add_up_and_use_the_screen_labels() -> None:
+    """Children under 0.005 ms and a fourth child are the part's rest; a group is named as the
+    screen names it (``_shown``)."""
+    rows = [("Computing Time", 0, 0.40, "Computing Time"), ("\tMatmul", 1, 0.20, "\tMatmul"),
+            ("\tVector", 1, 0.10, "\tVector"), ("\tCube", 1, 0.05, "\tCube"),
+            ("\tOther", 1, 0.04, "\tOther"), ("\tSDMA (Tensor Move)", 1, 0.004, "\tSDMA"),
+            ("Uncovered Communication Time", 0, -0.10, "Uncovered Communication Time"),
+            ("\ttp: Group 7 Communication", 1, -0.10, "\ttp: Communication"),
+            ("Free Time", 0, 0.001, "Free Time"), ("E2E Time", 0, 0.31, "E2E Time")]
+    data = pd.DataFrame(rows, columns=["index", LEVEL, "diff_ms", SHOWN])
+    text = gap_sentence(Table("OverallMetrics", (), data, (0, 0), (0, 0)))
+    assert text == ("Where the gap comes from — E2E +0.31 ms: +0.40 ms Computing (Matmul +0.20, "
+                    "Vector +0.10, Cube +0.05, rest +0.05); -0.10 ms Uncovered Communication "
+                    "(tp -0.10); +0.01 ms rest")
 
 
 @pytest.mark.parametrize("rows", [100_000])

@@ -490,7 +490,8 @@ class PerfCmpApp(App[int]):
         self.exit(code, return_code=code)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" panel repeats the footer; "Keys (?)" below is the app's help.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         for p in SCREENS:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))

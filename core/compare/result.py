@@ -32,6 +32,9 @@ LEVEL = "_level"  # indentation depth of the row (OverallMetrics hierarchy, tree
 NODE = "_node"  # stable id of the row's tree node
 PARENT = "_parent"  # id of the parent node, -1 for roots
 IS_TOTAL = "_is_total"  # True on `[ TOTAL ]` / summary rows
+#: The row's label as screens show it, where it differs from the workbook's (an OverallMetrics
+#: group header named by its process group, not by its raw id); absent: the label column itself.
+SHOWN = "_shown"
 
 
 @dataclass(frozen=True)

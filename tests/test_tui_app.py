@@ -28,8 +28,8 @@ from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, events, fits, frame, make_app, percent, plain, request, same,
-                         replay, settle, shown, signed, tables, text_of)
+from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, replay,
+                         request, same, settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
 
@@ -141,8 +141,8 @@ async def test_overall_hierarchy_values_and_headline() -> None:
             assert r["Base Duration(ms)"] == plain(d["base_ms"])
             assert r["Comp Duration(ms)"] == plain(d["comp_ms"])
             arrow = "▲" if d["diff_ratio"] > 1 else "▼" if d["diff_ratio"] < 1 else ""
-            ratio = "INF" if np.isinf(d["diff_ratio"]) else percent(d["diff_ratio"])
-            assert r["Diff Ratio"] == arrow + ratio
+            # The screens read a ratio as the change in percent (the headline's "-54.9%").
+            assert r["Δ%"] == arrow + change(d["diff_ratio"])
         # Indentation follows the hierarchy: "Computing Time" > "Matmul" > "Matmul (Cube)".
         cells = [r["Index"] for r in rows]
         matmul = next(c for c in cells if label(c) == "Matmul")
@@ -198,7 +198,7 @@ async def test_operator_statistic_sort_drill_and_back() -> None:
         assert "Diff Duration(ms) ▼" in headers_of(app)
         # fixtures/README.md #1: the QKV MatMulV3 +30 µs per step → aten::linear +0.09 ms.
         linear = next(r for r in rows if r["Operator Name"] == "aten::linear")
-        assert linear["Diff Duration(ms)"] == "+0.09" and linear["Diff Ratio"].startswith("▲")
+        assert linear["Diff Duration(ms)"] == "+0.09" and linear["Δ%"].startswith("▲+")
         await pilot.press("d")
         assert same([r["Operator Name"] for r in shown(app)],
                     list(stat.sort_values("diff", ascending=True, kind="stable")["name"]))
@@ -303,7 +303,7 @@ async def test_module_tree_diff_of_the_slower_projection() -> None:
         await pilot.press("3")
         view = pane(app, "modules").view
         assert view is not None
-        view.expanded = view.parent_nodes()  # open everything
+        view.expanded = set(view.parent_nodes())  # open everything
         frame(app).refresh_data()
         linear4 = [r for r in shown(app) if label(r["Module Name"]) == "Linear_4"]
         assert len(linear4) == 3
@@ -402,7 +402,7 @@ async def test_kernel_compare_npu_vs_npu() -> None:
         base = float(row["Base Total Duration(us)"].replace(",", ""))
         comp = float(row["Comp Total Duration(us)"].replace(",", ""))
         assert comp - base == pytest.approx(90.0, abs=0.01)
-        assert row["Diff Total Ratio"].startswith("▲")
+        assert row["Δ% Total"].startswith("▲+")
 
 
 @aio
@@ -417,7 +417,7 @@ async def test_kernel_type_compare() -> None:
         assert [r["Kernel Type"] for r in rows] == list(data["kernel_type"])
         # fixtures/README.md #2: the Cast exists only in the comparison (6 kernels over 3 steps).
         cast = next(r for r in rows if r["Kernel Type"] == "Cast")
-        assert cast["Comp Calls"] == "6" and cast["Diff Total Ratio"] == "▲INF"
+        assert cast["Comp Calls"] == "6" and cast["Δ% Total"] == "▲new"
 
 
 @aio
@@ -492,20 +492,23 @@ async def test_cursor_keys() -> None:
         assert f.cursor == n - 1 and f.scroll_offset.y > 0
         await pilot.press("g")
         assert f.cursor == 0 and f.scroll_offset.y == 0
-        page = f.size.height - 2
+        page = f.body_height - 1  # the rows under the header, less one kept from the last page
         await pilot.press("pagedown")
         assert f.cursor == page
         await pilot.press("pagedown", "pageup")
         assert f.cursor == page
         await pilot.press("end", "home")
         assert f.cursor == 0
+        # l / h move the cell cursor by whole columns; the name column stays pinned.
         first = f.row_cells(0)[0]
-        await pilot.press("l")
-        assert f.scroll_offset.x == 8
-        drawn = "".join(seg.text for seg in f.render_line(1))
-        assert drawn.startswith(first)  # the name column stays while the rest scrolls
-        await pilot.press("h")
-        assert f.scroll_offset.x == 0
+        drawn = [s.column for s in f.slots()]
+        await pilot.press(*["l"] * len(drawn))
+        assert f.col == drawn[-1] + 1 and f.col in [s.column for s in f.slots()]
+        line = "".join(seg.text for seg in f.render_line(f.header_height))
+        assert line.startswith(first)  # the name column stays while the rest scrolls
+        assert f.slots()[0].column == 0 and f.slots()[1].column > 1  # scrolled by whole columns
+        await pilot.press(*["h"] * len(drawn))
+        assert f.col == 0 and [s.column for s in f.slots()] == drawn
 
 
 @aio
@@ -709,7 +712,7 @@ async def test_no_color_keeps_the_signs(monkeypatch: pytest.MonkeyPatch) -> None
     assert app.no_color and app.ansi_color
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        ratios = [r["Diff Ratio"] for r in shown(app)]
+        ratios = [r["Δ%"] for r in shown(app)]
         assert any(r.startswith("▲") for r in ratios)
 
 

@@ -55,8 +55,15 @@ def test_screen_text_signs_differences_only() -> None:
     assert screen_text(-1.0, DIFF) == "-1.00"
     assert screen_text(0.0, DIFF) == "0.00"
     assert screen_text(2.5, BASE) == "2.50"
-    assert screen_text(1.3, RATIO) == "130.00%"
-    assert screen_text(math.inf, RATIO) == "INF"
+    # A ratio (comparison ÷ base) reads as the change in percent on screen; the workbook's
+    # text keeps the reference's Diff Ratio.
+    assert screen_text(1.3, RATIO) == "+30.00%"
+    assert screen_text(0.4507, RATIO) == "-54.93%"
+    assert screen_text(1.0, RATIO) == "0.00%"
+    assert screen_text(0.99999, RATIO) == "0.00%"  # rounds to no change: no sign
+    assert screen_text(math.inf, RATIO) == "new"
+    assert format_value(1.3, RATIO) == "130.00%"
+    assert format_value(math.inf, RATIO) == "INF"
     assert screen_text(float("nan"), DIFF) == ""
     # Module sheets put "Diff" in the middle of the header: still a difference.
     assert screen_text(33.1, Column("d", "Device Total Time Diff(us)", "diff", "float")) == "+33.10"
@@ -85,11 +92,33 @@ def test_display_columns_put_names_then_differences_then_side_pairs() -> None:
     )
     table = Table("OperatorCompare", cols, pd.DataFrame({c.key: [] for c in cols}), (1, 3), (4, 6))
     order = [c.key for c in display_columns(table)]
-    assert order == ["base_name", "comp_name", "diff", "ratio", "base_shape", "comp_shape",
-                     "base_us", "comp_us", "order"]
+    # Numbers per side before text per side: the durations show before the shapes.
+    assert order == ["base_name", "comp_name", "diff", "ratio", "base_us", "comp_us",
+                     "base_shape", "comp_shape", "order"]
     headers = [display_header(c, table) for c in display_columns(table)]
-    assert headers[:2] == ["Base Operator Name", "Comp Operator Name"]
-    assert headers[2] == "Diff Duration(us)"
+    assert headers[:4] == ["Base Operator Name", "Comp Operator Name", "Diff Duration(us)", "Δ%"]
+    assert headers[4:6] == ["Base Device Duration(us)", "Comp Device Duration(us)"]
+
+
+def test_side_pairs_match_by_quantity_across_spellings() -> None:
+    """Module sheets spell the sides out ("Base Device Duration(ms)", "Comparison Device
+    Duration(ms)"): they are one quantity, adjacent on screen, and read "Base …" / "Comp …"."""
+    cols = (
+        Column("name", "Module Name", "key", "text"),
+        Column("b_self", "Base Self Time(ms)", "base", "float"),
+        Column("b_total", "Base Total Time(ms)", "base", "float"),
+        Column("c_self", "Comparison Self Time(ms)", "comparison", "float"),
+        Column("c_total", "Comparison Total Time(ms)", "comparison", "float"),
+        Column("diff", "Total Time Diff(ms)", "diff", "float"),
+        Column("ratio", "Total Time Diff Ratio", "ratio", "float"),
+    )
+    table = Table("M", cols, pd.DataFrame({c.key: [] for c in cols}), (1, 2), (3, 4))
+    shown = display_columns(table)
+    assert [c.key for c in shown] == ["name", "diff", "ratio", "b_self", "c_self", "b_total",
+                                      "c_total"]
+    assert [display_header(c, table) for c in shown] == [
+        "Module Name", "Total Time Diff(ms)", "Δ% Total Time", "Base Self Time(ms)",
+        "Comp Self Time(ms)", "Base Total Time(ms)", "Comp Total Time(ms)"]
 
 
 def test_label_column_prefers_bold_then_name() -> None:

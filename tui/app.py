@@ -30,6 +30,7 @@ from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned
 from perfcmp_core.insight import headlines
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
+from perfcmp_core.view import TableView
 
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
@@ -64,6 +65,15 @@ class PerfCmpApp(App[int]):
         Binding("s", "sort_pick", "Sort"),
         Binding("slash", "filter", "Filter"),
         Binding("t", "totals", "TOTAL"),
+        # The table's own keys (issue 16): unchanged rows, matches, copy, columns, the full row.
+        Binding("u", "unchanged", "Unchanged", show=False),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
+        Binding("y", "copy_cell", "Copy", show=False),
+        Binding("Y", "copy_row", "Copy row", show=False),
+        Binding("minus", "hide_column", "Hide column", show=False),
+        Binding("plus", "unhide_columns", "Show columns", show=False),
+        Binding("f", "full_row", "Full row", show=False),
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
@@ -78,10 +88,12 @@ class PerfCmpApp(App[int]):
     ]
 
     class Arrived(Message):
-        """One event of the comparison run, posted from the worker thread."""
+        """One event of the comparison run, posted from the worker thread; a table comes with
+        its view, prepared there (search text, clipped cells, sort keys) so no key pays for it."""
 
-        def __init__(self, event: Event) -> None:
+        def __init__(self, event: Event, view: TableView | None = None) -> None:
             self.event = event
+            self.view = view
             super().__init__()
 
     def __init__(
@@ -200,7 +212,8 @@ class PerfCmpApp(App[int]):
             for event in self.source(lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return
-                self.post_message(self.Arrived(event))
+                view = TableView(event.table).prepare() if isinstance(event, TableReady) else None
+                self.post_message(self.Arrived(event, view))
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
             if not worker.is_cancelled:
                 self.post_message(self.Arrived(Failed(f"{type(exc).__name__}: {exc}",
@@ -211,7 +224,7 @@ class PerfCmpApp(App[int]):
         if not self._screens_alive():
             return  # the app is closing: late events from the worker have nowhere to go
         try:
-            self.handle_event(message.event)
+            self.handle_event(message.event, message.view)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the session
             self.handle_event(Failed(f"{type(exc).__name__}: {exc}", is_input=False,
                                      detail=traceback.format_exc()))
@@ -222,8 +235,9 @@ class PerfCmpApp(App[int]):
         except Exception:  # noqa: BLE001 - no screen stack any more (shutting down)
             return False
 
-    def handle_event(self, event: Event) -> None:
-        """Fold the event into the run's results, then show what changed."""
+    def handle_event(self, event: Event, view: TableView | None = None) -> None:
+        """Fold the event into the run's results, then show what changed (``view``: a table's
+        prepared view)."""
         self.outcome.add(event)
         if isinstance(event, Planned):
             self.query_one(RunProgress).plan(event.phases)
@@ -232,7 +246,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, Loaded):
             self.query_one(InputsBar).show(self.outcome.loaded)
         elif isinstance(event, TableReady):
-            self._add_table(event)
+            self._add_table(event, view)
         elif isinstance(event, Skipped):
             for pane_id in {screen_of(name) for name in event.names}:
                 self._pane(pane_id).add_reason(event.reason)
@@ -247,10 +261,10 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, Finished):
             self._finished(event)
 
-    def _add_table(self, event: TableReady) -> None:
+    def _add_table(self, event: TableReady, view: TableView | None) -> None:
         table = event.table
         pane_id = screen_of(table.name)
-        self._pane(pane_id).add_table(table)
+        self._pane(pane_id).add_table(table, view)
         self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
             self.pane.frame.focus()
@@ -380,6 +394,56 @@ class PerfCmpApp(App[int]):
             return ("this view has no call stacks: the Modules screen (3) shows them, and "
                     "ModuleCompare / ModuleCompareStatistic there (v)")
         return "no call stacks in these profiles: collect with with_stack=True"
+
+    def action_unchanged(self) -> None:
+        if not self._no_table() and not self.pane.toggle_unchanged():
+            self.notify("this view has no Diff column: no row is unchanged", severity="warning",
+                        timeout=2)
+
+    def action_next_match(self, step: int) -> None:
+        if self._no_table():
+            return
+        if not self.pane.next_match(step):
+            self.notify("no filter match to go to (/ sets a filter)", severity="warning",
+                        timeout=2)
+
+    def action_copy_cell(self) -> None:
+        if not self._no_table():
+            self._copy(self.pane.frame.cell_full_text(), "cell")
+
+    def action_copy_row(self) -> None:
+        if not self._no_table():
+            self._copy(self.pane.frame.row_full_text(), "row")
+
+    def _copy(self, text: str, what: str) -> None:
+        """To the local clipboard through the terminal (OSC 52: works over SSH; tmux needs
+        ``set -g set-clipboard on``)."""
+        if not text:
+            self.notify(f"nothing to copy in this {what}", severity="warning", timeout=2)
+            return
+        self.copy_to_clipboard(text)
+        shown = text if len(text) <= 60 else text[:57] + "…"
+        self.notify(f"copied {what} ({len(text):,} characters): {shown}", timeout=2,
+                    markup=False)
+
+    def action_hide_column(self) -> None:
+        if self._no_table():
+            return
+        header = self.pane.hide_column()
+        if header is None:
+            self.notify("the name column stays (move with h / l to another column)",
+                        severity="warning", timeout=2)
+
+    def action_unhide_columns(self) -> None:
+        if not self._no_table() and not self.pane.unhide_columns():
+            self.notify("no column is hidden (- hides the cursor column)", timeout=2)
+
+    def action_full_row(self) -> None:
+        if self._no_table():
+            return
+        view, row = self.pane.view, self.pane.frame.current_row
+        if view is not None and row is not None:
+            self.push_screen(DrillScreen(view.table, row))
 
     def on_frame_view_activated(self, event: FrameView.Activated) -> None:
         pane = self.pane

@@ -35,8 +35,8 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 #: (term, what it means) — how to read what the screens show; docs/tui.md lists the same.
 READING: tuple[tuple[str, str], ...] = (
-    ("Ratio", "comparison ÷ base as a percentage: 125.00% ▲ means the comparison takes 1.25× "
-              "the base (worse), 80.00% ▼ 0.8× (better); INF: the base side has none"),
+    ("Δ%", "the change, (comparison − base) ÷ base: ▲ +25.0% the comparison takes 25% more "
+           "(worse), ▼ −20.0% less (better); the workbook keeps the reference's Diff Ratio"),
     ("Diff", "comparison − base, in the unit its header names"),
     ("Order Id, Top", "the row's place in the workbook (execution order; rank by Diff): the "
                       "last columns, `s` on them restores the workbook's order"),
@@ -62,8 +62,8 @@ class HelpScreen(ModalScreen[None]):
                 with Horizontal(classes="help-row"):
                     yield Static(Text(term, style="bold"), classes="help-keys")
                     yield Static(Text(what), classes="help-what")
-            yield Static(Text("\nColours only repeat the signs: ▲ ratio > 1 (worse), ▼ ratio < 1 "
-                              "(better), + / − on differences."))
+            yield Static(Text("\nColours only repeat the signs: ▲ worse, ▼ better, + / − on "
+                              "differences."))
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -66,8 +66,9 @@ class TablePane(Vertical):
         yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
+        yield Static("", id="cell-line", classes="status hidden")
         yield FilterBox(self.apply_filter,
-                        placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
+                        placeholder="filter: text, a|b or a regex; Enter keeps, Esc reverts",
                         id="filter", classes="hidden")
 
     @property
@@ -83,9 +84,11 @@ class TablePane(Vertical):
         return [t for t in self.spec.sheets if t in self.tables]
 
     # -- data arrival -------------------------------------------------------------------------
-    def add_table(self, table: Table) -> None:
+    def add_table(self, table: Table, view: TableView | None = None) -> None:
+        """A table arrived; ``view`` is its view already prepared off the UI thread
+        (:meth:`~perfcmp_core.view.TableView.prepare`), else one is made here."""
         self.tables[table.name] = table
-        self.views[table.name] = TableView(table)
+        self.views[table.name] = view if view is not None else TableView(table)
         names = self.names()
         if table.name in names and (self.current not in names or
                                     (not self._chosen and names[0] == table.name)):
@@ -103,6 +106,7 @@ class TablePane(Vertical):
         self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
         self.frame.add_class("hidden")
+        self.query_one("#cell-line").add_class("hidden")
         self.query_one("#message").remove_class("hidden")
         self._headlines = []
         self.notes = []
@@ -164,9 +168,11 @@ class TablePane(Vertical):
         self.frame.set_view(self.views[name])
         self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
+        self.query_one("#cell-line").remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
         self._show_notes()
+        self._cell_line()
         self.update_stacks()
 
     def activate(self) -> None:
@@ -199,18 +205,54 @@ class TablePane(Vertical):
         if view.focus_label:
             parts.append(f"rows of {view.focus_label} (q: back)")
         if view.filter_text:
-            parts.append(f"filter “{view.filter_text}”")
+            parts.append(self._filter_status(view))
         if view.totals_only:
             parts.append("[ TOTAL ] only")
+        if view.hide_unchanged:
+            parts.append("unchanged rows hidden (u)")
+        if view.hidden:
+            parts.append(f"{len(view.hidden)} column{'s' if len(view.hidden) > 1 else ''} "
+                         "hidden (+ shows)")
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))
         status.update(Text("  ·  ".join(parts)))
 
+    def _filter_status(self, view: TableView) -> str:
+        """The filter, and whether some rows matched only in text not on screen (kernel lists,
+        columns scrolled away or hidden): `n` takes the cursor there."""
+        search = view.search
+        kind = "regex " if search is not None and search.is_regex else ""
+        text = f"filter {kind}“{view.filter_text}”"
+        if not len(view):
+            return text + ": no row matches"
+        shown = [c.key for c in self.frame.visible_columns()]
+        count, where = view.matched_elsewhere(shown)
+        if count:
+            headers = ", ".join(display_header(view.table.column(k), view.table) for k in where)
+            rows = "all rows" if count == len(view) else f"{count:,} row{'s' if count > 1 else ''}"
+            text += f" ({rows} only in {headers}; n: next match)"
+        return text
+
+    def _cell_line(self) -> None:
+        """Under the table: the cursor cell's full header and text (names cut in the middle on
+        screen read in full here)."""
+        line = self.query_one("#cell-line", Static)
+        frame = self.frame
+        col, row = frame.current_column, frame.current_row
+        if self.view is None or col is None or row is None:
+            line.update("")
+            return
+        header = frame.headers[frame.col]
+        text = Text(header + ": ", style="bold")
+        text.append(self.view.cell(row, col) or "—")
+        line.update(text)
+
     def refresh_view(self, keep_row: int | None = None) -> None:
         if self.view is not None:
             self.frame.refresh_data(keep_row=keep_row)
         self._status()
+        self._cell_line()
         self.update_stacks()
 
     # -- actions (called by the app) ----------------------------------------------------------
@@ -234,10 +276,39 @@ class TablePane(Vertical):
         return True
 
     def sort_column(self, key: str) -> None:
-        """Sort by ``key`` (descending; the current sort column flips)."""
+        """Sort by ``key`` (descending; the current sort column flips), the cell cursor on it:
+        a column sorted by is always on screen."""
         if self.view is not None:
             self.view.sort_by(key)
+            self.frame.show_column(key)
             self.refresh_view(keep_row=self.frame.current_row)
+
+    def toggle_unchanged(self) -> bool:
+        """`u`: hide / show the rows whose differences are all 0 (ratios 1)."""
+        view = self.view
+        if view is None or not view.toggle_unchanged():
+            return False
+        self.refresh_view(keep_row=self.frame.current_row)
+        return True
+
+    def hide_column(self) -> str | None:
+        """`-`: hide the cursor column; its header, or None (the label cannot be hidden)."""
+        col = self.frame.hide_column() if self.view is not None else None
+        self.refresh_view(keep_row=self.frame.current_row)
+        return display_header(col, self.view.table) if col is not None and self.view else None
+
+    def unhide_columns(self) -> int:
+        """`+`: show the hidden columns again; how many there were."""
+        n = self.frame.unhide_columns()
+        self.refresh_view(keep_row=self.frame.current_row)
+        return n
+
+    def next_match(self, step: int) -> bool:
+        """`n` / `N`: the next / previous cell the filter matched."""
+        if self.view is None or not self.frame.goto_match(step):
+            return False
+        self._status()
+        return True
 
     def toggle_totals(self) -> bool:
         view = self.view
@@ -278,7 +349,6 @@ class TablePane(Vertical):
         holds the keys behind the ``/`` until this ran, then they land in the box."""
         if self.view is None:
             return False
-        self.view.ready_filter()
         box = self.query_one("#filter", Input)
         self._filter_before = self.view.filter_text
         box.value = self.view.filter_text
@@ -367,6 +437,9 @@ class TablePane(Vertical):
             self._stack_texts[side].update(text)
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
+        if self.view is not None and self.view.filter_text:
+            self._status()  # the columns on screen may have changed: so may the filter's hint
+        self._cell_line()
         self.update_stacks()
 
 

@@ -806,3 +806,22 @@ async def test_c_says_where_the_stacks_are_when_the_profiles_have_them() -> None
         messages = [n.message for n in app._notifications]
         assert messages[-1].startswith("this view has no call stacks: the Modules screen (3)")
         assert not any("collect with with_stack" in m for m in messages)
+
+
+@aio
+async def test_advisor_screen_reads_its_findings_first() -> None:
+    """fixtures/README.md: with FA the comparison's DiT FA and Vector shares trip their rules;
+    the screen's text above the shares names them with what to try and the top operators."""
+    advisor = tables("infer")["Advisor"]
+    app = make_app("infer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        extra = text_of(app.query_one("#pane-advisor #extra", Static))
+        assert extra.startswith("Findings")
+        assert "comparison: DiT FA share high: 32.93% of stage time > 30%" in extra
+        assert "    top: FlashAttentionScore 0.661 ms" in extra
+        assert "what grew: DiT FA grew 0.200 ms per step" in extra
+        assert extra.strip() == advisor.lead
+        # Then the shares: the table itself.
+        assert [r["Category"] for r in shown(app)][:2] == list(advisor.data["category"][:2])

@@ -160,6 +160,13 @@ def _kernels(ctx: Context) -> Outcome:
     return [table] if table is not None else reason
 
 
+def _steps(ctx: Context) -> Outcome:
+    from .steps import compare_steps
+
+    table, reason = compare_steps(ctx.base, ctx.comp, ctx.masks())
+    return [table] if table is not None else reason
+
+
 # ---------------------------------------------------------------------------- the registry
 
 OVERALL = Screen("overall", "1", "Overall",
@@ -219,6 +226,9 @@ STEPS: tuple[Step, ...] = (
     Step("KernelCompare", "kernel", _kernels, (
         Sheet("KernelCompare", KERNELS, "NPU kernels grouped by type and input shapes."),
         Sheet("KernelTypeCompare", KERNELS, "NPU kernels grouped by type and core type."))),
+    # Last: it measures every step again, and the Overall screen shows its totals first.
+    Step("StepCompare", "profiling", _steps, (
+        Sheet("StepCompare", OVERALL, export=False),)),
 )
 
 #: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the

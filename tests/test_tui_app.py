@@ -825,3 +825,53 @@ async def test_advisor_screen_reads_its_findings_first() -> None:
         assert extra.strip() == advisor.lead
         # Then the shares: the table itself.
         assert [r["Category"] for r in shown(app)][:2] == list(advisor.data["category"][:2])
+
+
+# -- pictures -----------------------------------------------------------------------------------
+@aio
+async def test_overall_bars_and_step_sparkline() -> None:
+    """The bars are the OverallMetrics parts on one scale; the sparkline the StepCompare E2E."""
+    from perfcmp_core.insight import time_parts
+    from perfcmp_tui.widgets.pictures import OverallPicture, cells
+
+    overall = tables("npu")["OverallMetrics"]
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        picture = app.query_one("#pane-overall #picture", OverallPicture)
+        assert not picture.has_class("hidden")  # 44 rows: shown without asking
+        lines = picture.render().plain.splitlines()
+        parts = time_parts(overall)
+        e2e = overall.data.set_index(overall.data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert lines[0].startswith("Base ") and lines[0].endswith(f" {e2e:,.3f} ms")
+        bar = lines[0].removeprefix("Base ").rsplit(" ", 2)[0]
+        width = picture.size.width - len("Base ") - len(" 00,000.000 ms")
+        scale = max(sum(p.base_ms for p in parts), sum(p.comp_ms for p in parts))
+        assert len(bar) == sum(cells([p.base_ms for p in parts], scale, width))
+        assert "Uncovered Communication 0.60→0.60" in lines[2] + lines[-2]
+        spark = lines[-1]
+        # One scale for both sides, 6.228 (base step 3) … 6.375 ms (comparison step 1), in 8
+        # levels: base 6.339, 6.318, 6.228 → levels 5.3, 4.3, 0 → ▆▅▁; comparison 6.375, 6.354,
+        # 6.264 → 7, 6.0, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
+        assert steps["base_e2e"].round(3).tolist() == [6.339, 6.318, 6.228]
+        assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.228–6.375 ms)"
+        await pilot.press("p")
+        assert picture.has_class("hidden")
+        await pilot.press("2", "p")
+        assert [n.message for n in app._notifications][-1].startswith("pictures are on the Overall")
+
+
+def test_bar_cells_add_up_and_degrade_to_glyphs() -> None:
+    from perfcmp_core.insight import Part
+    from perfcmp_tui.widgets.pictures import cells, stacked_bars
+
+    assert cells([1.0, 1.0, 1.0], 3.0, 10) == [3, 4, 3]  # rounded at the ends: 3 + 4 + 3 = 10
+    assert sum(cells([0.2, 0.2, 0.6], 2.0, 40)) == 20  # half the scale: half the bar
+    parts = [Part("Matmul", 2.0, 3.0), Part("Free", 2.0, 1.0)]
+    plain = stacked_bars(parts, 60, colour=False).plain.splitlines()
+    # Without colour each segment has its own glyph, named in the legend.
+    assert set(plain[0].split()[1]) == {"█", "▓"} and "█ Matmul 2.00→3.00" in plain[2]
+    assert "▓ Free 2.00→1.00" in plain[2]
+    coloured = stacked_bars(parts, 60, colour=True)
+    assert set(coloured.plain.splitlines()[0].split()[1]) == {"█"}

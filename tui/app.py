@@ -77,6 +77,7 @@ class PerfCmpApp(App[int]):
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        Binding("p", "pictures", "Pictures", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
@@ -274,6 +275,11 @@ class PerfCmpApp(App[int]):
             notes = self.outcome.notes_for(pane.spec.id)
             if notes != pane.notes:
                 pane.set_notes(notes)
+
+    def action_pictures(self) -> None:
+        if not self.pane.toggle_pictures():
+            self.notify("pictures are on the Overall screen (1): E2E bars per side and a "
+                        "sparkline per step", timeout=3)
 
     def action_notes(self) -> None:
         self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in SCREENS]))

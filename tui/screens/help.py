@@ -25,6 +25,7 @@ KEYS: tuple[tuple[str, str], ...] = (
      "expand a tree node; on a statistic row show its matched rows; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
+    ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),

@@ -17,10 +17,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
-from perfcmp_core.insight import Headline
+from perfcmp_core.insight import Headline, time_parts
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
+from .pictures import OverallPicture
+
+#: Terminal rows from which the Overall pictures show without asking (`p` toggles them): below,
+#: the bars would leave the table a handful of rows.
+PICTURE_MIN_ROWS = 36
 
 
 class FilterBox(Input):
@@ -59,10 +64,14 @@ class TablePane(Vertical):
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
         self.notes: list[str] = []  # the run's notes that concern this screen
+        #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
+        self.pictures: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
+        if self.spec.headlines:  # the Overall screen
+            yield OverallPicture(id="picture", classes="hidden")
         yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
@@ -94,6 +103,7 @@ class TablePane(Vertical):
                                     (not self._chosen and names[0] == table.name)):
             self.show(names[0])
         self._show_extra()
+        self._show_picture()
 
     def reset(self) -> None:
         """Forget every table (a retried run starts from nothing)."""
@@ -112,6 +122,7 @@ class TablePane(Vertical):
         self.notes = []
         self._show_extra()
         self._show_notes()
+        self._show_picture()
         self._status()
 
     def set_headlines(self, headlines: list[Headline]) -> None:
@@ -127,6 +138,38 @@ class TablePane(Vertical):
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
         extra.set_class(not text.plain.strip(), "hidden")
+
+    # -- pictures -----------------------------------------------------------------------------
+    def _show_picture(self) -> None:
+        """The Overall bars (OverallMetrics) and step sparkline (StepCompare), when on."""
+        found = self.query("#picture")
+        if not found:
+            return
+        picture = found.first(OverallPicture)
+        overall = self.tables.get("OverallMetrics")
+        on = overall is not None and self.pictures_on()
+        picture.set_class(not on, "hidden")
+        if on and overall is not None:
+            steps = self.tables.get("StepCompare")
+            series = ((steps.data["base_e2e"].tolist(), steps.data["comp_e2e"].tolist())
+                      if steps is not None else ([], []))
+            picture.set_data(time_parts(overall), series)
+
+    def pictures_on(self) -> bool:
+        return self.pictures if self.pictures is not None else (
+            self.app.size.height >= PICTURE_MIN_ROWS)
+
+    def toggle_pictures(self) -> bool:
+        """`p`: pictures on / off (False: this screen has none)."""
+        if not self.query("#picture") or "OverallMetrics" not in self.tables:
+            return False
+        self.pictures = not self.pictures_on()
+        self._show_picture()
+        return True
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.pictures is None:
+            self._show_picture()
 
     def set_notes(self, notes: list[str]) -> None:
         """The run's notes about this screen: the first on one line above the table, all of

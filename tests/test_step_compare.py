@@ -65,3 +65,27 @@ def test_without_steps_says_why() -> None:
     empty = Profile(meta=ProfileMeta(kind="gpu", source="x"))
     table, reason = compare_steps(empty, empty, DEFAULT_MASKS)
     assert table is None and reason == "per-step times need ProfilerStep markers: base has none"
+
+
+def test_module_tree_roots_carry_their_step_and_backward_folds_per_step() -> None:
+    """fixtures/README.md: three steps, each one forward of TransformerLM_0, the optimizer and a
+    backward. The three forward roots read steps 1, 2, 3; each step's backward pseudo-modules
+    fold under one ``[ BACKWARD ]`` root whose total is their own times summed."""
+    from perfcmp_core.compare.result import LEVEL, NODE, PARENT
+
+    tree = tables("npu")["ModuleTree"].data
+    roots = tree[tree[LEVEL] == 0]
+    lm = roots[roots["module"] == "TransformerLM_0"]
+    assert lm["step"].tolist() == ["1", "2", "3"]
+    back = roots[roots["module"] == "[ BACKWARD ]"]
+    assert back["step"].tolist() == ["1", "2", "3"]
+    pseudo = tree[tree["_path"].str.startswith("/[ BACKWARD ]")]
+    assert (pseudo[LEVEL] >= 1).all()  # no backward row left flat at the top
+    for node, step, total in zip(back[NODE], back["step"], back["base_total"]):
+        own = pseudo.loc[pseudo["step"] == step, "base_self"].sum()
+        assert total == pytest.approx(own, abs=1e-9)
+        assert (tree.loc[tree[PARENT] == node, "_path"].str.startswith("/[ BACKWARD ]")).all()
+    # A nested row is named by the rest of its path below its parent's.
+    row = pseudo[pseudo["_path"].str.endswith("TransformerLayer_1/ MLP_1/ Linear_7")].iloc[0]
+    parent = tree[tree[NODE] == row[PARENT]].iloc[0]
+    assert parent["_path"].endswith("TransformerLayer_1") and row["module"] == "MLP_1/ Linear_7"

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from openpyxl import load_workbook
 from textual.command import CommandPalette
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input, OptionList, Static
 
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
 from perfcmp_tui.app import PerfCmpApp, build_app
@@ -877,3 +877,83 @@ def test_bar_cells_add_up_and_degrade_to_glyphs() -> None:
     assert "▓ Free 2.00→1.00" in plain[2]
     coloured = stacked_bars(parts, 60, colour=True)
     assert set(coloured.plain.splitlines()[0].split()[1]) == {"█"}
+
+
+# -- steps --------------------------------------------------------------------------------------
+def step_source(pair: str, *steps: int) -> Callable[[int | None, int | None],
+                                                    Callable[..., Iterator[Event]]]:
+    """The app's ``restart``: the pair's comparison cut to one of ``steps`` (or every step),
+    computed in this process before the app starts."""
+    from dataclasses import replace as with_
+
+    from perfcmp_core.pipeline import comparison_events
+
+    req = request(pair)
+    runs = {(None, None): events(pair)}
+    for step in steps:
+        cut = with_(req, base_opts=with_(req.base_opts, step=step),
+                    comp_opts=with_(req.comp_opts, step=step))
+        runs[(step, step)] = tuple(comparison_events(cut))
+    return lambda base_step, comp_step: replay(runs[(base_step, comp_step)])
+
+
+@aio
+async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
+    from perfcmp_tui.screens.step_picker import StepPicker
+
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu", restart=step_source("npu", 2))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        overall = pane(app, "overall")
+        assert overall._headlines[0].base == "18.885 ms"
+        await pilot.press("S")
+        assert isinstance(app.screen, StepPicker)
+        labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        assert labels == ["all steps  (now)", "step 1", "step 2", "step 3"]
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (2, 2)
+        # The Overall screen now is step 2 alone: StepCompare's row for step 2.
+        assert overall._headlines[0].base == f"{steps['base_e2e'].iloc[1]:,.3f} ms"
+        assert overall._headlines[0].comparison == f"{steps['comp_e2e'].iloc[1]:,.3f} ms"
+        assert "StepCompare" not in overall.tables  # one step a side: nothing per step
+        await pilot.press("S")
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (None, None) and overall._headlines[0].base == "18.885 ms"
+
+
+@aio
+async def test_step_picker_without_steps_to_pick() -> None:
+    app = make_app("npu")  # no restart: a replayed run cannot be rerun
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("one step on each side")
+
+
+@aio
+async def test_step_picker_reruns_in_a_child_process() -> None:
+    """The real app's restart: a fresh child process on the chosen step (`--base-step 3
+    --comparison-step 3`), its figures StepCompare's row for step 3."""
+    from perfcmp_core.runner import prepare
+
+    prepare()
+    steps = tables("npu")["StepCompare"].data
+    app = build_app(request("npu"))
+    app.timings = False
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, timeout=120)
+        await pilot.press("S", "end", "enter")
+        await pilot.pause()
+        await settle(pilot, app, timeout=120)
+        assert app.failed is None and app.steps_now == (3, 3)
+        head = pane(app, "overall")._headlines[0]
+        assert head.base == f"{steps['base_e2e'].iloc[2]:,.3f} ms"
+        assert app.outcome.loaded["base"]["selected_step"] == 3
+        await pilot.press("q")
+    assert app.return_code == 0

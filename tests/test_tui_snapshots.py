@@ -105,3 +105,11 @@ def test_overall_pictures_in_256_colours(snap_compare: Callable[..., bool],
     app = make_app("mixed")
     assert app.console.color_system == "256"
     assert snap_compare(app, terminal_size=(160, 44), run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_step_picker(snap_compare: Callable[..., bool], size: str) -> None:
+    from tui_support import events, replay
+
+    app = make_app("npu", restart=lambda b, c: replay(events("npu")))
+    assert snap_compare(app, press=["S"], terminal_size=SIZES[size], run_before=finished(app))

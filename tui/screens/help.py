@@ -26,6 +26,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("c", "show / hide the Base and Comparison call stacks"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
+    ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),

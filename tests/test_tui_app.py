@@ -957,3 +957,56 @@ async def test_step_picker_reruns_in_a_child_process() -> None:
         assert app.outcome.loaded["base"]["selected_step"] == 3
         await pilot.press("q")
     assert app.return_code == 0
+
+
+# -- kernels of a row ---------------------------------------------------------------------------
+@aio
+async def test_K_compares_the_kernels_of_an_operator() -> None:
+    """fixtures/README.md #1: layer 1's QKV MatMulV3 100 → 130 µs, +90 µs over the run; the
+    other kernels of aten::linear do not move, and they add up to the operator's device time."""
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    stat = tables("npu_ops")["OperatorCompareStatistic"].data.set_index("name")
+    app = make_app("npu_ops")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        names = [r["Operator Name"] for r in shown(app)]
+        await pilot.press(*["j"] * names.index("aten::linear"), "K")
+        assert isinstance(app.screen, KernelScreen)
+        k = app.screen.table.data.set_index("kernel")
+        assert app.screen.table.title == "Kernels of aten::linear"
+        assert k.index[0] == "aclnnAddmm_MatMulV3Common_MatMulV3"  # the largest difference first
+        assert k["diff_us"].iloc[0] == pytest.approx(90.0, abs=1.5)  # + the 0–499 ns fractions
+        assert (k["diff_us"].iloc[1:].abs() < 1e-9).all()
+        for side in ("base", "comp"):
+            assert k[f"{side}_us"].sum() / 1000 == pytest.approx(stat.loc["aten::linear", f"{side}_ms"],
+                                                                 abs=1e-6)
+        assert k["base_n"].iloc[0] == 15  # 5 linear layers × 3 steps launch MatMulV3
+        body = text_of(app.screen.query_one("#kernels-head", Static))
+        assert body.startswith("Kernels of aten::linear: 5 kernel names")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, KernelScreen)
+
+
+@aio
+async def test_K_on_a_module_row_shows_its_kernels_and_call_stacks() -> None:
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    detail = tables("npu")["ModuleCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3", "v", "v")
+        mods = pane(app, "modules")
+        assert mods.current == "ModuleCompare"
+        row = int(np.flatnonzero(~detail["_is_total"].to_numpy())[0])  # the first op row
+        await pilot.press(*["j"] * list(mods.view.order()).index(row), "K")
+        assert isinstance(app.screen, KernelScreen)
+        stacks = app.screen.stacks
+        assert stacks == (detail["base_stack"].iat[row], detail["comp_stack"].iat[row])
+        side = text_of(app.screen.query(".drill-side").first(Static))
+        assert side.startswith("Base call stack\n") and detail["base_stack"].iat[row].split(";")[0].strip() in side
+        await pilot.press("q")
+        await pilot.press("1", "K")
+        assert [n.message for n in app._notifications][-1].startswith("this row has no kernels")

@@ -113,3 +113,15 @@ def test_step_picker(snap_compare: Callable[..., bool], size: str) -> None:
 
     app = make_app("npu", restart=lambda b, c: replay(events("npu")))
     assert snap_compare(app, press=["S"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_kernels_of_an_operator(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "K"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+def test_kernels_of_a_module_row_with_stacks(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["3", "v", "v", "j", "K"], terminal_size=(160, 44),
+                        run_before=finished(app))

@@ -37,6 +37,7 @@ from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
+from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
 from .screens.step_picker import Choice, StepPicker, step_choices
@@ -84,6 +85,7 @@ class PerfCmpApp(App[int]):
         Binding("e", "export", "Export"),
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
+        Binding("K", "kernels", "Kernels of row", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
@@ -293,6 +295,16 @@ class PerfCmpApp(App[int]):
             notes = self.outcome.notes_for(pane.spec.id)
             if notes != pane.notes:
                 pane.set_notes(notes)
+
+    def action_kernels(self) -> None:
+        if self._no_table():
+            return
+        found = self.pane.row_kernels()
+        if found is None:
+            self.notify("this row has no kernels: K works on operator and module rows",
+                        severity="warning", timeout=3)
+            return
+        self.push_screen(KernelScreen(*found))
 
     def action_pictures(self) -> None:
         if not self.pane.toggle_pictures():

@@ -25,6 +25,7 @@ KEYS: tuple[tuple[str, str], ...] = (
      "expand a tree node; on a statistic row show its matched rows; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
+    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
     ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),

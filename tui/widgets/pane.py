@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
 from perfcmp_core.view import TableView, display_header
@@ -467,7 +469,7 @@ class TablePane(Vertical):
         for side, title, stack in (("base", "Base call stack", base),
                                    ("comp", "Comparison call stack", comp)):
             texts[side] = Text(title + "\n", style="bold")
-            texts[side].append(_stack_text(stack), style="")
+            texts[side].append(stack_text(stack), style="")
         if self._stacks is None:  # first opened: build the panel with its texts
             self._stack_texts = {side: Static(text, id=f"stack-{side}")
                                  for side, text in texts.items()}
@@ -478,6 +480,38 @@ class TablePane(Vertical):
             return
         for side, text in texts.items():
             self._stack_texts[side].update(text)
+
+    # -- kernels of a row ---------------------------------------------------------------------
+    def row_kernels(self) -> tuple[Table, tuple[str, str] | None] | None:
+        """`K`: the kernel comparison of the cursor row (its own ``Kernel Details``, or those of
+        the rows Enter would open) and the row's call stacks; None when the row has neither."""
+        view, row = self.view, self.frame.current_row
+        if view is None or row is None:
+            return None
+        table = view.table
+        keys = detail_keys(table)
+        label = str(table.data[self.frame.columns[0].key].iat[row]).strip()
+        if keys is not None:
+            source, rows = table, [row]
+            if IS_TOTAL in table.data and bool(table.data[IS_TOTAL].iat[row]):
+                # A module instance's [ TOTAL ] row: its kernels are those of its op rows below.
+                totals = np.flatnonzero(table.data[IS_TOTAL].to_numpy(dtype=bool))
+                end = next((int(t) for t in totals if t > row), len(table.data))
+                rows = list(range(row + 1, end))
+        elif table.drill is not None and table.drill.target in self.tables:
+            source = self.tables[table.drill.target]
+            keys = detail_keys(source)
+            conditions, label = view.drill(row)
+            rows = list(rows_matching(source.data, conditions))
+        if keys is None:
+            return None
+        df = source.data
+        kernels = op_kernels(df[keys[0]].iloc[rows], df[keys[1]].iloc[rows], label)
+        stacks = None
+        if table.stacks is not None:
+            stacks = (_text(table.data[table.stacks[0]].iat[row]),
+                      _text(table.data[table.stacks[1]].iat[row]))
+        return kernels, stacks
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
         if self.view is not None and self.view.filter_text:
@@ -504,7 +538,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _stack_text(stack: str) -> str:
+def stack_text(stack: str) -> str:
     """One frame per line (the sheets join frames with ``;`` and a newline)."""
     frames = [f.strip() for f in stack.replace(";\n", "\n").replace(";", "\n").splitlines()]
     frames = [f for f in frames if f and f not in ("nan", "N/A")]

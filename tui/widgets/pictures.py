@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.text import Text
+from textual.app import App
 from textual.widget import Widget
 
 from perfcmp_core.insight import Part
@@ -22,6 +23,13 @@ COLOURS = ("dodger_blue2", "green3", "gold3", "medium_purple2", "dark_orange", "
            "red3", "grey70")
 GLYPHS = ("█", "▓", "▒", "░", "#", "=", "+", ":")
 SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def draws_colour(app: App[object]) -> bool:
+    """Whether pictures tell their parts apart by colour: not under NO_COLOR (the app draws with
+    the terminal's colours only) nor on a 16-colour terminal, where they would not differ
+    enough; then each part gets its own glyph."""
+    return not app.ansi_color and app.console.color_system not in (None, "standard", "windows")
 
 
 def cells(values: Sequence[float], scale: float, width: int) -> list[int]:
@@ -105,16 +113,9 @@ class OverallPicture(Widget):
         self.parts, self.steps = parts, steps
         self.refresh(layout=True)
 
-    @property
-    def colour(self) -> bool:
-        """False under NO_COLOR (the app draws with the terminal's colours only) and on a
-        16-colour terminal, where the segments would not be told apart by colour."""
-        system = self.app.console.color_system
-        return not self.app.ansi_color and system not in (None, "standard", "windows")
-
     def render(self) -> Text:
         width = max(self.size.width, 40)
-        text = stacked_bars(self.parts, width, self.colour)
+        text = stacked_bars(self.parts, width, draws_colour(self.app))
         spark = step_sparklines(*self.steps, width)
         if spark.plain:
             text.append("\n")

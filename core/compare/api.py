@@ -24,7 +24,7 @@ from ..model import Profile
 from ..options import CompareOptions
 from .masks import TextIndex, TextIndexes
 from .names import pairing_names
-from .result import Column, Table, ratio
+from .result import Column, Table, ratio, screen_diffs
 
 SHEET = "ApiCompare"
 
@@ -44,6 +44,8 @@ COLUMNS = (
     Column("avg_ratio", "Diff Avg Ratio", "ratio", "float", "", 20),
     Column("calls_ratio", "Diff Calls Ratio", "ratio", "float", "", 20),
 )
+#: The quantities whose absolute change the screens show beside the ratios (and `d` sorts by).
+DIFFED = tuple(c for c in COLUMNS if c.key in ("base_total", "base_self", "base_calls"))
 
 
 def self_ns(ops: pd.DataFrame) -> np.ndarray:
@@ -120,5 +122,7 @@ def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: 
         cols[f"{side}_calls"] = calls
     for what in ("total", "self", "avg", "calls"):
         cols[f"{what}_ratio"] = ratio(cols[f"base_{what}"], cols[f"comp_{what}"])
-    return Table(name=SHEET, columns=COLUMNS, data=pd.DataFrame(cols), base_span=(2, 5), comp_span=(6, 9),
-                 title="API: host time per op name")
+    data = pd.DataFrame(cols)
+    diffs = screen_diffs(data, DIFFED)
+    return Table(name=SHEET, columns=COLUMNS, data=data, base_span=(2, 5), comp_span=(6, 9),
+                 title="API: host time per op name", default_sort=diffs[0].key, screen_columns=diffs)

@@ -18,17 +18,18 @@ from openpyxl import load_workbook
 from textual.command import CommandPalette
 from textual.widgets import Footer, Input, Static
 
-from perfcmp_core.events import Event, Failed, Planned, TableReady
+from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
 from perfcmp_tui.app import PerfCmpApp, build_app
 from perfcmp_tui.screens.drill import DrillScreen
 from perfcmp_tui.screens.error import ErrorScreen
 from perfcmp_tui.screens.export_dialog import ExportDialog
-from perfcmp_tui.screens.help import KEYS, HelpScreen
+from perfcmp_tui.screens.help import KEYS, READING, HelpScreen
+from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, request, same,
-                         settle, shown, signed, tables, text_of)
+from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, replay,
+                         request, same, settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
 
@@ -580,7 +581,8 @@ async def test_help_lists_every_key() -> None:
             assert isinstance(app.screen, HelpScreen)
             rows = [(text_of(k), text_of(w)) for k, w in zip(app.screen.query(".help-keys"),
                                                              app.screen.query(".help-what"))]
-            assert rows == list(KEYS)
+            # Every key, then how to read the screens (the ratio, Order Id / Top, units …).
+            assert rows == [*KEYS, *READING]
             await pilot.press("escape")
             assert not isinstance(app.screen, HelpScreen)
 
@@ -747,3 +749,60 @@ async def test_export_while_tables_still_arrive_writes_what_was_there(
     (path,) = tmp_path.glob("performance_comparison_result_*.xlsx")
     assert load_workbook(path, read_only=True).sheetnames == ["OverallMetrics", "README"]
     assert any(m.startswith("workbook written:") and "partial" in m for m in messages), messages
+
+
+# -- notes --------------------------------------------------------------------------------------
+def run_notes(pair: str) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """The run's notes and the screens each concerns, straight from the core event stream."""
+    done = next(e for e in events(pair) if isinstance(e, Finished))
+    return done.notes, done.screens
+
+
+@aio
+async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
+    notes, screens = run_notes("npu")
+    # fixtures/README.md: 12 kernels per side carry no async_npu flow (linked to no host op).
+    unlinked = [n for n in notes if "linked to no host op" in n]
+    assert len(unlinked) == 2 and all(screens[n] == ("modules", "operators") for n in unlinked)
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        line = app.query_one("#pane-overall #notes-line", Static)
+        assert line.has_class("hidden")  # no note concerns the Overall screen
+        await pilot.press("2")
+        line = app.query_one("#pane-operators #notes-line", Static)
+        assert not line.has_class("hidden")
+        assert text_of(line) == f"note: {unlinked[0]} (+1 more)  · ! lists every note"
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, NotesScreen)
+        body = text_of(app.screen.query_one("#notes-text", Static))
+        for note in app.outcome.notes:
+            assert f"• {note}" in body
+        # Each note is listed once, under the first screen it concerns.
+        assert body.count(unlinked[0]) == 1 and "Operators (also: Modules)" in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NotesScreen)
+
+
+@aio
+async def test_notes_view_of_a_run_without_notes() -> None:
+    app = PerfCmpApp("a", "b", replay((Finished(0.1),)), timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, NotesScreen)
+        assert "no notes" in text_of(app.screen.query_one("#notes-text", Static))
+
+
+@aio
+async def test_c_says_where_the_stacks_are_when_the_profiles_have_them() -> None:
+    infos = [e.info for e in events("npu") if isinstance(e, Loaded)]
+    assert any(i["with_stack"] for i in infos)  # the fixture was collected with stacks
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "c")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert messages[-1].startswith("this view has no call stacks: the Modules screen (3)")
+        assert not any("collect with with_stack" in m for m in messages)

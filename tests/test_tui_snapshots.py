@@ -64,3 +64,10 @@ def test_help(snap_compare: Callable[..., bool]) -> None:
     app = make_app("npu")
     assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24),
                         run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_notes_view(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("mixed")
+    assert snap_compare(app, press=["2", "exclamation_mark"], terminal_size=SIZES[size],
+                        run_before=finished(app))

@@ -36,6 +36,7 @@ from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
+from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
 from .terminal import Guard
 from .widgets.frame_view import FrameView
@@ -76,6 +77,8 @@ class PerfCmpApp(App[int]):
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        # Not in the footer (full at 80 columns): the notes line names the key.
+        Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "cancel", "Cancel", show=False),
         Binding("q", "back", "Quit"),
@@ -251,7 +254,9 @@ class PerfCmpApp(App[int]):
             for pane in self.query(TablePane):
                 if pane.spec.headlines:
                     pane.set_headlines(headlines(event.figures))
-        elif isinstance(event, Failed):
+        if isinstance(event, (Loaded, TableReady, Skipped, Finished)):
+            self._show_notes()
+        if isinstance(event, Failed):
             self._failed(event)
         elif isinstance(event, Finished):
             self._finished(event)
@@ -263,6 +268,15 @@ class PerfCmpApp(App[int]):
         self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
             self.pane.frame.focus()
+
+    def _show_notes(self) -> None:
+        for pane in self.query(TablePane):
+            notes = self.outcome.notes_for(pane.spec.id)
+            if notes != pane.notes:
+                pane.set_notes(notes)
+
+    def action_notes(self) -> None:
+        self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in SCREENS]))
 
     def _failed(self, event: Failed) -> None:
         self.running = False
@@ -371,8 +385,15 @@ class PerfCmpApp(App[int]):
 
     def action_stacks(self) -> None:
         if not self._no_table() and not self.pane.toggle_stacks():
-            self.notify("no call stacks in this view (Modules screen; collect with "
-                        "with_stack=True)", severity="warning", timeout=3)
+            self.notify(self._no_stacks_message(), severity="warning", timeout=3)
+
+    def _no_stacks_message(self) -> str:
+        """Why `c` shows nothing here: this view has no stack columns (the profiles do), or
+        neither profile was collected with stacks."""
+        if any(info.get("with_stack") for info in self.outcome.loaded.values()):
+            return ("this view has no call stacks: the Modules screen (3) shows them, and "
+                    "ModuleCompare / ModuleCompareStatistic there (v)")
+        return "no call stacks in these profiles: collect with with_stack=True"
 
     def action_unchanged(self) -> None:
         if not self._no_table() and not self.pane.toggle_unchanged():

@@ -58,10 +58,12 @@ class TablePane(Vertical):
         self._stacks: Horizontal | None = None
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
+        self.notes: list[str] = []  # the run's notes that concern this screen
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
+        yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
         yield Static("", id="cell-line", classes="status hidden")
@@ -107,7 +109,9 @@ class TablePane(Vertical):
         self.query_one("#cell-line").add_class("hidden")
         self.query_one("#message").remove_class("hidden")
         self._headlines = []
+        self.notes = []
         self._show_extra()
+        self._show_notes()
         self._status()
 
     def set_headlines(self, headlines: list[Headline]) -> None:
@@ -123,6 +127,24 @@ class TablePane(Vertical):
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
         extra.set_class(not text.plain.strip(), "hidden")
+
+    def set_notes(self, notes: list[str]) -> None:
+        """The run's notes about this screen: the first on one line above the table, all of
+        them one key (``!``) away."""
+        self.notes = notes
+        self._show_notes()
+
+    def _show_notes(self) -> None:
+        line = self.query_one("#notes-line", Static)
+        # Without a table the screen's message already says why (the absent-table notes).
+        shown = bool(self.notes) and self.current is not None
+        line.set_class(not shown, "hidden")
+        if shown:
+            more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+            text = Text("note: ", style="bold")
+            text.append(self.notes[0])
+            text.append(f"{more}  · ! lists every note", style="dim")
+            line.update(text)
 
     def add_reason(self, reason: str) -> None:
         """Why a table of this screen is missing (shown while the screen has no table)."""
@@ -149,6 +171,7 @@ class TablePane(Vertical):
         self.query_one("#cell-line").remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
+        self._show_notes()
         self._cell_line()
         self.update_stacks()
 

@@ -98,11 +98,11 @@ def screen_text(value: object, col: Column) -> str:
 def clip_text(text: str, limit: int = CLIP) -> str:
     """One screen line of at most ``limit`` characters: line breaks shown as ⏎, a longer text
     keeps its head and its tail around "…" (a path's first part and its last ones both matter)."""
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     if len(text) > limit:
         head = limit // 2
         text = text[:head] + "…" + text[len(text) - (limit - head - 1):]
-    if "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     return text
 
 

@@ -445,8 +445,16 @@ async def test_api_sort_picker() -> None:
         await pilot.press("s")
         picker = app.screen
         assert isinstance(picker, SortPicker)
-        position = picker.headers.index("Comp Calls")
-        await pilot.press("home", *["down"] * position, "enter")
+        # Typing narrows the list (text, a|b or a regex, as the filter); ↓ moves, Enter picks.
+        await pilot.press(*"calls")
+        assert [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys] \
+            == [h for h in picker.headers if "calls" in h.lower()]
+        await pilot.press("backspace", *"s$|^base t")
+        assert [h for h in picker.headers if h.endswith("Calls") or h.startswith("Base T")] \
+            == [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys]
+        await pilot.press(*["backspace"] * 20, *"comp c")
+        position = picker.keys.index("comp_calls")
+        await pilot.press(*["down"] * position, "enter")
         rows = shown(app)
         expected = data.sort_values("comp_calls", ascending=False, kind="stable")
         assert same([r["api name"] for r in rows], list(expected["name"]))

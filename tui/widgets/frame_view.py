@@ -51,12 +51,14 @@ SAMPLE_ROWS = 400
 MIN_BESIDE = 24
 
 _PATH_PARTS = re.compile(r"(?<=/)")
+#: A path cut in the middle keeps its first part when this much of its end still fits after it.
+MIN_TAIL = 8
 
 
 def shorten(text: str, width: int) -> str:
     """``text`` cut to ``width`` cells in the middle, marked by "…", keeping both ends.
 
-    A path keeps its first part and as many whole last parts as fit
+    A path keeps its first part and as many whole last parts as fit (else the end of the last)
     (``[ BACKWARD ]/… MLP_1/ Linear_6``: the direction and the leaf both name the row); other
     text keeps two fifths of its head and the rest of its tail
     (``autograd::engi…: MmBackward0``).
@@ -68,17 +70,15 @@ def shorten(text: str, width: int) -> str:
     if "/" in text:
         parts = _PATH_PARTS.split(text)
         head = parts[0]
-        if len(parts) > 2 and cell_len(head) <= width // 2:
+        room = width - cell_len(head) - 1
+        if len(parts) > 1 and room >= MIN_TAIL:
             tail = ""
-            room = width - cell_len(head) - 1
             for part in reversed(parts[1:]):
                 if cell_len(part) + cell_len(tail) > room:
                     break
                 tail = part + tail
-            if tail:
-                return head + "…" + tail
+            return head + "…" + (tail or _tail(parts[-1], room))
     head_room = (width - 1) * 2 // 5
-    tail_room = width - 1 - head_room
     head_chars: list[str] = []
     used = 0
     for ch in text:
@@ -87,15 +87,20 @@ def shorten(text: str, width: int) -> str:
             break
         head_chars.append(ch)
         used += w
-    tail_chars: list[str] = []
+    return "".join(head_chars) + "…" + _tail(text, width - 1 - used)
+
+
+def _tail(text: str, room: int) -> str:
+    """The end of ``text`` that fits in ``room`` cells."""
+    chars: list[str] = []
     used = 0
     for ch in reversed(text):
         w = cell_len(ch)
-        if used + w > tail_room:
+        if used + w > room:
             break
-        tail_chars.append(ch)
+        chars.append(ch)
         used += w
-    return "".join(head_chars) + "…" + "".join(reversed(tail_chars))
+    return "".join(reversed(chars))
 
 
 def fit(text: str, width: int, right: bool) -> str:

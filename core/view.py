@@ -68,8 +68,7 @@ def _formatted(value: object, fmt: str) -> str:
 
 def is_signed(col: Column) -> bool:
     """Difference columns (a ``Diff`` header that is not a ratio) show an explicit sign."""
-    return col.role == "diff" or ("Diff" in col.header and "Ratio" not in col.header
-                                  and col.role != "ratio")
+    return "Diff" in col.header and "Ratio" not in col.header
 
 
 def screen_text(value: object, col: Column) -> str:

@@ -191,6 +191,13 @@ async def test_l_moves_by_whole_columns_and_the_frozen_label_stays_on_comm() -> 
         # Every drawn column is whole: its header and its cells fit the width it is drawn at.
         for slot in f.slots():
             assert slot.width == f._widths[slot.column]
+        # Expanded, a task row's pinned label names its task (the sheet writes "|" there).
+        data = tables("npu")["CommunicationCompare"].data
+        await pilot.press("g", "enter")
+        order = f.view.order()
+        assert data["base_name"].iloc[order[1]] == "|"
+        task = data["base_task"].iloc[order[1]] or data["comp_task"].iloc[order[1]]
+        assert f.row_cells(1)[0].strip() == task
 
 
 @aio
@@ -225,11 +232,11 @@ async def test_hide_and_show_columns() -> None:
         f = frame(app)
         hidden = f.headers[f.col]
         await pilot.press("minus")
-        assert hidden not in drawn_columns(app) and "1 column hidden" in status(app)
+        assert hidden not in drawn_columns(app) and "1 hidden column (+)" in status(app)
         await pilot.press("minus")
-        assert "2 columns hidden" in status(app)
+        assert "2 hidden columns (+)" in status(app)
         await pilot.press("h", "h", "minus")  # the name column stays
-        assert f.col == 0 and "2 columns hidden" in status(app)
+        assert f.col == 0 and "2 hidden columns (+)" in status(app)
         await pilot.press("plus")
         assert hidden in f.headers and "hidden" not in status(app)
         assert [f.headers[s.column] for s in f.slots()][1] == hidden
@@ -299,7 +306,7 @@ async def test_u_hides_unchanged_rows() -> None:
         await pilot.press("2", "u")
         changed = stat[(stat["diff"] != 0) | (stat["ratio"] != 1)]
         assert [r["Operator Name"] for r in shown(app)] == list(changed["name"])
-        assert 0 < len(changed) < len(stat) and "unchanged rows hidden" in status(app)
+        assert 0 < len(changed) < len(stat) and "unchanged hidden (u)" in status(app)
         await pilot.press("u")
         assert len(shown(app)) == len(stat)
 

@@ -42,8 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "gpu-real"
-BASE = DATA / "trace_diff_control.pt.trace.json"
-COMP = DATA / "trace_diff_test.pt.trace.json"
+NAMES = ("trace_diff_control.pt.trace.json", "trace_diff_test.pt.trace.json")
+#: The pair timed: ``--pair DIR`` picks another folder holding the two traces (bench/data/gpu-x8).
+PAIR = [DATA / NAMES[0], DATA / NAMES[1]]
 EXE = Path(sys.executable).parent / "perfcmp-tui"
 
 #: Drawn only once the OverallMetrics table is shown (the status line names the table; the last
@@ -107,7 +108,7 @@ def _read(fd: int, timeout: float) -> bytes | None:
 
 def run_once(variant: str, env: dict[str, str], size: tuple[int, int],
              timeout: float) -> dict[str, float]:
-    args = [str(EXE), str(BASE), str(COMP)] + (["--no-cache"] if variant == "cold" else [])
+    args = [str(EXE), str(PAIR[0]), str(PAIR[1])] + (["--no-cache"] if variant == "cold" else [])
     screen = Screen()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # characters split over reads
     t0 = time.perf_counter()
@@ -155,8 +156,11 @@ def main() -> int:
     ap.add_argument("--pause", type=float, default=1.0,
                     help="seconds between runs, for the killed child processes to go (1)")
     ap.add_argument("--json", metavar="FILE", help="also write every run's figures here")
+    ap.add_argument("--pair", type=Path, default=DATA,
+                    help="folder holding the two traces (bench/data/gpu-real)")
     ns = ap.parse_args()
-    for path in (EXE, BASE, COMP):
+    PAIR[:] = [ns.pair / NAMES[0], ns.pair / NAMES[1]]
+    for path in (EXE, *PAIR):
         if not path.exists():
             sys.exit(f"missing {path} (install with pip install -e .; the real pair is made by "
                      "bench/compare.py --inputs real)")
@@ -184,7 +188,7 @@ def main() -> int:
     finally:
         shutil.rmtree(cache_home, ignore_errors=True)
     load = os.getloadavg()[0]
-    print(f"\nperfcmp-tui on the real pair, {cols}x{rows}, {ns.runs} runs, "
+    print(f"\nperfcmp-tui on {ns.pair}, {cols}x{rows}, {ns.runs} runs, "
           f"load average {load:.1f} at the end; medians (min–max):")
     summary = {}
     for variant, rs in runs.items():

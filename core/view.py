@@ -68,8 +68,7 @@ def _formatted(value: object, fmt: str) -> str:
 
 def is_signed(col: Column) -> bool:
     """Difference columns (a ``Diff`` header that is not a ratio) show an explicit sign."""
-    return col.role == "diff" or ("Diff" in col.header and "Ratio" not in col.header
-                                  and col.role != "ratio")
+    return "Diff" in col.header and "Ratio" not in col.header
 
 
 def screen_text(value: object, col: Column) -> str:
@@ -98,11 +97,11 @@ def screen_text(value: object, col: Column) -> str:
 def clip_text(text: str, limit: int = CLIP) -> str:
     """One screen line of at most ``limit`` characters: line breaks shown as ⏎, a longer text
     keeps its head and its tail around "…" (a path's first part and its last ones both matter)."""
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     if len(text) > limit:
         head = limit // 2
         text = text[:head] + "…" + text[len(text) - (limit - head - 1):]
-    if "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     return text
 
 
@@ -158,28 +157,47 @@ def _with_twins(picked: list[Column], cols: tuple[Column, ...], taken: list[Colu
 
 
 def display_columns(table: Table) -> tuple[Column, ...]:
-    """The table's columns in screen order: names, differences, numbers per side, text per side.
+    """The table's columns in screen order: the label, differences, names, numbers per side,
+    text per side.
 
     A workbook row is read left to right over a wide sheet; a terminal of 80 columns shows a
-    handful. The row's label comes first, then the other names (a module's operator, a
-    collective's task), then Diff and Δ% (what got slower, without scrolling), then the other
-    keys, then each base number beside its comparison twin (the same quantity: "Base Device
-    Duration(ms)" beside "Comparison Device Duration(ms)"), then the text of each side (shapes,
-    kernel lists) the same way. Order ids, levels and free text come last.
+    handful. The row's label comes first (with its comparison twin when each side names the row),
+    then Diff and Δ% (what got slower, without scrolling; the absolute differences the screens
+    add, :attr:`~perfcmp_core.compare.result.Table.screen_columns`, before the ratios), then the
+    other names (a module's operator, a collective's task) and keys, then each base number beside
+    its comparison twin (the same quantity: "Base Device Duration(ms)" beside "Comparison Device
+    Duration(ms)"), then the text of each side (shapes, kernel lists) the same way. Order ids,
+    levels and free text come last. A key that tells apart rows the label does not (a kernel's
+    input shape) follows the label at once.
     """
-    cols = table.columns
+    cols = (*table.columns, *table.screen_columns)
     if not cols:
         return ()
-    out = _with_twins([cols[label_column(cols)]], cols, [])
+    label = cols[label_column(cols)]
+    out = _with_twins([label], cols, [])
+    # Keys that tell apart rows of one label (a kernel's input shapes) are part of its name.
+    out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out
+            and _distinguishes(table.data, c.key, label.key)]
+    out += [c for c in cols if c.role == "diff" and c not in out]
+    out += [c for c in cols if c.role == "ratio" and c not in out]
     named = [c for c in cols if c.fmt in ("text", "bold") and "Name" in c.header
              and c.role in ("key", "base", "comparison")]
     out += _with_twins(named, cols, out)
-    out += [c for c in cols if c.role in ("diff", "ratio") and c not in out]
     out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out]
     sides = [c for c in cols if c.role in ("base", "comparison")]
     out += _with_twins([c for c in sides if c.fmt not in ("text", "bold")], cols, out)
     out += _with_twins([c for c in sides if c.fmt in ("text", "bold")], cols, out)
     return tuple(out + [c for c in cols if c not in out])
+
+
+def _distinguishes(data: pd.DataFrame, key: str, label: str) -> bool:
+    """True when column ``key`` holds different values on rows with the same ``label``."""
+    if key not in data or label not in data or data.empty:
+        return False
+    labels = pd.factorize(data[label])[0]
+    keys = pd.factorize(data[key])[0]
+    pairs = labels.astype("int64") * (int(keys.max()) + 2) + keys + 1
+    return len(np.unique(pairs)) > len(np.unique(labels))
 
 
 def display_header(col: Column, table: Table) -> str:
@@ -330,7 +348,7 @@ class TableView:
     _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _texts: dict[str, TextIndex] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
-    _label: str | None = field(default=None, repr=False)
+    _columns: tuple[Column, ...] | None = field(default=None, repr=False)
     _search: Search | None = field(default=None, repr=False)
     #: Per text column, the rows the current filter matched there (for `n`/`N` and the hint).
     _match: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -362,7 +380,7 @@ class TableView:
         """Build now what keys would otherwise build on first use: the text indexes (filter,
         focus, clipped cells), which rows changed, and the sort keys of the `d` column. The app
         calls it off the UI thread, as the table arrives."""
-        for c in self.table.columns:
+        for c in self.columns:
             if c.fmt in ("text", "bold"):
                 self.shown_index(c.key)
         self.changed()
@@ -472,12 +490,17 @@ class TableView:
         return self.text_index(key)
 
     @property
+    def columns(self) -> tuple[Column, ...]:
+        """The table's columns in screen order (:func:`display_columns`, computed once)."""
+        if self._columns is None:
+            self._columns = display_columns(self.table)
+        return self._columns
+
+    @property
     def label_key(self) -> str | None:
         """Key of the column that names a row on screen (see :func:`label_column`)."""
-        if self._label is None:
-            cols = display_columns(self.table)
-            self._label = cols[label_column(cols)].key if cols else ""
-        return self._label or None
+        cols = self.columns
+        return cols[label_column(cols)].key if cols else None
 
     def _sort_keys(self, key: str) -> np.ndarray:
         """Numeric sort keys of a column, computed once per view (text ranks are costly)."""

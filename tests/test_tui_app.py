@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from openpyxl import load_workbook
 from textual.command import CommandPalette
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
 from perfcmp_tui.app import PerfCmpApp, build_app
@@ -26,6 +26,7 @@ from perfcmp_tui.screens.export_dialog import ExportDialog
 from perfcmp_tui.screens.help import KEYS, READING, HelpScreen
 from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
+from perfcmp_tui.widgets.key_bar import KeyBar
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
 from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, replay,
@@ -450,8 +451,16 @@ async def test_api_sort_picker() -> None:
         await pilot.press("s")
         picker = app.screen
         assert isinstance(picker, SortPicker)
-        position = picker.headers.index("Comp Calls")
-        await pilot.press("home", *["down"] * position, "enter")
+        # Typing narrows the list (text, a|b or a regex, as the filter); ↓ moves, Enter picks.
+        await pilot.press(*"calls")
+        assert [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys] \
+            == [h for h in picker.headers if "calls" in h.lower()]
+        await pilot.press("backspace", *"s$|^base t")
+        assert [h for h in picker.headers if h.endswith("Calls") or h.startswith("Base T")] \
+            == [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys]
+        await pilot.press(*["backspace"] * 20, *"comp c")
+        position = picker.keys.index("comp_calls")
+        await pilot.press(*["down"] * position, "enter")
         rows = shown(app)
         expected = data.sort_values("comp_calls", ascending=False, kind="stable")
         assert same([r["api name"] for r in rows], list(expected["name"]))
@@ -584,8 +593,11 @@ async def test_help_lists_every_key() -> None:
         for key in ("question_mark", "f1"):
             await pilot.press(key)
             assert isinstance(app.screen, HelpScreen)
-            rows = [(text_of(k), text_of(w)) for k, w in zip(app.screen.query(".help-keys"),
-                                                             app.screen.query(".help-what"))]
+            rows = []
+            for section in ("#help-keys", "#help-reading"):
+                grid = app.screen.query_one(section, Static).content
+                first, second = (list(c.cells) for c in grid.columns)
+                rows += list(zip(first, second))
             # Every key, then how to read the screens (the ratio, Order Id / Top, units …).
             assert rows == [*KEYS, *READING]
             await pilot.press("escape")
@@ -597,9 +609,11 @@ async def test_footer_shows_the_keys() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        app.query_one(Footer)
         shown_keys = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
         assert {"d", "s", "slash", "t", "v", "c", "e", "question_mark", "q", "enter"} <= shown_keys
+        line = str(app.query_one(KeyBar).render())
+        assert line.startswith("⏎ Open d Diff s Sort / Filter"), line
+        assert line.endswith("? Help q Quit"), line
 
 
 @aio

@@ -126,3 +126,25 @@ def test_kernels_of_a_module_row_with_stacks(snap_compare: Callable[..., bool]) 
     app = make_app("npu")
     assert snap_compare(app, press=["3", "v", "v", "j", "K"], terminal_size=(160, 44),
                         run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_filter_hint_and_next_match(snap_compare: Callable[..., bool], size: str) -> None:
+    """A filter that matched only in the kernel lists says so; `n` puts the cursor on the match."""
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "v", "slash", *"memcpy_async", "enter", "n"],
+                        terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_unchanged_rows_and_a_column_hidden(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["7", "u", "l", "minus"], terminal_size=SIZES[size],
+                        run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_sort_picker_narrowed(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["7", "s", *"calls"], terminal_size=SIZES[size],
+                        run_before=finished(app))

@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Input
+from textual.widgets import ContentSwitcher, Input
 from textual.worker import get_current_worker
 
 from perfcmp_core.collect import ResultBuilder
@@ -44,6 +44,7 @@ from .screens.step_picker import Choice, StepPicker, step_choices
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
+from .widgets.key_bar import KeyBar
 from .widgets.pane import TablePane
 from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
@@ -157,7 +158,7 @@ class PerfCmpApp(App[int]):
             for p in SCREENS:
                 yield TablePane(p)
         yield RunProgress(self.timings, id="progress")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.running = True

@@ -212,13 +212,17 @@ class Table:
     drill: Drill | None = None
     stacks: tuple[str, str] | None = None
     lead: str = ""  # a sentence reading the table, shown above it ("where the gap comes from")
+    #: Columns the screens show after the workbook's, which the workbook (the reference's
+    #: drop-in) does not hold: absolute differences where the sheet has only ratios. Their data
+    #: keys start with ``_`` (see :func:`screen_diffs`).
+    screen_columns: tuple[Column, ...] = ()
 
     @property
     def empty(self) -> bool:
         return self.data.empty
 
     def column(self, key: str) -> Column:
-        for c in self.columns:
+        for c in (*self.columns, *self.screen_columns):
             if c.key == key:
                 return c
         raise KeyError(key)
@@ -255,6 +259,19 @@ class ComparisonResult:
 def diff(base: pd.Series | np.ndarray, comp: pd.Series | np.ndarray) -> np.ndarray:
     """comparison − base (unrounded; display rounding is the renderer's job)."""
     return np.asarray(comp, dtype="float64") - np.asarray(base, dtype="float64")
+
+
+def screen_diffs(data: pd.DataFrame, quantities: tuple[Column, ...]) -> tuple[Column, ...]:
+    """Add comparison − base of each base column in ``quantities`` (data keys ``base_<q>`` /
+    ``comp_<q>``) to ``data`` as ``_diff_<q>``, and return their screen columns (``Diff`` +
+    the quantity's header): the absolute change beside the reference's ratios, which put a
+    kernel that grew 1 µs → 3 µs above one that grew 10 ms → 15 ms."""
+    out = []
+    for col in quantities:
+        q = col.key.removeprefix("base_")
+        data[f"_diff_{q}"] = diff(data[f"base_{q}"], data[f"comp_{q}"])
+        out.append(Column(f"_diff_{q}", f"Diff {col.header}", "diff", col.fmt, col.unit, col.width))
+    return tuple(out)
 
 
 def ratio(base: pd.Series | np.ndarray, comp: pd.Series | np.ndarray) -> np.ndarray:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -15,15 +16,23 @@ KEYS: tuple[tuple[str, str], ...] = (
      "switch screen: Overall, Operators, Modules, Comm, Memory, Kernels, API, Advisor"),
     ("j / k, ↓ / ↑", "move the cursor"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
-    ("h / l, ← / →", "scroll wide tables sideways (the name column stays)"),
-    ("d", "sort by Diff (descending; again to flip)"),
-    ("s", "pick a sort column"),
-    ("/", "filter rows by text (live; Enter keeps, Esc reverts, empty clears)"),
+    ("h / l, ← / →", "cell cursor one column left / right; wide tables scroll by whole "
+                     "columns (the name column stays)"),
+    ("< / >", "narrower / wider name column"),
+    ("- / +", "hide the cursor column / show the hidden columns again"),
+    ("d", "sort by Diff (descending; again to flip); Kernels, API: by the total's Diff"),
+    ("s", "pick a sort column (type to narrow the list; the column comes into view)"),
+    ("/", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
+          "reverts, empty clears)"),
+    ("n / N", "next / previous cell the filter matched (kernel lists and hidden columns too)"),
     ("t", "toggle [ TOTAL ]-only rows"),
+    ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
      "expand a tree node; on a statistic row show its matched rows; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
+    ("y / Y", "copy the cell / the row (tab-separated) to the clipboard (OSC 52: over SSH too)"),
+    ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
@@ -50,21 +59,26 @@ READING: tuple[tuple[str, str], ...] = (
 )
 
 
+def _grid(rows: tuple[tuple[str, str], ...]) -> Table:
+    """Two columns, the first bold: one renderable for a whole section (a widget per row made
+    opening the help cost a third of a second)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", width=22, no_wrap=False)
+    grid.add_column(ratio=1)
+    for first, second in rows:
+        grid.add_row(first, second)
+    return grid
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog"):
             yield Static(Text("perfcmp-tui keys  (Esc / q / ? closes)\n", style="bold"))
-            for keys, what in KEYS:
-                with Horizontal(classes="help-row"):
-                    yield Static(Text(keys, style="bold"), classes="help-keys")
-                    yield Static(Text(what), classes="help-what")
+            yield Static(_grid(KEYS), id="help-keys")
             yield Static(Text("\nReading the screens", style="bold"))
-            for term, what in READING:
-                with Horizontal(classes="help-row"):
-                    yield Static(Text(term, style="bold"), classes="help-keys")
-                    yield Static(Text(what), classes="help-what")
+            yield Static(_grid(READING), id="help-reading")
             yield Static(Text("\nColours only repeat the signs: ▲ worse, ▼ better, + / − on "
                               "differences."))
 

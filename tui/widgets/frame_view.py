@@ -29,8 +29,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from perfcmp_core.compare.result import IS_TOTAL, LEVEL, Column, is_ratio, tone
-from perfcmp_core.view import (TableView, display_columns, display_header, label_column,
-                               screen_text, sign)
+from perfcmp_core.view import TableView, display_header, label_column, screen_text, sign
 
 MIN_TEXT_WIDTH = 16
 #: Other text columns (shapes, kernel lists) get at most this many cells, and a fifth of the
@@ -52,12 +51,14 @@ SAMPLE_ROWS = 400
 MIN_BESIDE = 24
 
 _PATH_PARTS = re.compile(r"(?<=/)")
+#: A path cut in the middle keeps its first part when this much of its end still fits after it.
+MIN_TAIL = 8
 
 
 def shorten(text: str, width: int) -> str:
     """``text`` cut to ``width`` cells in the middle, marked by "…", keeping both ends.
 
-    A path keeps its first part and as many whole last parts as fit
+    A path keeps its first part and as many whole last parts as fit (else the end of the last)
     (``[ BACKWARD ]/… MLP_1/ Linear_6``: the direction and the leaf both name the row); other
     text keeps two fifths of its head and the rest of its tail
     (``autograd::engi…: MmBackward0``).
@@ -69,17 +70,15 @@ def shorten(text: str, width: int) -> str:
     if "/" in text:
         parts = _PATH_PARTS.split(text)
         head = parts[0]
-        if len(parts) > 2 and cell_len(head) <= width // 2:
+        room = width - cell_len(head) - 1
+        if len(parts) > 1 and room >= MIN_TAIL:
             tail = ""
-            room = width - cell_len(head) - 1
             for part in reversed(parts[1:]):
                 if cell_len(part) + cell_len(tail) > room:
                     break
                 tail = part + tail
-            if tail:
-                return head + "…" + tail
+            return head + "…" + (tail or _tail(parts[-1], room))
     head_room = (width - 1) * 2 // 5
-    tail_room = width - 1 - head_room
     head_chars: list[str] = []
     used = 0
     for ch in text:
@@ -88,15 +87,20 @@ def shorten(text: str, width: int) -> str:
             break
         head_chars.append(ch)
         used += w
-    tail_chars: list[str] = []
+    return "".join(head_chars) + "…" + _tail(text, width - 1 - used)
+
+
+def _tail(text: str, room: int) -> str:
+    """The end of ``text`` that fits in ``room`` cells."""
+    chars: list[str] = []
     used = 0
     for ch in reversed(text):
         w = cell_len(ch)
-        if used + w > tail_room:
+        if used + w > room:
             break
-        tail_chars.append(ch)
+        chars.append(ch)
         used += w
-    return "".join(head_chars) + "…" + "".join(reversed(tail_chars))
+    return "".join(reversed(chars))
 
 
 def fit(text: str, width: int, right: bool) -> str:
@@ -217,7 +221,7 @@ class FrameView(ScrollView, can_focus=True):
     def set_view(self, view: TableView | None) -> None:
         """Show another table (each keeps its own sort, filter and expansion in its TableView)."""
         self.view = view
-        self.columns = display_columns(view.table) if view is not None else ()
+        self.columns = view.columns if view is not None else ()
         self.headers = [display_header(c, view.table) for c in self.columns] if view else []
         self._label_col = label_column(self.columns)
         data = view.table.data if view is not None else None
@@ -257,8 +261,8 @@ class FrameView(ScrollView, can_focus=True):
             extra = 1 if is_ratio(c) else 0  # room for ▲/▼
             if j == self._label_col:
                 extra += 2 * depth + (2 if view.is_tree else 0)
-            head = header_width(self.headers[j])
-            widths.append(max(min(longest + extra, cap), min(head, cap), 3))
+            # The header decides the least width: it is never cut (two lines at most).
+            widths.append(max(min(longest + extra, cap), header_width(self.headers[j]), 3))
             right.append(numeric)
         self._widths, self._right = widths, right
         self._header_lines = [split_header(h, w - MARK) for h, w in zip(self.headers, widths)]
@@ -267,11 +271,16 @@ class FrameView(ScrollView, can_focus=True):
     def _text_cap(self, label: bool) -> int:
         """Widest a text column gets: a third of the screen for the row's label (plus what `<` /
         `>` changed), a fifth for other text."""
-        width = self.size.width or 120
+        width = self.room or 120
         if label:
             cap = max(MIN_TEXT_WIDTH, width // LABEL_SHARE) + self._label_delta
             return max(8, min(cap, width - MIN_BESIDE))
         return max(MIN_TEXT_WIDTH, min(MAX_TEXT_WIDTH, width // 5))
+
+    @property
+    def room(self) -> int:
+        """Cells a line has: the widget's width less its vertical scrollbar."""
+        return self.scrollable_content_region.width
 
     @property
     def header_height(self) -> int:
@@ -297,12 +306,12 @@ class FrameView(ScrollView, can_focus=True):
     def slots(self) -> list[Slot]:
         """The columns drawn now, left to right: the pinned label, then whole columns from the
         first scrolled one while they fit (one wider than the room left is cut to it)."""
-        key = (self.size.width, self._first, tuple(self._widths),
+        key = (self.room, self._first, tuple(self._widths),
                frozenset(self.view.hidden) if self.view else frozenset())
         if self._slots is not None and self._slots[0] == key:
             return self._slots[1]
         out: list[Slot] = []
-        width = self.size.width
+        width = self.room
         if self._widths and width > 0:
             label_w = min(self._widths[0], width)
             out.append(Slot(0, 0, label_w))
@@ -333,7 +342,7 @@ class FrameView(ScrollView, can_focus=True):
             self._first = j
         elif j not in [s.column for s in self.slots()]:
             # j becomes the last column drawn: walk back from it while the columns fit.
-            room = self.size.width - self._widths[0] - GAP
+            room = self.room - self._widths[0] - GAP
             first, used = j, self._widths[j]
             for k in reversed([s for s in shown[1:] if s < j]):
                 if used + GAP + self._widths[k] > room:
@@ -374,7 +383,7 @@ class FrameView(ScrollView, can_focus=True):
             return
         view.invalidate()
         order = view.order()
-        self.virtual_size = Size(self.size.width, len(order) + self.header_height)
+        self.virtual_size = Size(self.room, len(order) + self.header_height)
         if keep_row is not None:
             hits = (order == keep_row).nonzero()[0]
             self.cursor = int(hits[0]) if len(hits) else 0
@@ -444,7 +453,7 @@ class FrameView(ScrollView, can_focus=True):
                 segs.append(Segment(" " * (slot.x - x), style))
             segs.append(Segment(fit(text, slot.width, self._right[slot.column]), cell_style))
             x = slot.x + slot.width
-        return Strip(segs).extend_cell_length(self.size.width, style).crop(0, self.size.width)
+        return Strip(segs).extend_cell_length(self.room, style).crop(0, self.room)
 
     def _header_strip(self, line: int) -> Strip:
         style = self.rich_style + self.get_component_rich_style("frame-view--header")
@@ -482,12 +491,12 @@ class FrameView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         view = self.view
         if view is None:
-            return Strip.blank(self.size.width, self.rich_style)
+            return Strip.blank(self.room, self.rich_style)
         if y < self.header_height:
             return self._header_strip(y)
         index = self.scroll_offset.y + y - self.header_height
         if index >= len(view.order()):
-            return Strip.blank(self.size.width, self.rich_style)
+            return Strip.blank(self.room, self.rich_style)
         return self._row_strip(index)
 
     # -- what tests and the pane read ---------------------------------------------------------

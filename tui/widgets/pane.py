@@ -254,10 +254,9 @@ class TablePane(Vertical):
         if view.totals_only:
             parts.append("[ TOTAL ] only")
         if view.hide_unchanged:
-            parts.append("unchanged rows hidden (u)")
+            parts.append("unchanged hidden (u)")
         if view.hidden:
-            parts.append(f"{len(view.hidden)} column{'s' if len(view.hidden) > 1 else ''} "
-                         "hidden (+ shows)")
+            parts.append(f"{len(view.hidden)} hidden column{'s' if len(view.hidden) > 1 else ''} (+)")
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))

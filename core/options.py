@@ -54,6 +54,9 @@ class CompareOptions:
     op_name_map: tuple[tuple[str, str], ...] = ()
     use_input_shape: bool = False
     use_kernel_type: bool = False
+    #: pair ops by their recorded names only (no equivalence table, no structural pairing), as the
+    #: reference does
+    exact_names: bool = False
 
     def enables(self, comparison: str) -> bool:
         return comparison in self.enabled

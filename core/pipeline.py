@@ -40,7 +40,7 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     from .advisor import advisor_tables
 
     ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
-                  kernel_masks=request.masks)
+                  kernel_masks=request.masks, equivalence=request.equivalence)
     # The advisor needs nothing the other steps compute: it runs on the second core meanwhile.
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file)
     screens: dict[str, tuple[str, ...]] = {}  # a step's notes concern its own screens

@@ -2,7 +2,8 @@
 
 The command line builds a :class:`RunRequest` once and hands the same object to the headless
 commands, to the app's comparison child and to the app's retry: the two paths, both sets of load
-options, the compare options and the two configuration files *already read*. A bad config file
+options, the compare options and the three configuration files *already read* (kernel masks,
+advisor rules, equivalence table). A bad config file
 therefore fails (one line naming it, exit 2) before a long load, and nothing downstream reads a
 file the user named a second time. The request is frozen and picklable, so a spawned child
 receives exactly what the parent checked.
@@ -17,6 +18,7 @@ from .options import CompareOptions, LoadOptions
 
 if TYPE_CHECKING:  # the runner imports this module before pandas; the configs need it
     from .advisor.rules import AdvisorConfig
+    from .compare.equivalence import Equivalence
     from .compare.masks import Masks
 
 
@@ -31,6 +33,8 @@ class RunRequest:
     compare: CompareOptions
     masks: Masks  # kernel-class keywords (``--config``, else the shipped ones)
     advisor: AdvisorConfig  # advisor rules (``--advisor-config`` on top of the shipped file)
+    #: equivalent operators and kernel classes (``--equivalence`` on top of the built-in table)
+    equivalence: Equivalence
     advisor_file: str | None = None  # the user's advisor file, named in the advisor's notes
 
     @classmethod
@@ -44,11 +48,13 @@ class RunRequest:
         *,
         mask_file: str | None = None,
         advisor_file: str | None = None,
+        equivalence_file: str | None = None,
     ) -> RunRequest:
-        """The request, with both configuration files read now (``InputError`` naming a file
+        """The request, with every configuration file read now (``InputError`` naming a file
         that cannot be read or holds a mistake)."""
         from .advisor.rules import load_config
+        from .compare.equivalence import load_equivalence
         from .compare.masks import load_masks
 
         return cls(base, comp, base_opts, comp_opts, compare, load_masks(mask_file),
-                   load_config(advisor_file), advisor_file)
+                   load_config(advisor_file), load_equivalence(equivalence_file), advisor_file)

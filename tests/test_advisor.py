@@ -734,23 +734,24 @@ def test_advisor_table_has_both_sides_and_the_difference() -> None:
 
 
 def test_gpu_vs_npu_diff_names_categories_and_shared_operators() -> None:
-    """GPU (variant A) vs NPU (variant B): the diff rows name the category that grew and the
-    framework ops both sides launch it from (aten::native_layer_norm), never a GPU kernel or an
-    Ascend op type; what moved in ops found on one side only (aten::gelu only in B, aten::add only
-    in A; flash attention is aten::_scaled_dot_product_flash_attention on GPU and
-    npu::npu_fusion_attention on NPU — equivalent operators are issue 17) is summed, not named."""
+    """GPU (variant A) vs NPU (variant B): the diff rows name the category that grew and what both
+    sides launch it from — the framework op (aten::native_layer_norm), or the equivalence class
+    when the platforms name the op differently (flash attention: aten::_scaled_dot_product_flash_
+    attention on GPU, npu::npu_fusion_attention on NPU; docs/matching.md) — never a GPU kernel or
+    an Ascend op type. Ops found on one side only (aten::gelu only in B, aten::mm only in A) are
+    summed and the largest named with the side that has them."""
     t = advisor_tables(Context(inference("A", kind="gpu"), inference("B"), CompareOptions()), load_config(None))[0]
     diff = t.data[t.data["scope"] == "diff"].set_index(["stage", "category"])
     vec = diff.loc[("DiT", "Vector")]
     assert vec["time_ms"] == pytest.approx(0.380) and vec["finding"].startswith("grew 0.380 ms per step")
     # per step: LayerNorm 80 → 200 µs; one-sided: Gelu 0 → 300, Add 40 → 0
     assert vec["evidence"] == ("driven by: aten::native_layer_norm +0.120 ms (0.080 ms → 0.200 ms); "
-                               "+0.260 ms in operators found on one side only")
+                               "+0.260 ms in operators found on one side only: GELU +0.300 ms (comparison only)")
     fa = diff.loc[("DiT", "FA")]
-    assert fa["evidence"] == "+0.300 ms in operators found on one side only"
+    assert fa["evidence"] == "driven by: flash attention +0.300 ms (0.400 ms → 0.700 ms)"
     mm = diff.loc[("DiT", "MatMul")]
     assert mm["evidence"] == ("driven by: aten::addmm −0.200 ms (0.600 ms → 0.400 ms); "
-                              "−0.400 ms in operators found on one side only")  # B has no aten::mm
+                              "−0.400 ms in operators found on one side only: aten::mm −0.400 ms (base only)")
     names = " ".join(diff["evidence"])
     for kernel in ("vectorized", "gemm", "GeluCUDAKernel", "Gelu ", "LayerNormV4", "FlashAttentionScore", "MatMulV"):
         assert kernel not in names

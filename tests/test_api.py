@@ -66,11 +66,11 @@ def test_api_rows_by_hand() -> None:
 def test_api_layout() -> None:
     t = compare_api(BASE, COMP, OPTS)
     assert t.name == "ApiCompare"
-    assert [c.header for c in t.columns] == [
+    assert [c.header for c in t.sheet_columns()] == [
         "Order Id", "api name", "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
         "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls", "Diff Total Ratio",
         "Diff Self Ratio", "Diff Avg Ratio", "Diff Calls Ratio"]
-    assert [c.width for c in t.columns] == [10, 30] + [20] * 12
+    assert [c.width for c in t.sheet_columns()] == [10, 30] + [20] * 12
     assert (t.base_span, t.comp_span) == ((2, 5), (6, 9))
 
 

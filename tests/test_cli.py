@@ -107,8 +107,9 @@ def test_export_switches_limit_sheets(capsys: pytest.CaptureFixture[str], tmp_pa
 
 
 def test_export_nothing_to_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    base, comp = PAIRS["gpu"]
-    code, out, _ = run(capsys, "export", base, comp, "-o", tmp_path, "--enable-kernel-compare")
+    patterns = ROOT / "fixtures" / "gpu_patterns"  # two GPU traces without any collective
+    base, comp = str(patterns / "h100_driver_api.pt.trace.json"), str(patterns / "mi300_hip.pt.trace.json")
+    code, out, _ = run(capsys, "export", base, comp, "-o", tmp_path, "--enable-communication-compare")
     assert code == 0 and "no workbook written" in out
     assert not list(tmp_path.glob("*.xlsx"))
 

@@ -11,7 +11,11 @@ columns NULLed or filled with junk, Db pages corrupted.
 A last group feeds damaged profiles through the whole comparison and the workbook writer, since
 a loader that accepts odd data must not push the crash one stage further.
 
-``PERFCMP_FUZZ_EXAMPLES`` raises the number of examples per target for a longer local run.
+``PERFCMP_FUZZ_EXAMPLES`` raises the number of examples per target for a longer local run, and
+``PERFCMP_FUZZ_RANDOM=1`` draws new examples each run. By default the examples are derandomized: the
+same damaged inputs every run, so a red test run is caused by the change under test and can be
+reproduced, while a longer random run (``PERFCMP_FUZZ_RANDOM=1 PERFCMP_FUZZ_EXAMPLES=300``) is how
+new damage patterns are searched for; each one found becomes a named regression test.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ DB_FILE = "ascend_pytorch_profiler_0.db"
 #: Seconds one example may take (load, or load + compare + workbook) before it counts as a hang.
 BUDGET_S = 5.0
 EXAMPLES = int(os.environ.get("PERFCMP_FUZZ_EXAMPLES", "40"))
+RANDOM = os.environ.get("PERFCMP_FUZZ_RANDOM") == "1"
 NO_CACHE = LoadOptions(use_cache=False)
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not RANDOM,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -61,9 +61,12 @@ def _golden(pair: str) -> dict[str, tuple[float, float]]:
 
 
 #: The reference measures GPU compute/uncovered time in whole-µs ticks; on traces with fractional
-#: µs timestamps its figures carry up to ~1 µs of tick residue (e.g. an "Other" of 0.000581 ms
-#: where the exact union leaves 0), so a row agrees when within 1 % or within 1 µs.
-TICK_MS = 0.001
+#: µs timestamps its figures carry a tick residue of up to ~2 µs per row, and Free (E2E minus the
+#: others) inherits the residue of both: on the GPU fixture base the reference's Computing Time is
+#: 17.676 ms against the exact 17.677667, its Uncovered Communication 0.721 against 0.722076, so
+#: its Free is 2.743 µs off, and its comparison "Other" is 0.001655 ms where the exact union
+#: leaves 0. A row agrees when within 1 % or within 3 µs.
+TICK_MS = 0.003
 
 
 def _close(a: float, b: float) -> bool:
@@ -115,7 +118,8 @@ def test_known_db_ai_cpu_difference_is_real() -> None:
     reference's *Text* breakdown, while the reference's Db Vector row adds the AI_CPU NonZero
     kernels that its Text mode (and we) leave in Other."""
     ours, ref_db, ref_text = _overall("npu_db"), _golden("npu_db"), _golden("npu_text")
-    assert "Other" not in ref_db and ours["Other"][0] > 0
+    # (the reference's Db Other is at most its float residue, e.g. 2.8e-15 ms: O2)
+    assert max(map(abs, ref_db.get("Other", (0.0, 0.0)))) < 1e-9 and ours["Other"][0] > 0
     for label in ("Vector", "Vector (No Trans)", "Other"):
         assert all(_close(o, r) for o, r in zip(ours[label], ref_text[label])), label
     assert all(_close(v + o, r) for v, o, r in zip(ours["Vector"], ours["Other"], ref_db["Vector"]))

@@ -68,7 +68,7 @@ def test_document_holds_every_table_and_value(tmp_path: Path) -> None:
         {"name": None, "base": None, "comp": None, "ratio": None, "_level": 2, "_is_total": False},
     ]
     assert ops["columns"][1] == {"key": "base", "header": "Device Duration(us)", "role": "base",
-                                 "fmt": "float", "unit": "us", "width": 20}
+                                 "fmt": "float", "unit": "us", "width": 20, "export": True}
     assert ops["base_span"] == [1, 1] and ops["default_sort"] == "ratio" and ops["title"] == "Operators"
     assert ops["notes"] == ["kernels linked by correlation id"]
     kernel = doc["tables"]["KernelCompare"]

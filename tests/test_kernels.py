@@ -94,8 +94,8 @@ def test_kernel_compare_ratios_from_unrounded_values():
 def test_kernel_compare_needs_npu_details_on_both_sides():
     gpu = Profile(ProfileMeta(kind="gpu", source="gpu"))
     assert kernel_compare(gpu, COMP) == (
-        None, "kernel comparison needs NPU kernel details on both sides (base is GPU)")
-    assert kernel_compare(BASE, gpu)[1] == "kernel comparison needs NPU kernel details on both sides (comparison is GPU)"
+        None, "KernelCompare needs NPU kernel details on both sides (base is GPU)")
+    assert kernel_compare(BASE, gpu)[1] == "KernelCompare needs NPU kernel details on both sides (comparison is GPU)"
     no_details = _npu([("Add", "", 1, False)])
     assert kernel_compare(BASE, no_details) == (
         None, "comparison has no kernel details (kernel_details.csv / compute task info)")

@@ -577,6 +577,21 @@ def test_non_utf8_bytes_in_the_schema_are_an_input_error(tmp_path: Path) -> None
     assert str(db) in err.value.message
 
 
+def test_a_string_stored_as_invalid_utf8_blob_is_decoded_with_a_note(tmp_path: Path) -> None:
+    # A flipped byte can turn a STRING_IDS TEXT cell into a BLOB that is not UTF-8 (found by the
+    # Db byte fuzzer): the load goes on, the name shows U+FFFD and a note says why.
+    run, db = _rank_dir(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE STRING_IDS SET value = CAST(X'61CEFF80' AS BLOB) WHERE value = 'aten::relu'")
+    conn.commit()
+    conn.close()
+    profile = load_profile(str(run))
+    assert "a\N{REPLACEMENT CHARACTER}\N{REPLACEMENT CHARACTER}\N{REPLACEMENT CHARACTER}" in set(profile.ops["name"])
+    assert "aten::relu" not in set(profile.ops["name"])
+    assert "aten::linear" in set(profile.ops["name"])
+    assert any("not valid UTF-8" in n for n in profile.meta.notes)
+
+
 def test_db_wins_over_text_in_one_folder(tmp_path: Path) -> None:
     run, db = _rank_dir(tmp_path)
     (db.parent / "trace_view.json").write_text("[]")

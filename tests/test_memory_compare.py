@@ -59,11 +59,11 @@ def test_statistic_by_hand() -> None:
     assert d["base_ms"].tolist() == pytest.approx([0.130]) and d["comp_ms"].tolist() == pytest.approx([0.0505])
     assert d[["base_num", "comp_num", "top"]].values.tolist() == [[1, 1, 1]]
     assert d["diff"].tolist() == pytest.approx([-2 / 1024]) and d["ratio"].tolist() == pytest.approx([5 / 7])
-    assert [c.header for c in stat.columns] == [
+    assert [c.header for c in stat.sheet_columns()] == [
         "Top", "Operator Name", "Base Allocated Duration(ms)", "Base Allocated Memory(MB)",
         "Base Operator Number", "Comparison Allocated Duration(ms)", "Comparison Allocated Memory(MB)",
         "Comparison Operator Number", "Diff Memory(MB)", "Diff Ratio"]
-    assert [c.width for c in stat.columns] == [10, 30, 25, 30, 25, 27, 33, 25, 20, 20]
+    assert [c.width for c in stat.sheet_columns()] == [10, 30, 25, 30, 25, 27, 33, 25, 20, 20]
     assert (stat.base_span, stat.comp_span, stat.default_sort) == ((2, 4), (5, 7), "diff")
     assert stat.notes == ["base: 1 memory records lie outside every host op and are not attributed"]
 
@@ -71,8 +71,8 @@ def test_statistic_by_hand() -> None:
 def test_detail_text_breadth_first_and_sizes() -> None:
     det = compare_memory(BASE, COMP, CompareOptions())[1]
     d = det.data
-    assert [c.header for c in det.columns][4:6] == ["Allocated Details", "Size(KB)"]
-    assert [c.header for c in det.columns][11] == "Diff Size(KB)"
+    assert [c.header for c in det.sheet_columns()][4:6] == ["Allocated Details", "Size(KB)"]
+    assert [c.header for c in det.sheet_columns()][11] == "Diff Size(KB)"
     assert (det.base_span, det.comp_span) == ((1, 5), (6, 10))
     # level 1: aten::empty's record, aten::add's record; level 2: autograd_op's record
     assert d["base_details"].tolist() == [

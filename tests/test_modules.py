@@ -220,7 +220,7 @@ def _cell(value: object, role: str) -> object:
 
 
 def _rows(table: Table, skip: tuple[str, ...] = ("order", "module_level")) -> list[tuple]:
-    cols = [c for c in table.columns if c.key not in skip]
+    cols = [c for c in table.sheet_columns() if c.key not in skip]
     return [tuple(_cell(rec[c.key], c.role) for c in cols) for rec in table.data.to_dict("records")]
 
 
@@ -248,13 +248,13 @@ def result():
 def test_statistic_matches_reference(result):
     t = result.statistic
     assert t.name == "ModuleCompareStatistic"
-    assert [c.header for c in t.columns] == [
+    assert [c.header for c in t.sheet_columns()] == [
         "Order Id", "Module Class", "Module Level", "Module Name", "Operator Name", "Kernel Details",
         "Device Self Time(ms)", "Number", "Device Total Time(ms)", "Kernel Details",
         "Device Self Time(ms)", "Number", "Device Total Time(ms)", "Device Total Time Diff(ms)",
         "Device Self Time Diff(ms)", "Diff Total Ratio", "Base Call Stack", "Comparison Call Stack",
     ]
-    assert [c.width for c in t.columns] == [10, 20, 15, 35, 25, 20, 20, 10, 20, 20, 20, 10, 20, 20, 20, 15, 30, 30]
+    assert [c.width for c in t.sheet_columns()] == [10, 20, 15, 35, 25, 20, 20, 10, 20, 20, 20, 10, 20, 20, 20, 15, 30, 30]
     assert (t.base_span, t.comp_span) == ((5, 8), (9, 12))  # F1:I1, J1:M1
     assert _rows(t) == _golden(GOLDEN_STATISTIC)
     assert t.data["order"].tolist() == list(range(1, 15))
@@ -265,13 +265,13 @@ def test_statistic_matches_reference(result):
 def test_detail_matches_reference(result):
     t = result.detail
     assert t.name == "ModuleCompare"
-    assert [c.header for c in t.columns] == [
+    assert [c.header for c in t.sheet_columns()] == [
         "Order Id", "Module Class", "Module Level", "Module Name", "Operator Name", "Kernel Details",
         "Device Self Time(us)", "Device Total Time(us)", "Operator Name", "Kernel Details",
         "Device Self Time(us)", "Device Total Time(us)", "Device Total Time Diff(us)",
         "Device Self Time Diff(us)", "Diff Total Ratio", "Base Call Stack", "Comparison Call Stack",
     ]
-    assert [c.width for c in t.columns] == [10, 20, 15, 35, 25, 20, 20, 20, 25, 20, 20, 20, 20, 20, 15, 30, 30]
+    assert [c.width for c in t.sheet_columns()] == [10, 20, 15, 35, 25, 20, 20, 20, 25, 20, 20, 20, 20, 20, 15, 30, 30]
     assert (t.base_span, t.comp_span) == ((4, 7), (8, 11))  # E1:H1, I1:L1
     assert _rows(t) == _golden(GOLDEN_DETAIL)
     assert t.data["module_level"].tolist() == OUR_DETAIL_LEVELS

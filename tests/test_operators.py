@@ -181,10 +181,10 @@ def test_statistic_sheet_values_and_order() -> None:
     assert np.allclose(d["ratio"], [82 / 60, 100 / 80, 1.0])
     assert stat.default_sort == "diff"
     assert (stat.base_span, stat.comp_span) == ((2, 3), (4, 5))
-    assert [c.header for c in stat.columns] == [
+    assert [c.header for c in stat.sheet_columns()] == [
         "Top", "Operator Name", "Base Device Duration(ms)", "Base Operator Number",
         "Comparison Device Duration(ms)", "Comparison Operator Number", "Diff Duration(ms)", "Diff Ratio"]
-    assert [c.width for c in stat.columns] == [10, 30, 25, 25, 30, 30, 20, 20]
+    assert [c.width for c in stat.sheet_columns()] == [10, 30, 25, 25, 30, 30, 20, 20]
     # device time 50 + 10 + 99 (memset) + 80 + 7 = 246 ns; the orphan's 7 ns = 2.8 %
     assert stat.notes == ["base: 1 kernels (0.007 ms, 2.8 % of device time) are linked to no host op and appear "
                           "in no operator row: 1 carry no correlation id and no flow reaches them"]
@@ -194,11 +194,11 @@ def test_detail_sheet_rows_one_sided_and_kernel_text() -> None:
     _, tables = compare_operators(base_profile(), comp_profile(), CompareOptions())
     det = tables[1]
     d = det.data
-    assert [c.header for c in det.columns] == [
+    assert [c.header for c in det.sheet_columns()] == [
         "Order Id", "Operator Name", "Input Shape", "Input Type", "Kernel Details", "Device Duration(us)",
         "Operator Name", "Input Shape", "Input Type", "Kernel Details", "Device Duration(us)",
         "Diff Duration(us)", "Diff Ratio"]
-    assert [c.width for c in det.columns] == [10, 30, 20, 20, 20, 20, 30, 20, 20, 20, 20, 20, 20]
+    assert [c.width for c in det.sheet_columns()] == [10, 30, 20, 20, 20, 20, 30, 20, 20, 20, 20, 20, 20]
     assert (det.base_span, det.comp_span) == ((1, 5), (6, 10))
     assert d["order"].tolist() == [1, 2, 3]
     assert d["base_name"].tolist() == ["## forward ##", "## backward ##", ""]
@@ -262,14 +262,18 @@ def test_lcs_matches_more_than_longest_block() -> None:
 def test_op_name_map_pairs_and_groups_under_mapped_name() -> None:
     b = make_profile([("Optimizer.step#SGD.step", 1, 0, 10, -1, 0)], [("k", 0, 5)])
     c = make_profile([("Optimizer.step#FusedSGD.step", 1, 0, 10, -1, 0)], [("k", 0, 3)])
-    plain = match_operators(b, c, CompareOptions()).pairs
+    plain = match_operators(b, c, CompareOptions(exact_names=True)).pairs
     assert plain[["base_row", "comp_row"]].values.tolist() == [[0, -1], [-1, 0]]
+    # Without --exact-names the two lone ops of the step pair by position, and say so.
+    structural = match_operators(b, c, CompareOptions()).pairs
+    assert structural[["base_row", "comp_row", "matched_as"]].values.tolist() == [[0, 0, "by position"]]
     opts = CompareOptions(op_name_map=(("Optimizer.step#SGD.step", "Optimizer.step#FusedSGD.step"),))
     _, tables = compare_operators(b, c, opts)
     assert tables[1].data[["base_name", "comp_name"]].values.tolist() == [
         ["Optimizer.step#SGD.step", "Optimizer.step#FusedSGD.step"]]  # original names shown
     stat = tables[0].data
     assert stat["name"].tolist() == ["Optimizer.step#FusedSGD.step"]  # one row, not two
+    assert stat["matched_as"].tolist() == [""]  # the user's own rename: nothing to flag
     assert stat[["base_num", "comp_num"]].values.tolist() == [[1, 1]]
     assert np.allclose(stat["diff"], [-0.002])
 

@@ -422,16 +422,19 @@ async def test_kernel_type_compare() -> None:
 
 
 @aio
-async def test_kernels_not_applicable_says_why() -> None:
+async def test_kernels_of_a_gpu_vs_npu_pair_by_class() -> None:
+    """No KernelCompare for GPU vs NPU (it needs NPU kernel details on both sides), so the screen
+    opens on the kernel classes, and `v` reaches the per-launching-op view."""
     app = make_app("mixed")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("6")
         kernels = pane(app, "kernels")
-        assert kernels.current is None and kernels.frame.has_class("hidden")
-        message = text_of(kernels.query_one("#message", Static))
-        assert message == ("Kernels: nothing to show — kernel comparison needs NPU kernel details "
-                           "on both sides (base is GPU)")
+        assert kernels.current == "KernelClassCompare" and not kernels.frame.has_class("hidden")
+        assert kernels.names() == ["KernelClassCompare", "KernelOpCompare"]
+        assert "KernelCompare needs NPU kernel details on both sides (base is GPU)" in kernels.reasons
+        await pilot.press("v")
+        assert kernels.current == "KernelOpCompare"
 
 
 # -- API, Advisor -------------------------------------------------------------------------------
@@ -630,7 +633,7 @@ async def test_command_palette_runs_an_action() -> None:
 
 @aio
 async def test_sort_keys_need_a_table() -> None:
-    app = make_app("mixed")
+    app = make_app("mixed_no_kernels")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("2", "j", "6")
@@ -640,7 +643,7 @@ async def test_sort_keys_need_a_table() -> None:
         assert not isinstance(app.screen, DrillScreen)
         assert frame(app).cursor == 0 and pane(app, "operators").frame.cursor == 1
         await pilot.press("1", "t")  # OverallMetrics has no [ TOTAL ] rows
-        assert len(shown(app)) == len(tables("mixed")["OverallMetrics"].data)
+        assert len(shown(app)) == len(tables("mixed_no_kernels")["OverallMetrics"].data)
 
 
 @aio

@@ -32,7 +32,8 @@ def test_screen(snap_compare: Callable[..., bool], screen: str, size: str) -> No
     assert snap_compare(app, press=[screen], terminal_size=SIZES[size], run_before=finished(app))
 
 
-def test_kernels_not_applicable(snap_compare: Callable[..., bool]) -> None:
+def test_kernels_gpu_vs_npu(snap_compare: Callable[..., bool]) -> None:
+    """GPU vs NPU: no KernelCompare (NPU only), so the screen opens on the kernel classes."""
     app = make_app("mixed")
     assert snap_compare(app, press=["6"], terminal_size=(80, 24), run_before=finished(app))
 

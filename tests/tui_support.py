@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: name -> (base, comparison, CompareOptions fields); paths relative to the repository root.
 PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
     "mixed": ("fixtures/gpu/base.pt.trace.json", "fixtures/npu_text/comp_ascend_pt", {}),
+    # every comparison but the kernels: a screen with nothing to show
+    "mixed_no_kernels": ("fixtures/gpu/base.pt.trace.json", "fixtures/npu_text/comp_ascend_pt",
+                         {"enabled": frozenset({"profiling", "operator", "communication", "memory", "api"})}),
     "npu": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt", {}),
     "npu_ops": ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt",
                 {"disable_module": True}),

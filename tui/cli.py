@@ -102,6 +102,10 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
           action="store_true")
     _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
           default=None)
+    _flag(g, "equivalence", "ini file of equivalent operators / kernel classes read on top of the "
+                            "built-in table (docs/matching.md)", default=None)
+    _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
+                            "equivalence table, no pairing by position)", action="store_true")
 
 
 def _add_pair(p: argparse.ArgumentParser) -> None:
@@ -211,18 +215,20 @@ def compare_options(ns: argparse.Namespace) -> CompareOptions:
         op_name_map=parse_op_name_map(ns.op_name_map),
         use_input_shape=ns.use_input_shape,
         use_kernel_type=ns.use_kernel_type,
+        exact_names=ns.exact_names,
     )
 
 
 def run_request(ns: argparse.Namespace) -> RunRequest:
-    """The one request of ``export``, ``summary`` and the app: options checked, both config
-    files read (a bad one fails here, before any profile is opened)."""
+    """The one request of ``export``, ``summary`` and the app: options checked, every config
+    file read (a bad one fails here, before any profile is opened)."""
     from perfcmp_core.request import RunRequest
 
     base, comp = _pair_paths(ns)
     return RunRequest.read(base, comp, load_options(ns, ns.base_step),
                            load_options(ns, ns.comparison_step), compare_options(ns),
-                           mask_file=ns.config, advisor_file=ns.advisor_config)
+                           mask_file=ns.config, advisor_file=ns.advisor_config,
+                           equivalence_file=ns.equivalence)
 
 
 def cmd_info(ns: argparse.Namespace) -> int:

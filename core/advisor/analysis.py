@@ -14,6 +14,7 @@ is kept as well.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,9 @@ from .items import build_items
 from .measure import Window, measure
 from .rules import ALL, CATEGORIES, COMM_EXPOSED, ROW_CATEGORIES, AdvisorConfig, Finding, evaluate
 from .stages import assign_stages
+
+if TYPE_CHECKING:
+    from ..compare.equivalence import Equivalence
 
 #: Category of a stage's Total row.
 TOTAL = "Total"
@@ -119,9 +123,11 @@ def _present(rows: pd.DataFrame, method: str) -> pd.DataFrame:
     return rows[rows["stage"].isin(keep)].reset_index(drop=True)
 
 
-def analyse(profile: Profile, config: AdvisorConfig) -> Analysis:
-    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile."""
-    items = build_items(profile)
+def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None) -> Analysis:
+    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile
+    (``equivalence``: the table that names operators across platforms, None for the built-in
+    one)."""
+    items = build_items(profile, equivalence)
     cats = classify(items, config)
     assignment = assign_stages(profile, items, config)
     stage_names = config.stage_names

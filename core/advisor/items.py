@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..model import KERNELS, Profile, frame
+
+if TYPE_CHECKING:
+    from ..compare.equivalence import Equivalence
 
 #: Host-op categories that are launch calls, not operators (the operator is their parent).
 _RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
@@ -217,13 +221,31 @@ def short_label(text: pd.Series) -> pd.Series:
     return out.where(out.str.len() <= 60, out.str.slice(0, 57) + "…")
 
 
-def build_items(profile: Profile) -> Items:
+def _class_rows(profile: Profile, host: np.ndarray,
+                equivalence: Equivalence | None) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest op around each launch that belongs to a class of the equivalence table
+    (docs/matching.md; -1 where none does), and the label of every op's class ("" for none)."""
+    from ..compare.names import pairing_keys
+    from ..options import CompareOptions
+
+    ops = profile.ops
+    if len(ops) == 0:
+        return np.full(len(host), -1, dtype="int64"), np.zeros(0, dtype=object)
+    cls = pairing_keys(ops["name"], CompareOptions(), equivalence=equivalence).cls
+    return climb(host, ops["parent"].to_numpy(), cls != ""), cls
+
+
+def build_items(profile: Profile, equivalence: Equivalence | None = None) -> Items:
     """The work items with their classification texts and operator labels.
 
     Label: the NPU op type when there is one, else (GPU copies aside) the launching host operator
     (``aten::mm``), else the kernel name — GPU kernel names are template signatures that say
-    little on their own. Operator: the framework op around the launch (:func:`_framework_rows`),
-    else the launching op, else the label — what a GPU-vs-NPU difference can name on both sides.
+    little on their own. Operator — what a GPU-vs-NPU difference can name on both sides: the
+    class of the nearest op around the launch that the equivalence table knows
+    (``flash attention`` for ``aten::_scaled_dot_product_flash_attention`` and for
+    ``npu::npu_fusion_attention``; ``equivalence``: the run's table, None for the built-in one),
+    else the framework op around the launch (:func:`_framework_rows`), else the launching op,
+    else the label.
     """
     k = work_items(profile)
     host = host_rows(profile, k["op_row"].to_numpy())
@@ -247,6 +269,8 @@ def build_items(profile: Profile) -> Items:
     operator = labels[code].copy()
     operator[linked] = host_name[linked]
     operator[fw >= 0] = profile.ops["name"].to_numpy(dtype=object)[fw[fw >= 0]]
+    in_class, cls = _class_rows(profile, host, equivalence)
+    operator[in_class >= 0] = cls[in_class[in_class >= 0]]
     table = pd.DataFrame({
         "start_ns": k["start_ns"].to_numpy(),
         "end_ns": k["start_ns"].to_numpy() + k["dur_ns"].to_numpy(),

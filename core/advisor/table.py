@@ -73,8 +73,9 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     change; what moved in operators found on one side only is summed, not named.
 
     Operators are the platform labels (op type, kernel) when both sides run on the same platform,
-    else the framework operators (``aten::mm``) both platforms share — a GPU kernel name and an
-    Ascend op type never name the same thing.
+    else what both platforms share: the equivalence class of the op around the launch
+    (``flash attention``, ``tensor-parallel linear``: docs/matching.md), else the framework
+    operator (``aten::mm``) — a GPU kernel name and an Ascend op type never name the same thing.
     """
     cat = "Comm" if category == COMM_EXPOSED else category
     key = "label" if base.platform == comp.platform else "operator"
@@ -94,7 +95,14 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     text = "driven by: " + ", ".join(parts) if parts else ""
     one_sided = float(c.drop(common).sum() - b.drop(common).sum())
     if abs(one_sided) >= _VISIBLE_NS and (one_sided > 0) == grew:
-        what = "operators found on one side only"
+        # Name the largest of them: which side holds the work in this category (NPU TransData in
+        # aten::addmm's Vector time, an op only one run has …).
+        lone = pd.concat([c.drop(common), -b.drop(common)])
+        lone = lone[lone > 0] if grew else lone[lone < 0]
+        lone = lone.reindex(lone.abs().sort_values(ascending=False, kind="stable").index).head(n)
+        named = ", ".join(f"{label} {'+' if d > 0 else '−'}{ms(abs(d))} ({'comparison' if d > 0 else 'base'} only)"
+                          for label, d in lone.items() if abs(d) >= _VISIBLE_NS)
+        what = "operators found on one side only" + (f": {named}" if named else "")
         text += ("; " if text else "") + f"{'+' if one_sided > 0 else '−'}{ms(abs(one_sided))} in {what}"
     return text
 
@@ -159,8 +167,9 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
     """The ``Advisor`` table of a comparison: each side's analysis, then their difference.
 
     ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
-    (named in a note), None for the shipped rules alone."""
-    base, comp = analyse(ctx.base, cfg), analyse(ctx.comp, cfg)
+    (named in a note), None for the shipped rules alone. Operators are named across platforms
+    by the context's equivalence table."""
+    base, comp = analyse(ctx.base, cfg, ctx.equivalence), analyse(ctx.comp, cfg, ctx.equivalence)
     rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:

@@ -11,6 +11,10 @@ drill target, call-stack columns, the screen that shows it); :func:`declare` han
 table it makes, and :data:`SCREENS` is derived from it. Adding a comparison is therefore: write
 its module here, and add one :class:`Step` to :data:`STEPS` (with a new :class:`~.result.Screen`
 if it needs one). Nothing in the writers or the app names a table.
+
+Besides the steps' tables, two are declared here: the advisor's (made beside the steps) and the
+workbook's ``Matching`` sheet (:func:`matching`: the rows of the written sheets that were paired
+by the equivalence table or by position — the ``Matched As`` column those sheets cannot hold).
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from typing import Any, Callable
 from ..insight import gap_sentence
 from ..model import Profile
 from ..options import CompareOptions
+from .equivalence import Equivalence, builtin_equivalence
 from .masks import DEFAULT_MASKS, Masks, TextIndexes
+from .matching_sheet import SHEET as MATCHING_SHEET
+from .matching_sheet import matching_table
 from .result import Drill, Screen, Sheet, Table
 
 
@@ -31,6 +38,9 @@ class Context:
     comp: Profile
     opts: CompareOptions
     kernel_masks: Masks = DEFAULT_MASKS  # parsed once, with the run request
+    #: equivalent operators and kernel classes (``--equivalence`` on top of the built-in table),
+    #: parsed once with the run request
+    equivalence: Equivalence = field(default_factory=builtin_equivalence)
     notes: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
 
@@ -74,7 +84,7 @@ class Context:
         if "match" not in self.cache:
             from .operators import match_operators
 
-            self.cache["match"] = match_operators(self.base, self.comp, self.opts)
+            self.cache["match"] = match_operators(self.base, self.comp, self.opts, self.equivalence)
         return self.cache["match"]
 
 
@@ -126,7 +136,7 @@ def _operators(ctx: Context) -> Outcome:
     from .modules import compare_modules
     from .operators import compare_operators, unlinked_notes
 
-    modules, reason = compare_modules(ctx.base, ctx.comp, ctx.opts)
+    modules, reason = compare_modules(ctx.base, ctx.comp, ctx.opts, ctx.equivalence)
     match = ctx.operator_match()
     ctx.notes.extend(unlinked_notes(match))
     _, tables = compare_operators(ctx.base, ctx.comp, ctx.opts, match)
@@ -150,7 +160,8 @@ def _memory(ctx: Context) -> Outcome:
 def _api(ctx: Context) -> Outcome:
     from .api import compare_api
 
-    return [compare_api(ctx.base, ctx.comp, ctx.opts, ctx.texts(ctx.base), ctx.texts(ctx.comp))]
+    return [compare_api(ctx.base, ctx.comp, ctx.opts, ctx.texts(ctx.base), ctx.texts(ctx.comp),
+                        ctx.equivalence)]
 
 
 def _kernels(ctx: Context) -> Outcome:
@@ -158,6 +169,15 @@ def _kernels(ctx: Context) -> Outcome:
 
     table, reason = compare_kernels(ctx.base, ctx.comp, ctx.opts)
     return [table] if table is not None else reason
+
+
+def _kernel_classes(ctx: Context) -> Outcome:
+    from .kernel_families import kernel_class_compare, kernel_classes, kernel_op_compare
+
+    table = ctx.equivalence
+    classes = (kernel_classes(ctx.base, table), kernel_classes(ctx.comp, table))
+    return [kernel_class_compare(ctx.base, ctx.comp, table, classes),
+            kernel_op_compare(ctx.base, ctx.comp, ctx.opts, table, classes)]
 
 
 # ---------------------------------------------------------------------------- the registry
@@ -170,13 +190,13 @@ MODULES = Screen("modules", "3", "Modules",
 COMMUNICATION = Screen("communication", "4", "Comm", "needs communication ops (NCCL / HCCL)")
 MEMORY = Screen("memory", "5", "Memory",
                 "needs per-op memory records: collect with profile_memory=True")
-KERNELS = Screen("kernels", "6", "Kernels",
-                 "needs NPU kernel details on both sides (NPU vs NPU only)")
+KERNELS = Screen("kernels", "6", "Kernels", "needs device kernels on both sides")
 API = Screen("api", "7", "API", "needs host ops on both sides")
 ADVISOR_SCREEN = Screen("advisor", "8", "Advisor", "the advisor runs after the comparisons")
 
 _BY_NAME = (("name", ("base_name", "comp_name")),)  # an op name on either side
 _STACKS = ("base_stack", "comp_stack")
+_PAIR_NAMES = ("base_name", "comp_name")  # a pair's op on each side
 _OPERATOR_SHEETS = (
     Sheet("ModuleTree", MODULES, export=False, tree="nodes",
           drill=Drill("ModuleCompare", (("_path", ("module_name",)),)),
@@ -186,15 +206,15 @@ _OPERATOR_SHEETS = (
           "self/total time per side.",
           drill=Drill("ModuleCompare", (("module_name", ("module_name",)),
                                         ("op", ("base_op", "comp_op")))),
-          stacks=_STACKS, regressions="module_name"),
+          stacks=_STACKS, regressions="module_name", row_names=("module_name", "op")),
     Sheet("ModuleCompare", MODULES,
           "Every module instance (TOTAL row) with its aligned top-level ops, kernels and call "
-          "stacks.", stacks=_STACKS),
+          "stacks.", stacks=_STACKS, row_names=("module_name", "base_op", "comp_op")),
     Sheet("OperatorCompareStatistic", OPERATORS,
           "Top-level operators grouped by name, sorted by device-time difference.",
-          drill=Drill("OperatorCompare", _BY_NAME), regressions="name"),
+          drill=Drill("OperatorCompare", _BY_NAME), regressions="name", row_names=("name",)),
     Sheet("OperatorCompare", OPERATORS,
-          "Aligned operator pairs in execution order with their kernels."),
+          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES),
 )
 
 STEPS: tuple[Step, ...] = (
@@ -210,15 +230,25 @@ STEPS: tuple[Step, ...] = (
     Step("MemoryCompare", "memory", _memory, (
         Sheet("MemoryCompareStatistic", MEMORY,
               "Operators grouped by name: allocated memory and lifetime per side, sorted by "
-              "memory difference.", drill=Drill("MemoryCompare", _BY_NAME)),
+              "memory difference.", drill=Drill("MemoryCompare", _BY_NAME), row_names=("name",)),
         Sheet("MemoryCompare", MEMORY,
-              "Aligned operator pairs with every allocation in their subtree."))),
+              "Aligned operator pairs with every allocation in their subtree.",
+              row_names=_PAIR_NAMES))),
     Step("ApiCompare", "api", _api, (
         Sheet("ApiCompare", API,
-              "Every host API / op name: total, self and average time and calls per side."),)),
+              "Every host API / op name: total, self and average time and calls per side.",
+              row_names=("name",)),)),
     Step("KernelCompare", "kernel", _kernels, (
         Sheet("KernelCompare", KERNELS, "NPU kernels grouped by type and input shapes."),
         Sheet("KernelTypeCompare", KERNELS, "NPU kernels grouped by type and core type."))),
+    # Not the reference's: our sheets come after its sheets.
+    Step("kernel classes", "kernel", _kernel_classes, (
+        Sheet("KernelClassCompare", KERNELS,
+              "Device time per kernel class (GEMM, attention, convolution, …) for any pair, GPU "
+              "vs NPU and vendor vs vendor included; each class's largest kernels."),
+        Sheet("KernelOpCompare", KERNELS,
+              "Device time per launching op and kernel class, for kernels whose names differ by "
+              "vendor.", row_names=("op", "cls")))),
 )
 
 #: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the
@@ -227,19 +257,30 @@ ADVISOR = Sheet("Advisor", ADVISOR_SCREEN,
                 "Per side: stage/category shares and rule findings; diff rows: what grew and "
                 "which operators drive it.")
 
+#: The workbook's sheet of the rows paired by the equivalence table or by position (made from
+#: the sheets being written by :func:`matching`; no screen: the screens show ``Matched As``).
+MATCHING = Sheet(MATCHING_SHEET, None,
+                 "Rows of the sheets above whose two sides have different names: matched through "
+                 "the equivalence table or by position (docs/matching.md).")
+
 #: Every table by name.
-SHEETS: dict[str, Sheet] = {s.name: s for s in (*(s for st in STEPS for s in st.sheets), ADVISOR)}
+SHEETS: dict[str, Sheet] = {
+    s.name: s for s in (*(s for st in STEPS for s in st.sheets), ADVISOR, MATCHING)}
 
 #: The app's screens in key order, each with its tables in declaration order.
 SCREENS: tuple[Screen, ...] = tuple(
     replace(screen, sheets=tuple(s.name for s in SHEETS.values() if s.screen is screen))
-    for screen in sorted({s.screen for s in SHEETS.values()}, key=lambda sc: sc.key)
+    for screen in sorted({s.screen for s in SHEETS.values() if s.screen is not None},
+                         key=lambda sc: sc.key)
 )
 
 
 def screen_of(name: str) -> str:
-    """Id of the screen that shows table ``name``."""
-    return SHEETS[name].screen.id
+    """Id of the screen that shows table ``name`` (a KeyError for a workbook-only table)."""
+    screen = SHEETS[name].screen
+    if screen is None:
+        raise KeyError(f"{name}: a workbook-only table has no screen")
+    return screen.id
 
 
 def declare(table: Table) -> Table:
@@ -250,6 +291,15 @@ def declare(table: Table) -> Table:
         raise KeyError(f"{table.name}: no step declares this table (perfcmp_core.compare.STEPS)")
     return replace(table, help=sheet.help, export=table.export and sheet.export, tree=sheet.tree,
                    drill=sheet.drill, stacks=sheet.stacks)
+
+
+def matching(tables: list[Table]) -> Table | None:
+    """The workbook's ``Matching`` table over ``tables`` (the sheets being written, in order),
+    each row named by its sheet's declared ``row_names``; None when no row of them was paired by
+    anything but its name."""
+    named = [(t, SHEETS[t.name].row_names) for t in tables if t.name in SHEETS]
+    table = matching_table([(t, names) for t, names in named if names])
+    return None if table is None else declare(table)
 
 
 def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
@@ -263,10 +313,10 @@ def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
     return figures, format_summary_table(figures)
 
 
-def run_all(base: Profile, comp: Profile, opts: CompareOptions,
-            masks: Masks = DEFAULT_MASKS) -> list[Table]:
+def run_all(base: Profile, comp: Profile, opts: CompareOptions, masks: Masks = DEFAULT_MASKS,
+            equivalence: Equivalence | None = None) -> list[Table]:
     """Every enabled comparison's non-empty tables, in workbook order (for scripts and tests)."""
-    ctx = Context(base, comp, opts, masks)
+    ctx = Context(base, comp, opts, masks, equivalence or builtin_equivalence())
     out: list[Table] = []
     for step in STEPS:
         if opts.enables(step.switch):

@@ -248,3 +248,40 @@ def _backtrack(trace: list[list[int]], x: int, y: int) -> list[tuple[int, int]]:
         matches.append((t, t))
     matches.reverse()
     return matches
+
+
+def fill_by_position(steps: list[Pair]) -> tuple[list[Pair], list[bool]]:
+    """Structural pairing of what the name alignment left one-sided.
+
+    Between two consecutive matched pairs of one alignment (the children of one paired parent, the
+    top-level ops of a step, the sub-modules of a paired module) the items left over are the ops
+    one side has where the other has something else. When there is exactly one on each side, they
+    are the same place of the same parent — what TraceLens' tree diff compares at their lowest
+    common ancestor when vendors lower an op differently — so they are paired. The second list
+    flags those pairs (``True`` = paired by position) so that screens can say so; with more than
+    one leftover on a side nothing is guessed.
+    """
+    out: list[Pair] = []
+    flags: list[bool] = []
+    gap: list[Pair] = []
+
+    def flush() -> None:
+        base_only = [i for i, j in gap if j is None]
+        comp_only = [j for i, j in gap if i is None]
+        if len(base_only) == 1 and len(comp_only) == 1:
+            out.append((base_only[0], comp_only[0]))
+            flags.append(True)
+        else:
+            out.extend(gap)
+            flags.extend([False] * len(gap))
+        gap.clear()
+
+    for step in steps:
+        if step[0] is not None and step[1] is not None:
+            flush()
+            out.append(step)
+            flags.append(False)
+        else:
+            gap.append(step)
+    flush()
+    return out, flags

@@ -81,7 +81,7 @@ def kernel_compare(base: Profile, comp: Profile) -> tuple[Table | None, str]:
     """``KernelCompare``: needs kernel details on both sides (as the reference)."""
     for side, p in (("base", base), ("comparison", comp)):
         if not p.meta.is_npu:
-            return None, f"kernel comparison needs NPU kernel details on both sides ({side} is GPU)"
+            return None, f"KernelCompare needs NPU kernel details on both sides ({side} is GPU)"
     b, c = _detail_groups(base), _detail_groups(comp)
     for side, g, p in (("base", b, base), ("comparison", c, comp)):
         k = p.kernels

@@ -26,7 +26,8 @@ import pandas as pd
 from ..model import Profile
 from ..options import CompareOptions
 from ..timeline import innermost, thread_key
-from .operators import OperatorMatch, float_text, grouped, match_operators, rank_rows, side_text, take_rows
+from .operators import (MATCHED_AS, OperatorMatch, float_text, grouped, match_operators, rank_rows, side_text,
+                        take_rows)
 from .optree import Items, OpForest
 from .result import Column, Table, diff, ratio
 
@@ -44,6 +45,7 @@ STAT_COLUMNS = (
     Column("comp_num", "Comparison Operator Number", "comparison", "int", "count", 25),
     Column("diff", "Diff Memory(MB)", "diff", "float", "MB", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
+    MATCHED_AS,
 )
 
 DETAIL_COLUMNS = (
@@ -60,6 +62,7 @@ DETAIL_COLUMNS = (
     Column("comp_kb", "Size(KB)", "comparison", "float", "KB", 20),
     Column("diff", "Diff Size(KB)", "diff", "float", "KB", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
+    MATCHED_AS,
 )
 
 
@@ -201,6 +204,7 @@ def _statistic(per_pair: pd.DataFrame, notes: list[str]) -> Table:
         "comp_num": g["comp_num"].astype("int64"),
         "diff": diff(base_mb, comp_mb),
         "ratio": ratio(base_mb, comp_mb),
+        "matched_as": g["matched_as"].astype(str),
     })
     return Table(name=STAT_SHEET, columns=STAT_COLUMNS, data=rank_rows(data), base_span=(2, 4), comp_span=(5, 7),
                  title="Memory: allocations per op name", default_sort="diff", notes=notes)
@@ -225,6 +229,7 @@ def _detail(match: OperatorMatch, per_pair: pd.DataFrame, bm: _SideMemory, cm: _
         "comp_kb": comp_kb,
         "diff": diff(base_kb, comp_kb),
         "ratio": ratio(base_kb, comp_kb),
+        "matched_as": per_pair["matched_as"].astype(str),
         "_base_row": b,
         "_comp_row": c,
     })

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
+from .names import PairingKeys
 from .operators import kernel_lines
 from .optree import UNCOUNTED_TASK_TYPES
 
@@ -110,7 +111,9 @@ class ModuleSide:
     children: dict[int, list[int]]  # FWD_ROOT / BWD_ROOT / module id → child ids in start order
     # Top-layer ops, ordered by (module, start); ``op_span`` maps a module id to its [lo, hi).
     op_name: list[str]
-    op_key: list[str]  # the op's pairing name (:func:`.names.pairing_names`)
+    op_key: list[str]  # the op's pairing key (:func:`.names.pairing_keys`)
+    op_label: list[str]  # the op's pairing name (what rows are labelled with)
+    op_cls: list[str]  # label of the equivalence class behind the key, ""
     op_details: list[str]  # Kernel Details text of the op's own kernels
     op_dev: list[int]  # device ns of the op's kernels
     op_stack: list[str]  # "Call stack" arg, "N/A" when absent
@@ -286,8 +289,8 @@ def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tup
     return placed, top_of
 
 
-def build_side(profile: Profile, label: str, op_keys: pd.Series) -> ModuleSide:
-    """One side's modules; ``op_keys`` is the pairing name of every host op."""
+def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide:
+    """One side's modules; ``op_keys`` are the pairing keys of every host op."""
     ops = profile.ops
     optimizer = _optimizer_ops(ops)
     forest = _forest(profile, optimizer)
@@ -356,7 +359,8 @@ def build_side(profile: Profile, label: str, op_keys: pd.Series) -> ModuleSide:
                  depth=forest.depth, start=start, self_ns=self_ns,
                  total_ns=_subtree_sums(self_ns, forest.parent, forest.depth), stack=stack,
                  children=children, name=names, op_name=ops["name"].to_numpy(dtype=object)[top_rows].tolist(),
-                 op_key=op_keys.to_numpy(dtype=object)[top_rows].tolist(),
+                 op_key=op_keys.key[top_rows].tolist(), op_label=op_keys.name[top_rows].tolist(),
+                 op_cls=op_keys.cls[top_rows].tolist(),
                  op_details=op_details, op_dev=op_dev.tolist(),
                  op_stack=np.where(stacks == "", "N/A", stacks).tolist(), op_span=op_span,
                  op_kernels=kc[["op", "kernel", "dur_ns"]], notes=notes)

@@ -24,11 +24,11 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from ..timeline import innermost, nest, thread_key
-from .align import align
+from .align import align, fill_by_position
+from .equivalence import Equivalence
 from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
-from .names import pairing_names
-from .operators import take_rows
+from .names import BY_POSITION, matched_as, pairing_keys, side_keys
+from .operators import MATCHED_AS, take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
 
 
@@ -43,18 +43,25 @@ class _Pairs:
     comp: list[int | None]
     parent: list[int]  # index of the parent pair, -1 for top-level pairs
     depth: list[int]
+    positional: list[bool]  # paired by position (:func:`.align.fill_by_position`)
 
 
-def _align(base_keys: list, comp_keys: list) -> list[tuple[int | None, int | None]]:
-    """:func:`align`, with the common case of identical sequences answered directly."""
+def _align(base_keys: list, comp_keys: list, structural: bool) -> tuple[list[tuple[int | None, int | None]],
+                                                                        list[bool]]:
+    """:func:`align` (the common case of identical sequences answered directly), then the
+    structural pairing of one-each leftovers when ``structural``."""
     if base_keys == comp_keys:
-        return [(i, i) for i in range(len(base_keys))]
-    return align(base_keys, comp_keys)
+        return [(i, i) for i in range(len(base_keys))], [False] * len(base_keys)
+    steps = align(base_keys, comp_keys)
+    return fill_by_position(steps) if structural else (steps, [False] * len(steps))
 
 
-def _match(b: ModuleSide, c: ModuleSide, one_sided: bool) -> _Pairs:
-    """Breadth-first pairing by full path from the two root pairs (§3.7)."""
-    out = _Pairs([], [], [], [])
+def _match(b: ModuleSide, c: ModuleSide, b_keys: np.ndarray, c_keys: np.ndarray, one_sided: bool,
+           structural: bool) -> _Pairs:
+    """Breadth-first pairing from the two root pairs (§3.7): the children of a module pair are
+    aligned by their own names' pairing keys (``b_keys`` / ``c_keys``; siblings share the parent's
+    path, so this is the reference's pairing by full path), then one-each leftovers by position."""
+    out = _Pairs([], [], [], [], [])
     queue: deque[tuple[int | None, int | None, int, int]] = deque(
         [(FWD_ROOT, FWD_ROOT, -1, 0), (BWD_ROOT, BWD_ROOT, -1, 0)]
     )
@@ -64,16 +71,40 @@ def _match(b: ModuleSide, c: ModuleSide, one_sided: bool) -> _Pairs:
         kc = c.children.get(cn, []) if cn is not None else []
         if one_sided:
             steps = [(i, None) for i in range(len(kb))] + [(None, j) for j in range(len(kc))]
+            flags = [False] * len(steps)
         else:
-            steps = _align([b.path[i] for i in kb], [c.path[j] for j in kc])
-        for i, j in steps:
+            steps, flags = _align([b_keys[i] for i in kb], [c_keys[j] for j in kc], structural)
+        for (i, j), flag in zip(steps, flags):
             bi = kb[i] if i is not None else None
             cj = kc[j] if j is not None else None
             out.base.append(bi)
             out.comp.append(cj)
             out.parent.append(pidx)
             out.depth.append(d)
+            out.positional.append(flag)
             queue.append((bi, cj, len(out.base) - 1, d + 1))
+    return out
+
+
+def _module_keys(side: ModuleSide, opts: CompareOptions, equivalence: Equivalence | None) -> np.ndarray:
+    """Pairing key of every module's own name: ``nn.Module: Linear_0`` as recorded, an optimizer
+    pseudo-module (``Optimizer.step#NpuFusedAdamW.step``) through the equivalence table, a
+    backward pseudo-module by the forward path it names."""
+    return pairing_keys(pd.Series(side.name, dtype=object), opts, equivalence=equivalence).key
+
+
+#: Per module pair: its aligned top-layer ops (base op, comparison op — indices into the sides'
+#: op lists, -1 when absent — and whether they were paired by position).
+OpSteps = dict[int, list[tuple[int, int, bool]]]
+
+
+def _op_steps(pairs: _Pairs, b: ModuleSide, c: ModuleSide, structural: bool) -> OpSteps:
+    out: OpSteps = {}
+    for k, (bm, cm) in enumerate(zip(pairs.base, pairs.comp)):
+        blo, bhi = b.op_span.get(bm, (0, 0)) if bm is not None else (0, 0)
+        clo, chi = c.op_span.get(cm, (0, 0)) if cm is not None else (0, 0)
+        steps, flags = _align(b.op_key[blo:bhi], c.op_key[clo:chi], structural)
+        out[k] = [(-1 if i is None else blo + i, -1 if j is None else clo + j, f) for (i, j), f in zip(steps, flags)]
     return out
 
 
@@ -134,6 +165,7 @@ MODULE_COMPARE_COLUMNS: tuple[Column, ...] = (
     Column("ratio", "Diff Total Ratio", "ratio", "percent", "", 15),
     Column("base_stack", "Base Call Stack", "base", "text", "", 30),
     Column("comp_stack", "Comparison Call Stack", "comparison", "text", "", 30),
+    MATCHED_AS,
 )
 """``ModuleCompare`` (µs). ``ratio`` is total/total on TOTAL rows and self/self on op rows."""
 
@@ -150,6 +182,7 @@ MODULE_STATISTIC_COLUMNS: tuple[Column, ...] = (
     Column("ratio", "Diff Total Ratio", "ratio", "percent", "", 15),
     Column("base_stack", "Base Call Stack", "base", "text", "", 30),
     Column("comp_stack", "Comparison Call Stack", "comparison", "text", "", 30),
+    MATCHED_AS,
 )
 """``ModuleCompareStatistic`` (ms). ``ratio`` is total/total on ``[ TOTAL ]`` rows, self/self on op
 rows."""
@@ -163,6 +196,7 @@ MODULE_TREE_COLUMNS: tuple[Column, ...] = (
     Column("comp_total", "Comparison Total Time(us)", "comparison", "float", "us", 18),
     Column("diff_total", "Diff Total(us)", "diff", "float", "us", 15),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 12),
+    MATCHED_AS,
 )
 """``ModuleTree`` (TUI only): one row per module pair in depth-first order."""
 
@@ -193,42 +227,48 @@ def _absent_reason(base: Profile, comp: Profile, opts: CompareOptions) -> str:
     return ""
 
 
-def compare_modules(base: Profile, comp: Profile, opts: CompareOptions) -> tuple[ModuleResult | None, str]:
+def compare_modules(base: Profile, comp: Profile, opts: CompareOptions,
+                    equivalence: Equivalence | None = None) -> tuple[ModuleResult | None, str]:
     """Module comparison tables, or ``(None, reason)`` when it cannot run (then the operator
-    comparison stands in for it, as in the reference)."""
+    comparison stands in for it, as in the reference). Ops and optimizer modules are keyed
+    through ``equivalence`` (the run's table; None: the built-in one)."""
     reason = _absent_reason(base, comp, opts)
     if reason:
         return None, reason
-    b = build_side(base, "base", pairing_names(base.ops["name"], opts))
-    c = build_side(comp, "comparison", pairing_names(comp.ops["name"], opts))
-    pairs = _match(b, c, one_sided=opts.disable_details)
+    b = build_side(base, "base", side_keys(base, comp, opts, equivalence))
+    c = build_side(comp, "comparison", side_keys(comp, base, opts, equivalence))
+    structural = not opts.exact_names
+    pairs = _match(b, c, _module_keys(b, opts, equivalence), _module_keys(c, opts, equivalence),
+                   one_sided=opts.disable_details, structural=structural)
     if not pairs.base:
         return None, "no modules to compare"
     order = _walk_order(pairs, b, c)
     notes = b.notes + c.notes
-    statistic = _statistic_table(pairs, order, b, c, notes)
-    detail = None if opts.disable_details else _detail_table(pairs, order, b, c, notes)
+    steps = _op_steps(pairs, b, c, structural)
+    statistic = _statistic_table(pairs, order, b, c, steps, notes)
+    detail = None if opts.disable_details else _detail_table(pairs, order, b, c, steps, notes)
     return ModuleResult(statistic, detail, _tree_table(pairs, b, c, notes)), ""
 
 
-def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
-    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing name.
+def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
+                  notes: list[str]) -> Table:
+    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing key.
 
     The loop only lays out row indices (pair, base op, comparison op); every column is then one
     vectorised gather."""
     row_pair: list[int] = []
     row_b: list[int] = []
     row_c: list[int] = []
+    row_pos: list[bool] = []
     for k in order:
-        bm, cm = pairs.base[k], pairs.comp[k]
-        blo, bhi = b.op_span.get(bm, (0, 0)) if bm is not None else (0, 0)
-        clo, chi = c.op_span.get(cm, (0, 0)) if cm is not None else (0, 0)
-        steps = _align(b.op_key[blo:bhi], c.op_key[clo:chi])
+        steps = op_steps[k]
         row_pair.extend([k] * (len(steps) + 1))
         row_b.append(-1)
         row_c.append(-1)
-        row_b.extend(-1 if i is None else blo + i for i, _ in steps)
-        row_c.extend(-1 if j is None else clo + j for _, j in steps)
+        row_pos.append(pairs.positional[k])
+        row_b.extend(i for i, _, _ in steps)
+        row_c.extend(j for _, j, _ in steps)
+        row_pos.extend(f for _, _, f in steps)
     rp, rb, rc = (np.asarray(x, dtype="int64") for x in (row_pair, row_b, row_c))
     total = np.r_[True, rp[1:] != rp[:-1]] if len(rp) else np.zeros(0, dtype=bool)
     pb = np.array([-1 if m is None else m for m in pairs.base], dtype="int64")[rp]
@@ -257,17 +297,32 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
         module_stack = take_rows(np.asarray(side.stack, dtype=object), mod, "")
         op_stack = take_rows(np.asarray(side.op_stack, dtype=object), op, "")
         df[f"{prefix}_stack"] = np.where(total, module_stack, np.where(worse, op_stack, ""))
+    pos = np.asarray(row_pos, dtype=bool)
+    op_matched = matched_as(take_rows(np.asarray(b.op_label, dtype=object), rb, ""),
+                            take_rows(np.asarray(c.op_label, dtype=object), rc, ""),
+                            take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
+                            take_rows(np.asarray(c.op_cls, dtype=object), rc, ""), pos)
+    df["matched_as"] = np.where(total, np.where(pos, BY_POSITION, ""), op_matched)
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes))
 
 
-def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
-    """``ModuleCompareStatistic``: modules grouped by path per side, ``[ TOTAL ]`` then op names."""
+def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
+                     notes: list[str]) -> Table:
+    """``ModuleCompareStatistic``: modules grouped by path per side, ``[ TOTAL ]`` then op names.
+
+    A comparison module paired with a base module is counted under the base module's path, and a
+    comparison op paired by position under the base op's key, so that structural pairs land in one
+    row (as pairs by name always do)."""
     base_walk = [pairs.base[k] for k in order if pairs.base[k] is not None]
     comp_walk = [pairs.comp[k] for k in order if pairs.comp[k] is not None]
-    bg, cg = _group(b, base_walk), _group(c, comp_walk)
+    comp_path = {cm: str(b.path[bm]) for bm, cm in zip(pairs.base, pairs.comp) if bm is not None and cm is not None}
+    by_position = {str(b.path[bm]): str(c.shown[cm]) for bm, cm, f in zip(pairs.base, pairs.comp, pairs.positional)
+                   if f and bm is not None and cm is not None}
+    bg, cg = _group(b, base_walk), _group(c, comp_walk, comp_path)
     paths = list(bg) + [p for p in cg if p not in bg]
-    bops, cops = _op_groups(b, bg), _op_groups(c, cg)
+    override = {j: b.op_key[i] for steps in op_steps.values() for i, j, f in steps if f and i >= 0 and j >= 0}
+    bops, cops = _op_groups(b, bg), _op_groups(c, cg, override)
     rows: list[dict[str, object]] = []
     for path in paths:
         bm, cm = bg.get(path, []), cg.get(path, [])
@@ -279,16 +334,17 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSi
                      "base_total": b.total_ns[bm].sum() / _MS,
                      "comp_kernels": "", "comp_self": c.self_ns[cm].sum() / _MS, "comp_number": len(cm),
                      "comp_total": c.total_ns[cm].sum() / _MS,
-                     "base_stack": b.stack[bm[0]] if bm else "", "comp_stack": c.stack[cm[0]] if cm else ""})
+                     "base_stack": b.stack[bm[0]] if bm else "", "comp_stack": c.stack[cm[0]] if cm else "",
+                     "matched_as": f"{BY_POSITION}: {by_position[path]}" if path in by_position else ""})
         bo, co = bops.get(path, {}), cops.get(path, {})
         for op in list(bo) + [o for o in co if o not in bo]:
             bs, cs = bo.get(op), co.get(op)
-            rows.append({**head, "op": op, IS_TOTAL: False,
-                         "base_kernels": bs[2] if bs else "", "base_self": bs[0] / _MS if bs else 0.0,
-                         "base_number": bs[1] if bs else 0, "base_total": np.nan,
-                         "comp_kernels": cs[2] if cs else "", "comp_self": cs[0] / _MS if cs else 0.0,
-                         "comp_number": cs[1] if cs else 0, "comp_total": np.nan,
-                         "base_stack": "", "comp_stack": ""})
+            rows.append({**head, "op": bs.label if bs else cs.label, IS_TOTAL: False,
+                         "base_kernels": bs.details if bs else "", "base_self": bs.dev_ns / _MS if bs else 0.0,
+                         "base_number": bs.number if bs else 0, "base_total": np.nan,
+                         "comp_kernels": cs.details if cs else "", "comp_self": cs.dev_ns / _MS if cs else 0.0,
+                         "comp_number": cs.number if cs else 0, "comp_total": np.nan,
+                         "base_stack": "", "comp_stack": "", "matched_as": _op_matched(bs, cs)})
     df = pd.DataFrame(rows)
     df.insert(0, "order", np.arange(1, len(df) + 1))
     total = df[IS_TOTAL].to_numpy()
@@ -301,17 +357,41 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSi
                  title="Modules (by path, ms)", default_sort="diff_total", notes=list(notes))
 
 
-def _group(side: ModuleSide, walk: list[int]) -> dict[str, list[int]]:
-    """Module ids grouped by path, paths and ids in walk order."""
+def _group(side: ModuleSide, walk: list[int], path_of: dict[int, str] | None = None) -> dict[str, list[int]]:
+    """Module ids grouped by path (``path_of`` overrides a module's own), paths and ids in walk order."""
     out: dict[str, list[int]] = {}
     for m in walk:
-        out.setdefault(str(side.path[m]), []).append(m)
+        path = path_of.get(m) if path_of else None
+        out.setdefault(path if path is not None else str(side.path[m]), []).append(m)
     return out
 
 
-def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict[str, tuple[int, int, str]]]:
-    """Per path, per top-layer op pairing name (first-seen order): (Σ device ns, count, kernel details)
-    where kernel details list each distinct kernel name once with its count and Σ ms."""
+@dataclass(frozen=True)
+class _OpGroup:
+    """The top-layer ops of one key in one module path."""
+
+    dev_ns: int
+    number: int
+    details: str  # each distinct kernel name once with its count and Σ ms
+    label: str  # the first op's pairing name
+    cls: str  # its equivalence class label, ""
+    positional: bool  # some op of the group was paired by position
+
+
+def _op_matched(bs: _OpGroup | None, cs: _OpGroup | None) -> str:
+    if bs is None or cs is None:
+        return ""
+    if cs.positional:
+        return f"{BY_POSITION}: {cs.label}"
+    if bs.label != cs.label and (bs.cls or cs.cls):
+        return f"{bs.cls or cs.cls} (table): {cs.label}"
+    return ""
+
+
+def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
+               key_of: dict[int, str] | None = None) -> dict[str, dict[str, _OpGroup]]:
+    """Per path, per top-layer op pairing key (first-seen order): an :class:`_OpGroup`.
+    ``key_of`` overrides the key of some ops (comparison ops paired by position take the base op's)."""
     spans = [(path, side.op_span[m]) for path, ms in groups.items() for m in ms if m in side.op_span]
     if not spans:
         return {}
@@ -320,12 +400,22 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict
     path_of = [p for p, _ in spans]
     # Group number per path (first-seen), so a path's instances aggregate together.
     gid = {p: i for i, p in enumerate(dict.fromkeys(path_of))}
+    keys = np.asarray(side.op_key, dtype=object)[rows]
+    moved = np.zeros(len(rows), dtype=bool)
+    if key_of:
+        for pos, r in enumerate(rows.tolist()):
+            if r in key_of:
+                keys[pos] = key_of[r]
+                moved[pos] = True
     ops = pd.DataFrame({"path": np.array([gid[path_of[o]] for o in owner], dtype="int64"),
-                        "seq": np.arange(len(rows)), "row": rows,
-                        "name": np.asarray(side.op_key, dtype=object)[rows],
+                        "seq": np.arange(len(rows)), "row": rows, "name": keys,
+                        "label": np.asarray(side.op_label, dtype=object)[rows],
+                        "cls": np.asarray(side.op_cls, dtype=object)[rows], "moved": moved,
                         "dev_ns": np.asarray(side.op_dev, dtype="int64")[rows]})
     ops["group"] = ops.groupby(["path", "name"], sort=False).ngroup()
     agg = ops.groupby("group", sort=True).agg(path=("path", "first"), name=("name", "first"),
+                                             label=("label", "first"), cls=("cls", "first"),
+                                             moved=("moved", "any"),
                                              dev_ns=("dev_ns", "sum"), number=("row", "size"))
     kern = side.op_kernels.merge(ops[["row", "group", "seq"]], left_on="op", right_on="row")
     kern = kern.sort_values("seq", kind="stable")
@@ -336,9 +426,10 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]]) -> dict[str, dict
                           + "], [duration_ms: " + (per_kernel["ns"] / _MS).map("{:.3f}".format) + "]\n")
     details = dict(zip(*concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"].tolist())))
     paths = list(gid)
-    out: dict[str, dict[str, tuple[int, int, str]]] = {}
+    out: dict[str, dict[str, _OpGroup]] = {}
     for g, rec in zip(agg.index.tolist(), agg.itertuples(index=False)):
-        out.setdefault(paths[rec.path], {})[rec.name] = (int(rec.dev_ns), int(rec.number), details.get(g, ""))
+        out.setdefault(paths[rec.path], {})[rec.name] = _OpGroup(
+            int(rec.dev_ns), int(rec.number), details.get(g, ""), str(rec.label), str(rec.cls), bool(rec.moved))
     return out
 
 
@@ -374,5 +465,6 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str]) -
     })
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])
+    df["matched_as"] = np.where(np.asarray(pairs.positional, dtype=bool)[idx], BY_POSITION, "")
     return Table("ModuleTree", MODULE_TREE_COLUMNS, ordered(df, MODULE_TREE_COLUMNS), (2, 3), (4, 5),
                  title="Module tree (µs)", default_sort="diff_total", notes=list(notes))

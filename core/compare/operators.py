@@ -32,8 +32,9 @@ import pandas as pd
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
-from .align import align
-from .names import pairing_names
+from .align import align, fill_by_position
+from .equivalence import Equivalence
+from .names import matched_as, side_keys
 from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
 
@@ -48,9 +49,11 @@ class OperatorMatch:
 
     ``pairs`` has one row per pair in display order: ``base_row`` / ``comp_row`` (row in
     ``Profile.ops``, -1 when that side is absent), ``base_name`` / ``comp_name`` (raw names, ""),
-    ``group`` / ``comp_group`` (pairing names the statistic groups by: the base op's, else the
-    comparison op's / the comparison op's), ``base_device_ns`` / ``comp_device_ns`` and
-    ``base_kernel_num`` / ``comp_kernel_num`` (subtree values, 0 when absent).
+    ``group`` / ``comp_group`` (pairing keys the statistic groups by: the base op's, else the
+    comparison op's / the comparison op's, or the base op's for a pair joined by position),
+    ``label`` / ``comp_label`` (the pairing names those groups are labelled with),
+    ``matched_as`` (:func:`.names.matched_as`: "" for a pair by name), ``base_device_ns`` /
+    ``comp_device_ns`` and ``base_kernel_num`` / ``comp_kernel_num`` (subtree values, 0 when absent).
     """
 
     base: OpForest
@@ -71,64 +74,79 @@ def shape_key(input_dims: pd.Series) -> pd.Series:
     return nested.where(s.str.startswith("["), s)
 
 
-def op_keys(ops: pd.DataFrame, names: pd.Series, opts: CompareOptions) -> np.ndarray:
-    """Alignment key of every op (object array of str): its pairing name (``names``), plus its
+def op_keys(ops: pd.DataFrame, keys: np.ndarray, opts: CompareOptions) -> np.ndarray:
+    """Alignment key of every op (object array of str): its pairing key (``keys``), plus its
     normalised input shapes with ``--use-input-shape``."""
-    keys = names
     if opts.use_input_shape:
-        keys = keys + "\x1f" + shape_key(ops["input_dims"])
-    return keys.to_numpy(dtype=object)
+        return (pd.Series(keys, dtype=object) + "\x1f" + shape_key(ops["input_dims"]).to_numpy(dtype=object)
+                ).to_numpy(dtype=object)
+    return keys
 
 
-def _aligned(b_rows: np.ndarray, c_rows: np.ndarray, b_keys: np.ndarray,
-             c_keys: np.ndarray) -> list[tuple[int, int]]:
-    """Align two op-row lists; one-sided entries carry -1 for the absent side."""
-    out: list[tuple[int, int]] = []
-    for i, j in align(b_keys[b_rows].tolist(), c_keys[c_rows].tolist()):
-        out.append((int(b_rows[i]) if i is not None else -1, int(c_rows[j]) if j is not None else -1))
-    return out
+#: One aligned entry: base row, comparison row (-1 when absent), paired by position.
+Step = tuple[int, int, bool]
 
 
-def _drill_down(pairs: list[tuple[int, int]], base: OpForest, comp: OpForest, b_keys: np.ndarray,
-                c_keys: np.ndarray, limit: int) -> list[tuple[int, int]]:
+def _aligned(b_rows: np.ndarray, c_rows: np.ndarray, b_keys: np.ndarray, c_keys: np.ndarray,
+             structural: bool) -> list[Step]:
+    """Align two op-row lists by key, then (``structural``) pair one-each leftovers by position."""
+    steps = align(b_keys[b_rows].tolist(), c_keys[c_rows].tolist())
+    flags = [False] * len(steps)
+    if structural:
+        steps, flags = fill_by_position(steps)
+    return [(int(b_rows[i]) if i is not None else -1, int(c_rows[j]) if j is not None else -1, f)
+            for (i, j), f in zip(steps, flags)]
+
+
+def _drill_down(pairs: list[Step], base: OpForest, comp: OpForest, b_keys: np.ndarray,
+                c_keys: np.ndarray, limit: int, structural: bool) -> list[Step]:
     """Replace, in place and recursively, every pair launching more than ``limit`` kernels by the
     alignment of its ops' children (a present op without children stops the expansion)."""
-    out: list[tuple[int, int]] = []
+    out: list[Step] = []
     stack = pairs[::-1]
     none = np.zeros(0, dtype="int64")
     while stack:
-        b, c = stack.pop()
+        b, c, f = stack.pop()
         kb = int(base.kernel_num[b]) if b >= 0 else 0
         kc = int(comp.kernel_num[c]) if c >= 0 else 0
         b_kids = base.children(b) if b >= 0 else none
         c_kids = comp.children(c) if c >= 0 else none
         if max(kb, kc) <= limit or (b >= 0 and len(b_kids) == 0) or (c >= 0 and len(c_kids) == 0):
-            out.append((b, c))
+            out.append((b, c, f))
             continue
-        stack.extend(reversed(_aligned(b_kids, c_kids, b_keys, c_keys)))
+        stack.extend(reversed(_aligned(b_kids, c_kids, b_keys, c_keys, structural)))
     return out
 
 
-def match_operators(base: Profile, comp: Profile, opts: CompareOptions) -> OperatorMatch:
-    """Pair the two profiles' ops (top level, then drill-down)."""
+def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
+                    equivalence: Equivalence | None = None) -> OperatorMatch:
+    """Pair the two profiles' ops (top level, then drill-down), keyed through ``equivalence``
+    (the run's table; None: the built-in one)."""
     bf, cf = forest_of(base), forest_of(comp)
-    b_names, c_names = pairing_names(base.ops["name"], opts), pairing_names(comp.ops["name"], opts)
-    b_keys, c_keys = op_keys(base.ops, b_names, opts), op_keys(comp.ops, c_names, opts)
-    pairs: list[tuple[int, int]] = []
+    bk, ck = side_keys(base, comp, opts, equivalence), side_keys(comp, base, opts, equivalence)
+    b_keys, c_keys = op_keys(base.ops, bk.key, opts), op_keys(comp.ops, ck.key, opts)
+    structural = not opts.exact_names
+    pairs: list[Step] = []
     for b_rows, c_rows in segment_pairs(bf, cf):
-        pairs.extend(_aligned(b_rows, c_rows, b_keys, c_keys))
+        pairs.extend(_aligned(b_rows, c_rows, b_keys, c_keys, structural))
     if opts.max_kernel_num is not None:
-        pairs = _drill_down(pairs, bf, cf, b_keys, c_keys, opts.max_kernel_num)
-    arr = np.asarray(pairs, dtype="int64").reshape(-1, 2)
-    b, c = arr[:, 0], arr[:, 1]
-    b_groups, c_groups = b_names.to_numpy(dtype=object), c_names.to_numpy(dtype=object)
+        pairs = _drill_down(pairs, bf, cf, b_keys, c_keys, opts.max_kernel_num, structural)
+    b = np.asarray([p[0] for p in pairs], dtype="int64")
+    c = np.asarray([p[1] for p in pairs], dtype="int64")
+    positional = np.asarray([p[2] for p in pairs], dtype=bool)
+    base_group, comp_group = take_rows(bk.key, b, ""), take_rows(ck.key, c, "")
+    base_label, comp_label = take_rows(bk.name, b, ""), take_rows(ck.name, c, "")
     frame = pd.DataFrame({
         "base_row": b,
         "comp_row": c,
         "base_name": take_rows(base.ops["name"].to_numpy(dtype=object), b, ""),
         "comp_name": take_rows(comp.ops["name"].to_numpy(dtype=object), c, ""),
-        "group": np.where(b >= 0, take_rows(b_groups, b, ""), take_rows(c_groups, c, "")),
-        "comp_group": take_rows(c_groups, c, ""),
+        "group": np.where(b >= 0, base_group, comp_group),
+        "comp_group": np.where(positional, base_group, comp_group),
+        "label": np.where(b >= 0, base_label, comp_label),
+        "comp_label": comp_label,
+        "matched_as": matched_as(base_label, comp_label, take_rows(bk.cls, b, ""), take_rows(ck.cls, c, ""),
+                                 positional),
         "base_device_ns": take_rows(bf.device_ns, b, 0),
         "comp_device_ns": take_rows(cf.device_ns, c, 0),
         "base_kernel_num": take_rows(bf.kernel_num, b, 0),
@@ -149,6 +167,11 @@ def take_rows(values: np.ndarray, rows: np.ndarray, fill: object) -> np.ndarray:
 # Tables
 # ---------------------------------------------------------------------------------------------
 
+#: The column every table of paired rows ends with: on the screens and in --json, not in the
+#: reference's sheets (the workbook's Matching sheet carries it instead).
+MATCHED_AS = Column("matched_as", "Matched As", "key", "text", "", 30, export=False)
+
+
 STAT_COLUMNS = (
     Column("top", "Top", "key", "int", "", 10),
     Column("name", "Operator Name", "key", "bold", "", 30),
@@ -158,6 +181,7 @@ STAT_COLUMNS = (
     Column("comp_num", "Comparison Operator Number", "comparison", "int", "count", 30),
     Column("diff", "Diff Duration(ms)", "diff", "float", "ms", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
+    MATCHED_AS,
 )
 
 DETAIL_COLUMNS = (
@@ -174,6 +198,7 @@ DETAIL_COLUMNS = (
     Column("comp_us", "Device Duration(us)", "comparison", "float", "us", 20),
     Column("diff", "Diff Duration(us)", "diff", "float", "us", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
+    MATCHED_AS,
 )
 
 
@@ -181,20 +206,45 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     """Per-group sums of the pairs' ops, per side, with op counts (``base_num`` / ``comp_num``).
 
     ``values`` maps an output column to (base source column, comparison source column). Rows are
-    groups in first-appearance order: base groups, then comparison-only groups.
+    groups in first-appearance order: base groups, then comparison-only groups. ``name`` is the
+    group's label (the base side's first pairing name, else the comparison's) and ``matched_as``
+    says how differently named ops joined it (:func:`group_matches`).
     """
     sides = []
-    for side, row_col, group_col in (("base", "base_row", "group"), ("comp", "comp_row", "comp_group")):
+    for side, row_col, group_col, label_col in (("base", "base_row", "group", "label"),
+                                                ("comp", "comp_row", "comp_group", "comp_label")):
         present = pairs[pairs[row_col].to_numpy() >= 0]
         cols = {out: present[src[0] if side == "base" else src[1]] for out, src in values.items()}
-        g = pd.DataFrame({"group": present[group_col].to_numpy(), **{k: v.to_numpy() for k, v in cols.items()}})
+        g = pd.DataFrame({"group": present[group_col].to_numpy(), "label": present[label_col].to_numpy(),
+                          **{k: v.to_numpy() for k, v in cols.items()}})
         first = next(iter(cols))
-        agg = g.groupby("group", sort=False).agg(**{k: (k, "sum") for k in cols}, num=(first, "size"))
+        agg = g.groupby("group", sort=False).agg(**{k: (k, "sum") for k in cols}, num=(first, "size"),
+                                                 label=("label", "first"))
         sides.append(agg.add_prefix(f"{side}_"))
-    names = sides[0].index.union(sides[1].index, sort=False)
-    out = pd.concat([s.reindex(names) for s in sides], axis=1).fillna(0)
-    out.index.name = "name"
-    return out.reset_index()
+    keys = sides[0].index.union(sides[1].index, sort=False)
+    b, c = (s.reindex(keys) for s in sides)
+    label = b["base_label"].combine_first(c["comp_label"])
+    out = pd.concat([b.drop(columns="base_label"), c.drop(columns="comp_label")], axis=1).fillna(0)
+    out.insert(0, "name", label.to_numpy(dtype=object))
+    out.insert(1, "matched_as", group_matches(pairs, label).reindex(keys).fillna("").to_numpy(dtype=object))
+    out.index.name = "group"
+    return out.reset_index(drop=True)
+
+
+def group_matches(pairs: pd.DataFrame, label: pd.Series) -> pd.Series:
+    """``Matched As`` text per group key: how its differently named pairs were joined and the
+    comparison names they brought (``flash attention (table): npu::npu_fusion_attention``)."""
+    joined = pairs[(pairs["base_row"].to_numpy() >= 0) & (pairs["comp_row"].to_numpy() >= 0)
+                   & (pairs["matched_as"].to_numpy() != "")]
+    if joined.empty:
+        return pd.Series(dtype=object)
+    out: dict[object, str] = {}
+    for key, rows in joined.groupby("group", sort=False):
+        how = "; ".join(pd.unique(rows["matched_as"]).tolist())
+        names = [n for n in pd.unique(rows["comp_label"]).tolist() if n != label.get(key)]
+        shown = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+        out[key] = f"{how}: {shown}" if shown else how
+    return pd.Series(out, dtype=object)
 
 
 def statistic_table(match: OperatorMatch) -> Table:
@@ -210,6 +260,7 @@ def statistic_table(match: OperatorMatch) -> Table:
         "comp_num": g["comp_num"].astype("int64"),
         "diff": diff(base_ms, comp_ms),
         "ratio": ratio(base_ms, comp_ms),
+        "matched_as": g["matched_as"].astype(str),
     })
     return Table(
         name=STAT_SHEET, columns=STAT_COLUMNS, data=rank_rows(data), base_span=(2, 3), comp_span=(4, 5),
@@ -319,6 +370,7 @@ def detail_table(match: OperatorMatch) -> Table:
         "comp_us": comp_us,
         "diff": diff(base_us, comp_us),
         "ratio": ratio(base_us, comp_us),
+        "matched_as": p["matched_as"].astype(str),
         "_base_row": b,
         "_comp_row": c,
     })
@@ -341,10 +393,11 @@ def unlinked_notes(match: OperatorMatch) -> list[str]:
 
 
 def compare_operators(base: Profile, comp: Profile, opts: CompareOptions,
-                      match: OperatorMatch | None = None) -> tuple[OperatorMatch, list[Table]]:
+                      match: OperatorMatch | None = None,
+                      equivalence: Equivalence | None = None) -> tuple[OperatorMatch, list[Table]]:
     """The operator sheets (statistic, then detail unless ``--disable-details``) and the pair list
     (returned so the memory comparison reuses it)."""
-    match = match or match_operators(base, comp, opts)
+    match = match or match_operators(base, comp, opts, equivalence)
     tables = [statistic_table(match)]
     if not opts.disable_details:
         tables.append(detail_table(match))

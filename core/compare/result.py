@@ -6,6 +6,10 @@ columns whose names start with ``_`` (tree links, indentation level, raw values 
 What a table *is* — its help line, whether the workbook holds it, how its rows nest, where Enter
 leads, which columns hold call stacks, the screen that shows it — is declared once per table as
 a :class:`Sheet` (registered in :data:`perfcmp_core.compare.STEPS`) and carried by the Table.
+What the workbook holds has this one owner at both levels: a table is written when it is
+``export``-ed (:attr:`Sheet.export` / :attr:`Table.export`), and of a written table the columns
+:meth:`Table.sheet_columns` returns (a :attr:`Column.export` ``False`` column, such as ``Matched
+As``, is on the screens and in ``--json`` only, so the reference's sheets keep its columns).
 The workbook writer and the TUI both render a Table without knowing which comparison made it, so
 a number can never differ between the sheet and the screen: the workbook asks
 :func:`number_format` how a column reads, the screen :func:`screen_format` (the same, except that
@@ -45,6 +49,9 @@ class Column:
     fmt: Fmt = "text"
     unit: str = ""  # us | ms | KB | MB | count | "" — for labels in the TUI
     width: float = 20
+    #: False: on the screens and in --json but not in the workbook sheet (whose columns must stay
+    #: exactly the reference's); such columns come last, so the title spans still fit the sheet
+    export: bool = True
 
 
 def is_ratio(col: Column) -> bool:
@@ -169,7 +176,7 @@ class Sheet:
     """What one table is, declared once beside the comparison that makes it."""
 
     name: str
-    screen: Screen
+    screen: Screen | None  # None: a workbook-only table (the Matching sheet)
     help: str = ""  # one line for the workbook's README sheet
     export: bool = True  # False: screens and --json only (the module tree)
     tree: Tree = ""
@@ -178,6 +185,9 @@ class Sheet:
     #: Column naming a row in the terminal's "top regressions" (rows ranked by the table's
     #: default sort; the first declared table with rows and this set is the one listed).
     regressions: str | None = None
+    #: Columns whose values name a row (joined, they are the row's name in the workbook's
+    #: Matching sheet); empty for tables whose rows are never paired by the equivalence table.
+    row_names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -216,6 +226,14 @@ class Table:
             if c.key == key:
                 return c
         raise KeyError(key)
+
+    def sheet_columns(self) -> tuple[Column, ...]:
+        """The columns of its workbook sheet: every exported column (the screens and --json
+        show them all). Unexported columns must come last: the title spans index the columns."""
+        n = sum(c.export for c in self.columns)
+        if not all(c.export for c in self.columns[:n]):
+            raise ValueError(f"{self.name}: an unexported column comes before an exported one")
+        return self.columns[:n]
 
     def visible(self) -> pd.DataFrame:
         """The data restricted to the visible columns, in order."""

@@ -1,9 +1,11 @@
 """``--json``: the whole comparison as one machine-readable document.
 
 Unlike the workbook, which mirrors the reference's sheets, the JSON carries everything a script
-might want: every table (including UI-only ones such as the module tree) with all its columns —
-hidden ``_``-prefixed ones too, so tree links and levels survive — and each column's workbook
-header, role, format and unit, plus the summary figures, notes, options and input labels.
+might want: every table (including those the workbook leaves out, such as the module tree) with
+all its columns — the unexported ones (``Matched As``) and the hidden ``_``-prefixed ones too, so
+tree links and levels survive — and each column's workbook header, role, format, unit and
+``export`` flag (whether the sheet holds it), plus the summary figures, notes, options and input
+labels.
 
 Values follow one rule everywhere: NaN / missing → ``null``, ±infinity → ``"INF"`` / ``"-INF"``
 (JSON has no infinity, and ``null`` would hide a real "base was zero" result), numpy scalars →

@@ -6,7 +6,9 @@ widths) so scripts that read it with ``pandas.read_excel(path, sheet_name=S, hea
 working. On top of that: ratios always use the percent format (the reference switches format for
 red cells only), improvements get a green fill, panes are frozen under the header, the header row
 has an autofilter, long-text columns wrap, text is never turned into a formula, and a ``README``
-sheet (plus ``Advisor`` when given) explains the workbook.
+sheet (plus ``Advisor`` when given) explains the workbook. A column a table does not export
+(:meth:`~perfcmp_core.compare.result.Table.sheet_columns`: ``Matched As``) stays out of its sheet;
+the ``Matching`` sheet after the comparison sheets lists the rows it marks instead.
 
 Speed: openpyxl (write-only) builds the workbook skeleton — sheets, styles, column widths, merged
 titles, frozen panes, autofilter — but its per-cell XML serialisation costs ~15 µs a cell, about
@@ -31,7 +33,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from openpyxl.worksheet.filters import AutoFilter
 
-from perfcmp_core.compare import ADVISOR
+from perfcmp_core.compare import ADVISOR, matching
 from perfcmp_core.compare.result import (LEVEL, Column, ComparisonResult, Table, is_ratio,
                                          number_format, ratio_tone)
 from perfcmp_core.export.readme import README_SHEET, readme_sheet
@@ -82,6 +84,9 @@ def write_workbook(
     ]
     if not sheets:
         raise NothingToWrite("no comparison produced any rows; no workbook written")
+    matched = matching([t for _, t in sheets])  # the Matched As column those sheets cannot hold
+    if matched is not None:
+        sheets.append((matched.name, matched))
     advisor = advisor if advisor is not None else result.tables.get(ADVISOR.name)
     if advisor is not None and _written(advisor):
         sheets.append((ADVISOR.name, advisor))
@@ -134,7 +139,7 @@ def _table_sheet(
     ws: WriteOnlyWorksheet, table: Table, result: ComparisonResult, palette: Palette
 ) -> SheetXml:
     """Lay out one comparison table: titles, headers, data, widths, panes, filter, merges."""
-    columns = table.columns
+    columns = table.sheet_columns()
     ncols = len(columns)
     letters = [get_column_letter(i + 1) for i in range(ncols)]
     data = table.data.iloc[:MAX_DATA_ROWS]

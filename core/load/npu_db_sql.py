@@ -141,10 +141,19 @@ class Db:
             if self.has("STRING_IDS", "id", "value"):
                 rows = self._execute("SELECT COALESCE(CAST(id AS INTEGER), -1), value FROM STRING_IDS ORDER BY rowid")
                 df = pd.DataFrame(rows, columns=["id", "value"]).drop_duplicates("id")
-                ids, values = df["id"].to_numpy(np.int64), df["value"].fillna("").astype(str).to_numpy(object)
+                ids, values = df["id"].to_numpy(np.int64), self._plain_texts(df["value"])
             self._string_ids = pd.Index(ids)
             self._strings = np.append(values, "").astype(object)
         return self._string_ids
+
+    def _plain_texts(self, cells: pd.Series) -> np.ndarray:
+        """Cells of a TEXT column as ``str``; a value stored as a BLOB (a damaged or hand-edited
+        Db) is decoded leniently and flagged in :attr:`bad_text` rather than failing the load."""
+        try:
+            return cells.fillna("").astype(str).to_numpy(object)
+        except UnicodeDecodeError:
+            self.bad_text = True
+            return np.array(["" if v is None else _cell_text(v) for v in cells.tolist()], dtype=object)
 
     def string_ids(self, texts: list[str]) -> list[int]:
         """Ids under which ``texts`` are interned."""

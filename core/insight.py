@@ -126,3 +126,60 @@ def _rest(total: float, parts: list[float]) -> float:
     """What ``parts`` leave of ``total`` at the printed precision (0.0 when nothing)."""
     rest = round(float(total) - sum(parts), 2)
     return rest if abs(rest) >= 0.01 else 0.0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One segment of a side's E2E bar: a computing class, uncovered communication or free."""
+
+    label: str
+    base_ms: float
+    comp_ms: float
+
+
+def time_parts(table: Table, keep: int = 5) -> list[Part]:
+    """E2E split into parts that add up to it on each side, for the Overall screen's bars:
+    the ``keep`` largest computing classes (the Computing row's children, in the table's order;
+    the smaller ones together as ``other computing``), uncovered communication, free time.
+
+    The classes are sums over kernels while Computing is a union of their intervals: where
+    parallel streams make the classes exceed Computing, they are scaled down to it, so a bar is
+    never longer than its E2E. Negative free time (overlap beyond E2E) draws as none.
+    """
+    df = table.data
+    if df.empty:
+        return []
+    labels = df["index"].astype(str).str.strip().to_numpy()
+    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
+    level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
+    base = df["base_ms"].to_numpy(dtype="float64")
+    comp = df["comp_ms"].to_numpy(dtype="float64")
+    parts: list[Part] = []
+    top = np.flatnonzero(labels == "Computing Time")
+    if len(top):
+        i = int(top[0])
+        j = i + 1
+        kids = []
+        while j < len(df) and level[j] > 0:
+            if level[j] == 1:
+                kids.append(j)
+            j += 1
+        scale = [min(1.0, side[i] / total) if (total := side[kids].sum()) > 0 else 0.0
+                 for side in (base, comp)]
+        kids = [k for k in kids if base[k] > 0 or comp[k] > 0]
+        big = set(sorted(kids, key=lambda k: -max(base[k], comp[k]))[:keep])
+        parts += [Part(names[k], float(base[k] * scale[0]), float(comp[k] * scale[1]))
+                  for k in kids if k in big]
+        small = [k for k in kids if k not in big]
+        if small:
+            parts.append(Part("other computing", float(base[small].sum() * scale[0]),
+                              float(comp[small].sum() * scale[1])))
+        if not kids:
+            parts.append(Part("Computing", float(base[i]), float(comp[i])))
+    for row, label in (("Uncovered Communication Time", "Uncovered Communication"),
+                       ("Free Time", "Free")):
+        hit = np.flatnonzero(labels == row)
+        if len(hit):
+            k = int(hit[0])
+            parts.append(Part(label, float(max(base[k], 0.0)), float(max(comp[k], 0.0))))
+    return parts

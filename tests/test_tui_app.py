@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from openpyxl import load_workbook
 from textual.command import CommandPalette
-from textual.widgets import Input, Static
+from textual.widgets import Input, OptionList, Static
 
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
 from perfcmp_tui.app import PerfCmpApp, build_app
@@ -306,9 +306,11 @@ async def test_module_tree_diff_of_the_slower_projection() -> None:
         assert view is not None
         view.expanded = set(view.parent_nodes())  # open everything
         frame(app).refresh_data()
+        tree = tables("npu")["ModuleTree"].data
+        forward = ~tree.loc[tree["module"] == "Linear_4", "_path"].str.contains("BACKWARD")
         linear4 = [r for r in shown(app) if label(r["Module Name"]) == "Linear_4"]
-        assert len(linear4) == 3
-        assert all(r["Diff Total(us)"] == "+30.00" for r in linear4)
+        assert len(linear4) == len(forward) == 6  # 3 steps, forward and backward
+        assert [r["Diff Total(us)"] for r, fwd in zip(linear4, forward) if fwd] == ["+30.00"] * 3
 
 
 @aio
@@ -823,3 +825,205 @@ async def test_c_says_where_the_stacks_are_when_the_profiles_have_them() -> None
         messages = [n.message for n in app._notifications]
         assert messages[-1].startswith("this view has no call stacks: the Modules screen (3)")
         assert not any("collect with with_stack" in m for m in messages)
+
+
+@aio
+async def test_advisor_screen_reads_its_findings_first() -> None:
+    """fixtures/README.md: with FA the comparison's DiT FA and Vector shares trip their rules;
+    the screen's text above the shares names them with what to try and the top operators."""
+    advisor = tables("infer")["Advisor"]
+    app = make_app("infer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        extra = text_of(app.query_one("#pane-advisor #extra", Static))
+        assert extra.startswith("Findings")
+        assert "comparison: DiT FA share high: 32.93% of stage time > 30%" in extra
+        assert "    top: FlashAttentionScore 0.661 ms" in extra
+        assert "what grew: DiT FA grew 0.200 ms per step" in extra
+        assert extra.strip() == advisor.lead
+        # Then the shares: the table itself.
+        assert [r["Category"] for r in shown(app)][:2] == list(advisor.data["category"][:2])
+
+
+# -- pictures -----------------------------------------------------------------------------------
+@aio
+async def test_overall_bars_and_step_sparkline() -> None:
+    """The bars are the OverallMetrics parts on one scale; the sparkline the StepCompare E2E."""
+    from perfcmp_core.insight import time_parts
+    from perfcmp_tui.widgets.pictures import OverallPicture, cells
+
+    overall = tables("npu")["OverallMetrics"]
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        picture = app.query_one("#pane-overall #picture", OverallPicture)
+        assert not picture.has_class("hidden")  # 44 rows: shown without asking
+        lines = picture.render().plain.splitlines()
+        parts = time_parts(overall)
+        e2e = overall.data.set_index(overall.data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert lines[0].startswith("Base ") and lines[0].endswith(f" {e2e:,.3f} ms")
+        bar = lines[0].removeprefix("Base ").rsplit(" ", 2)[0]
+        width = picture.size.width - len("Base ") - len(" 00,000.000 ms")
+        scale = max(sum(p.base_ms for p in parts), sum(p.comp_ms for p in parts))
+        assert len(bar) == sum(cells([p.base_ms for p in parts], scale, width))
+        assert "Uncovered Communication 0.60→0.60" in lines[2] + lines[-2]
+        spark = lines[-1]
+        # One scale for both sides, 6.228 (base step 3) … 6.375 ms (comparison step 1), in 8
+        # levels: base 6.339, 6.318, 6.228 → levels 5.3, 4.3, 0 → ▆▅▁; comparison 6.375, 6.354,
+        # 6.264 → 7, 6.0, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
+        assert steps["base_e2e"].round(3).tolist() == [6.339, 6.318, 6.228]
+        assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.228–6.375 ms)"
+        await pilot.press("p")
+        assert picture.has_class("hidden")
+        await pilot.press("2", "p")
+        assert [n.message for n in app._notifications][-1].startswith("pictures are on the Overall")
+
+
+def test_bar_cells_add_up_and_degrade_to_glyphs() -> None:
+    from perfcmp_core.insight import Part
+    from perfcmp_tui.widgets.pictures import cells, stacked_bars
+
+    assert cells([1.0, 1.0, 1.0], 3.0, 10) == [3, 4, 3]  # rounded at the ends: 3 + 4 + 3 = 10
+    assert sum(cells([0.2, 0.2, 0.6], 2.0, 40)) == 20  # half the scale: half the bar
+    parts = [Part("Matmul", 2.0, 3.0), Part("Free", 2.0, 1.0)]
+    plain = stacked_bars(parts, 60, colour=False).plain.splitlines()
+    # Without colour each segment has its own glyph, named in the legend.
+    assert set(plain[0].split()[1]) == {"█", "▓"} and "█ Matmul 2.00→3.00" in plain[2]
+    assert "▓ Free 2.00→1.00" in plain[2]
+    coloured = stacked_bars(parts, 60, colour=True)
+    assert set(coloured.plain.splitlines()[0].split()[1]) == {"█"}
+
+
+# -- steps --------------------------------------------------------------------------------------
+def step_source(pair: str, *steps: int) -> Callable[[int | None, int | None],
+                                                    Callable[..., Iterator[Event]]]:
+    """The app's ``restart``: the pair's comparison cut to one of ``steps`` (or every step),
+    computed in this process before the app starts."""
+    from dataclasses import replace as with_
+
+    from perfcmp_core.pipeline import comparison_events
+
+    req = request(pair)
+    runs = {(None, None): events(pair)}
+    for step in steps:
+        cut = with_(req, base_opts=with_(req.base_opts, step=step),
+                    comp_opts=with_(req.comp_opts, step=step))
+        runs[(step, step)] = tuple(comparison_events(cut))
+    return lambda base_step, comp_step: replay(runs[(base_step, comp_step)])
+
+
+@aio
+async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
+    from perfcmp_tui.screens.step_picker import StepPicker
+
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu", restart=step_source("npu", 2))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        overall = pane(app, "overall")
+        assert overall._headlines[0].base == "18.885 ms"
+        await pilot.press("S")
+        assert isinstance(app.screen, StepPicker)
+        labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        assert labels == ["all steps  (now)", "step 1", "step 2", "step 3"]
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (2, 2)
+        # The Overall screen now is step 2 alone: StepCompare's row for step 2.
+        assert overall._headlines[0].base == f"{steps['base_e2e'].iloc[1]:,.3f} ms"
+        assert overall._headlines[0].comparison == f"{steps['comp_e2e'].iloc[1]:,.3f} ms"
+        assert "StepCompare" not in overall.tables  # one step a side: nothing per step
+        await pilot.press("S")
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (None, None) and overall._headlines[0].base == "18.885 ms"
+
+
+@aio
+async def test_step_picker_without_steps_to_pick() -> None:
+    app = make_app("npu")  # no restart: a replayed run cannot be rerun
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("one step on each side")
+
+
+@aio
+async def test_step_picker_reruns_in_a_child_process() -> None:
+    """The real app's restart: a fresh child process on the chosen step (`--base-step 3
+    --comparison-step 3`), its figures StepCompare's row for step 3."""
+    from perfcmp_core.runner import prepare
+
+    prepare()
+    steps = tables("npu")["StepCompare"].data
+    app = build_app(request("npu"))
+    app.timings = False
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, timeout=120)
+        await pilot.press("S", "end", "enter")
+        await pilot.pause()
+        await settle(pilot, app, timeout=120)
+        assert app.failed is None and app.steps_now == (3, 3)
+        head = pane(app, "overall")._headlines[0]
+        assert head.base == f"{steps['base_e2e'].iloc[2]:,.3f} ms"
+        assert app.outcome.loaded["base"]["selected_step"] == 3
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+# -- kernels of a row ---------------------------------------------------------------------------
+@aio
+async def test_K_compares_the_kernels_of_an_operator() -> None:
+    """fixtures/README.md #1: layer 1's QKV MatMulV3 100 → 130 µs, +90 µs over the run; the
+    other kernels of aten::linear do not move, and they add up to the operator's device time."""
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    stat = tables("npu_ops")["OperatorCompareStatistic"].data.set_index("name")
+    app = make_app("npu_ops")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        names = [r["Operator Name"] for r in shown(app)]
+        await pilot.press(*["j"] * names.index("aten::linear"), "K")
+        assert isinstance(app.screen, KernelScreen)
+        k = app.screen.table.data.set_index("kernel")
+        assert app.screen.table.title == "Kernels of aten::linear"
+        assert k.index[0] == "aclnnAddmm_MatMulV3Common_MatMulV3"  # the largest difference first
+        assert k["diff_us"].iloc[0] == pytest.approx(90.0, abs=1.5)  # + the 0–499 ns fractions
+        assert (k["diff_us"].iloc[1:].abs() < 1e-9).all()
+        for side in ("base", "comp"):
+            assert k[f"{side}_us"].sum() / 1000 == pytest.approx(stat.loc["aten::linear", f"{side}_ms"],
+                                                                 abs=1e-6)
+        assert k["base_n"].iloc[0] == 15  # 5 linear layers × 3 steps launch MatMulV3
+        body = text_of(app.screen.query_one("#kernels-head", Static))
+        assert body.startswith("Kernels of aten::linear: 5 kernel names")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, KernelScreen)
+
+
+@aio
+async def test_K_on_a_module_row_shows_its_kernels_and_call_stacks() -> None:
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    detail = tables("npu")["ModuleCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3", "v", "v")
+        mods = pane(app, "modules")
+        assert mods.current == "ModuleCompare"
+        row = int(np.flatnonzero(~detail["_is_total"].to_numpy())[0])  # the first op row
+        await pilot.press(*["j"] * list(mods.view.order()).index(row), "K")
+        assert isinstance(app.screen, KernelScreen)
+        stacks = app.screen.stacks
+        assert stacks == (detail["base_stack"].iat[row], detail["comp_stack"].iat[row])
+        side = text_of(app.screen.query(".drill-side").first(Static))
+        assert side.startswith("Base call stack\n") and detail["base_stack"].iat[row].split(";")[0].strip() in side
+        await pilot.press("q")
+        await pilot.press("1", "K")
+        assert [n.message for n in app._notifications][-1].startswith("this row has no kernels")

@@ -37,6 +37,8 @@ PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
                   {"use_kernel_type": True}),
     "gpu": ("fixtures/gpu/base.pt.trace.json", "fixtures/gpu/comp.pt.trace.json", {}),
     "ms": ("fixtures/npu_ms/base_ascend_ms", "fixtures/npu_ms/comp_ascend_ms", {}),
+    # DiT + VAE inference, the comparison with FA (fixtures/README.md): advisor rules trip.
+    "infer": ("fixtures/npu_infer/dit_vae_ascend_pt", "fixtures/npu_infer/dit_vae_fa_ascend_pt", {}),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -36,8 +37,10 @@ from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
+from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
+from .screens.step_picker import Choice, StepPicker, step_choices
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
@@ -49,6 +52,9 @@ from .widgets.tab_bar import TabBar
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+#: ``restart(base_step, comp_step)``: the source of the same comparison cut to those steps
+#: (None: every step).
+Restart = Callable[[int | None, int | None], EventSource]
 #: Longest wait for a held key to come back up (see :meth:`PerfCmpApp.on_event`): a safety net
 #: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
 #: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
@@ -78,6 +84,9 @@ class PerfCmpApp(App[int]):
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        Binding("p", "pictures", "Pictures", show=False),
+        Binding("S", "pick_step", "Steps", show=False),
+        Binding("K", "kernels", "Kernels of row", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
@@ -92,9 +101,10 @@ class PerfCmpApp(App[int]):
         """One event of the comparison run, posted from the worker thread; a table comes with
         its view, prepared there (search text, clipped cells, sort keys) so no key pays for it."""
 
-        def __init__(self, event: Event, view: TableView | None = None) -> None:
+        def __init__(self, event: Event, view: TableView | None = None, run: int = 0) -> None:
             self.event = event
             self.view = view
+            self.run = run  # which run of the app it belongs to (see PerfCmpApp.run_number)
             super().__init__()
 
     def __init__(
@@ -105,6 +115,7 @@ class PerfCmpApp(App[int]):
         *,
         out_dir: str = ".",
         timings: bool = True,
+        restart: Restart | None = None,
     ) -> None:
         """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
 
@@ -114,6 +125,13 @@ class PerfCmpApp(App[int]):
         super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.base_path, self.comp_path = base, comp
         self.source = source
+        self.restart = restart
+        #: The steps of each side as the first full run found them (a rerun on one step loads
+        #: that step alone), and the steps compared now.
+        self.all_steps: dict[str, list[int]] = {}
+        self.steps_now: Choice = (None, None)
+        #: Counts the runs: events still queued from a run the user replaced are dropped.
+        self.run_number = 0
         self.out_dir = out_dir
         self.timings = timings
         self.animation_level = "none"
@@ -209,21 +227,22 @@ class PerfCmpApp(App[int]):
     def run_comparison(self) -> None:
         """Forward the run's events to the UI; never blocks on the UI (post_message queues)."""
         worker = get_current_worker()
+        run = self.run_number
         try:
             for event in self.source(lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return
                 view = TableView(event.table).prepare() if isinstance(event, TableReady) else None
-                self.post_message(self.Arrived(event, view))
+                self.post_message(self.Arrived(event, view, run))
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
             if not worker.is_cancelled:
                 self.post_message(self.Arrived(Failed(f"{type(exc).__name__}: {exc}",
                                                       is_input=False,
-                                                      detail=traceback.format_exc())))
+                                                      detail=traceback.format_exc()), run=run))
 
     def on_perf_cmp_app_arrived(self, message: Arrived) -> None:
-        if not self._screens_alive():
-            return  # the app is closing: late events from the worker have nowhere to go
+        if not self._screens_alive() or message.run != self.run_number:
+            return  # the app is closing, or the run was replaced: the event has nowhere to go
         try:
             self.handle_event(message.event, message.view)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the session
@@ -246,6 +265,8 @@ class PerfCmpApp(App[int]):
             self.query_one(RunProgress).phase(event)
         elif isinstance(event, Loaded):
             self.query_one(InputsBar).show(self.outcome.loaded)
+            if event.info.get("selected_step") is None:
+                self.all_steps[event.side] = [int(s["step"]) for s in event.info.get("steps", ())]
         elif isinstance(event, TableReady):
             self._add_table(event, view)
         elif isinstance(event, Skipped):
@@ -276,6 +297,21 @@ class PerfCmpApp(App[int]):
             if notes != pane.notes:
                 pane.set_notes(notes)
 
+    def action_kernels(self) -> None:
+        if self._no_table():
+            return
+        found = self.pane.row_kernels()
+        if found is None:
+            self.notify("this row has no kernels: K works on operator and module rows",
+                        severity="warning", timeout=3)
+            return
+        self.push_screen(KernelScreen(*found))
+
+    def action_pictures(self) -> None:
+        if not self.pane.toggle_pictures():
+            self.notify("pictures are on the Overall screen (1): E2E bars per side and a "
+                        "sparkline per step", timeout=3)
+
     def action_notes(self) -> None:
         self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in SCREENS]))
 
@@ -295,16 +331,41 @@ class PerfCmpApp(App[int]):
         if self.timings:
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
 
+    def _rerun(self) -> None:
+        """Start the run again from nothing (a retry, or other steps)."""
+        self.run_number += 1
+        self.outcome = ResultBuilder(self.base_path, self.comp_path)
+        self.query_one(InputsBar).show(self.outcome.loaded)
+        for pane in self.query(TablePane):
+            pane.reset()
+        self.query_one(TabBar).reset()
+        self.query_one("#progress").remove_class("hidden")
+        self.running = True
+        self.run_comparison()
+
+    def action_pick_step(self) -> None:
+        base, comp = self.all_steps.get("base", []), self.all_steps.get("comparison", [])
+        if self.restart is None or len(base) < 2 and len(comp) < 2:
+            self.notify("one step on each side: there is no other step to pick",
+                        severity="warning", timeout=3)
+            return
+        self.push_screen(StepPicker(step_choices(base, comp), self.steps_now), self._steps_chosen)
+
+    def _steps_chosen(self, choice: Choice | None) -> None:
+        if choice is None or choice == self.steps_now or self.restart is None:
+            return
+        self.workers.cancel_group(self, "compare")  # the run under way is dropped
+        self.steps_now = choice
+        self.source = self.restart(*choice)
+        self._rerun()
+        what = "every step" if choice == (None, None) else (
+            f"step {choice[0]}" if choice[0] == choice[1] else
+            f"base step {choice[0]}, comparison step {choice[1]}")
+        self.notify(f"comparing {what}", timeout=3)
+
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry":
-            self.outcome = ResultBuilder(self.base_path, self.comp_path)
-            self.query_one(InputsBar).show(self.outcome.loaded)
-            for pane in self.query(TablePane):
-                pane.reset()
-            self.query_one(TabBar).reset()
-            self.query_one("#progress").remove_class("hidden")
-            self.running = True
-            self.run_comparison()
+            self._rerun()
         elif choice == "quit":
             self.quit_with_code()
 
@@ -553,7 +614,15 @@ def build_app(
         run = pending.pop() if pending else start_comparison(request)
         return run.events(should_stop)
 
-    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)))
+    def restart(base_step: int | None, comp_step: int | None) -> EventSource:
+        """The same comparison on other steps (the app reads the first run at once, on mount,
+        so no run of the old steps is left pending)."""
+        cut = replace(request, base_opts=replace(request.base_opts, step=base_step),
+                      comp_opts=replace(request.comp_opts, step=comp_step))
+        return lambda should_stop: start_comparison(cut).events(should_stop)
+
+    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)),
+                      restart=restart)
 
 
 def run_app(

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
-from perfcmp_core.insight import Headline
+from perfcmp_core.insight import Headline, time_parts
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
+from .pictures import OverallPicture
+
+#: Terminal rows from which the Overall pictures show without asking (`p` toggles them): below,
+#: the bars would leave the table a handful of rows.
+PICTURE_MIN_ROWS = 36
 
 
 class FilterBox(Input):
@@ -59,10 +66,14 @@ class TablePane(Vertical):
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
         self.notes: list[str] = []  # the run's notes that concern this screen
+        #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
+        self.pictures: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
+        if self.spec.headlines:  # the Overall screen
+            yield OverallPicture(id="picture", classes="hidden")
         yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
@@ -94,6 +105,7 @@ class TablePane(Vertical):
                                     (not self._chosen and names[0] == table.name)):
             self.show(names[0])
         self._show_extra()
+        self._show_picture()
 
     def reset(self) -> None:
         """Forget every table (a retried run starts from nothing)."""
@@ -112,6 +124,7 @@ class TablePane(Vertical):
         self.notes = []
         self._show_extra()
         self._show_notes()
+        self._show_picture()
         self._status()
 
     def set_headlines(self, headlines: list[Headline]) -> None:
@@ -127,6 +140,38 @@ class TablePane(Vertical):
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
         extra.set_class(not text.plain.strip(), "hidden")
+
+    # -- pictures -----------------------------------------------------------------------------
+    def _show_picture(self) -> None:
+        """The Overall bars (OverallMetrics) and step sparkline (StepCompare), when on."""
+        found = self.query("#picture")
+        if not found:
+            return
+        picture = found.first(OverallPicture)
+        overall = self.tables.get("OverallMetrics")
+        on = overall is not None and self.pictures_on()
+        picture.set_class(not on, "hidden")
+        if on and overall is not None:
+            steps = self.tables.get("StepCompare")
+            series = ((steps.data["base_e2e"].tolist(), steps.data["comp_e2e"].tolist())
+                      if steps is not None else ([], []))
+            picture.set_data(time_parts(overall), series)
+
+    def pictures_on(self) -> bool:
+        return self.pictures if self.pictures is not None else (
+            self.app.size.height >= PICTURE_MIN_ROWS)
+
+    def toggle_pictures(self) -> bool:
+        """`p`: pictures on / off (False: this screen has none)."""
+        if not self.query("#picture") or "OverallMetrics" not in self.tables:
+            return False
+        self.pictures = not self.pictures_on()
+        self._show_picture()
+        return True
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.pictures is None:
+            self._show_picture()
 
     def set_notes(self, notes: list[str]) -> None:
         """The run's notes about this screen: the first on one line above the table, all of
@@ -423,7 +468,7 @@ class TablePane(Vertical):
         for side, title, stack in (("base", "Base call stack", base),
                                    ("comp", "Comparison call stack", comp)):
             texts[side] = Text(title + "\n", style="bold")
-            texts[side].append(_stack_text(stack), style="")
+            texts[side].append(stack_text(stack), style="")
         if self._stacks is None:  # first opened: build the panel with its texts
             self._stack_texts = {side: Static(text, id=f"stack-{side}")
                                  for side, text in texts.items()}
@@ -434,6 +479,38 @@ class TablePane(Vertical):
             return
         for side, text in texts.items():
             self._stack_texts[side].update(text)
+
+    # -- kernels of a row ---------------------------------------------------------------------
+    def row_kernels(self) -> tuple[Table, tuple[str, str] | None] | None:
+        """`K`: the kernel comparison of the cursor row (its own ``Kernel Details``, or those of
+        the rows Enter would open) and the row's call stacks; None when the row has neither."""
+        view, row = self.view, self.frame.current_row
+        if view is None or row is None:
+            return None
+        table = view.table
+        keys = detail_keys(table)
+        label = str(table.data[self.frame.columns[0].key].iat[row]).strip()
+        if keys is not None:
+            source, rows = table, [row]
+            if IS_TOTAL in table.data and bool(table.data[IS_TOTAL].iat[row]):
+                # A module instance's [ TOTAL ] row: its kernels are those of its op rows below.
+                totals = np.flatnonzero(table.data[IS_TOTAL].to_numpy(dtype=bool))
+                end = next((int(t) for t in totals if t > row), len(table.data))
+                rows = list(range(row + 1, end))
+        elif table.drill is not None and table.drill.target in self.tables:
+            source = self.tables[table.drill.target]
+            keys = detail_keys(source)
+            conditions, label = view.drill(row)
+            rows = list(rows_matching(source.data, conditions))
+        if keys is None:
+            return None
+        df = source.data
+        kernels = op_kernels(df[keys[0]].iloc[rows], df[keys[1]].iloc[rows], label)
+        stacks = None
+        if table.stacks is not None:
+            stacks = (_text(table.data[table.stacks[0]].iat[row]),
+                      _text(table.data[table.stacks[1]].iat[row]))
+        return kernels, stacks
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
         if self.view is not None and self.view.filter_text:
@@ -460,7 +537,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _stack_text(stack: str) -> str:
+def stack_text(stack: str) -> str:
     """One frame per line (the sheets join frames with ``;`` and a newline)."""
     frames = [f.strip() for f in stack.replace(";\n", "\n").replace(";", "\n").splitlines()]
     frames = [f for f in frames if f and f not in ("nan", "N/A")]

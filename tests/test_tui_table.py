@@ -36,6 +36,7 @@ def test_shorten_keeps_both_ends_of_a_path() -> None:
     path = "[ BACKWARD ]/ TransformerLM_0/ TransformerLayer_1/ MLP_1/ Linear_6"
     assert shorten(path, 30) == "[ BACKWARD ]/… MLP_1/ Linear_6"
     assert shorten(path, len(path)) == path
+    assert shorten("/" + path, 31) == "/[ BACKWARD ]/… MLP_1/ Linear_6"  # a root "/" first
     # Other text keeps two fifths of its head and the rest of its tail.
     name = "autograd::engine::evaluate_function: MmBackward0"
     cut = shorten(name, 25)
@@ -108,7 +109,7 @@ async def test_name_column_grows_with_the_terminal_and_resizes_with_keys() -> No
         app = make_app("npu")
         async with app.run_test(size=size) as pilot:
             await settle(pilot, app)
-            await pilot.press("3")
+            await pilot.press("2")  # autograd::engine::evaluate_function: … names are long
             f = frame(app)
             widths[size] = f.slots()[0].width
             if size == (80, 24):
@@ -121,20 +122,25 @@ async def test_name_column_grows_with_the_terminal_and_resizes_with_keys() -> No
 
 @aio
 async def test_backward_rows_keep_their_direction_and_leaf() -> None:
-    """`[ BACKWARD ]/ TransformerLM_0/ …/ Linear_6` cut at 80 columns still says both."""
-    data = tables("npu")["ModuleTree"].data
+    """`[ BACKWARD ]/ TransformerLM_0/ …/ Linear_6` cut at 80 columns still says both (the
+    module statistic names each module by its whole path)."""
+    table = tables("npu")["ModuleCompareStatistic"]
+    key = next(c.key for c in table.columns if c.header == "Module Name")
     app = make_app("npu")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await pilot.press("3")
+        await pilot.press("3", "v")
         f = frame(app)
-        assert f.view is not None
+        assert f.view is not None and f.view.table.name == table.name
+        label = f.headers.index("Module Name")
         checked = 0
         for i, row in enumerate(f.view.order().tolist()):
-            full = str(data["module"].iloc[row])
-            if not full.startswith("[ BACKWARD ]") or "/" not in full:
+            full = str(table.data[key].iloc[row])
+            cell = f.row_cells(i)[label].strip()
+            full = full.removeprefix("/")  # the statistic's paths start at the root, "/"
+            cell = cell.removeprefix("/")
+            if not full.startswith("[ BACKWARD ]") or "/" not in full or cell == full:
                 continue
-            cell = f.row_cells(i)[0].strip()
             leaf = full.rsplit("/", 1)[1]
             # The direction in full, then the leaf (or, when even it is too long, its end).
             end = cell.split("…")[-1]

@@ -10,7 +10,8 @@ app then replays its events, exactly as the tests do, and a Pilot presses the ke
 session on every screen: switching screens, ``d``, ``s`` (narrowed by typing), the filter letter
 by letter, ``n``, ``u``, ``l`` across the columns, ``-`` / ``+``, ``<`` / ``>``, ``v``, Enter on a
 tree node and on a statistic row (the drill), ``d`` inside the drill, ``f`` (the full row) and
-``q`` back. One key's time runs from the press until the app is idle again and every line of
+``q`` back. One key's time runs from the press until the app is idle again (its deferred work,
+such as a layout refresh, done) and every line of
 the screen has been rendered (``Compositor.render_full_update``: more than a real redraw, which
 renders only what changed). It is counted as the CPU time the process spent on it
 (``time.process_time``, all threads): on a shared host wall time mostly measures the other
@@ -91,6 +92,7 @@ async def session(base: str, comp: str, stream: tuple[Event, ...], size: tuple[i
                 label = f"{group}: {key}" + (f" #{seen[key]}" if seen[key] > 1 else "")
                 c0, t0 = time.process_time(), time.perf_counter()
                 await pilot.press(key)
+                await pilot.pause()  # timers the key set (a layout refresh) have run
                 app.screen._compositor.render_full_update()  # every line drawn anew
                 times.setdefault(label, []).append(((time.process_time() - c0) * 1e3,
                                                     (time.perf_counter() - t0) * 1e3))

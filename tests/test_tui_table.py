@@ -36,6 +36,7 @@ def test_shorten_keeps_both_ends_of_a_path() -> None:
     path = "[ BACKWARD ]/ TransformerLM_0/ TransformerLayer_1/ MLP_1/ Linear_6"
     assert shorten(path, 30) == "[ BACKWARD ]/… MLP_1/ Linear_6"
     assert shorten(path, len(path)) == path
+    assert shorten("/" + path, 31) == "/[ BACKWARD ]/… MLP_1/ Linear_6"  # a root "/" first
     # Other text keeps two fifths of its head and the rest of its tail.
     name = "autograd::engine::evaluate_function: MmBackward0"
     cut = shorten(name, 25)
@@ -108,48 +109,43 @@ async def test_name_column_grows_with_the_terminal_and_resizes_with_keys() -> No
         app = make_app("npu")
         async with app.run_test(size=size) as pilot:
             await settle(pilot, app)
-            await pilot.press("3")
+            await pilot.press("2")  # autograd::engine::evaluate_function: … names are long
             f = frame(app)
             widths[size] = f.slots()[0].width
-            if size == (200, 50):  # room enough: no module name on screen is cut
-                assert not any("…" in f.row_cells(i)[0] for i in range(len(f.view or ())))
             if size == (80, 24):
                 await pilot.press("greater_than_sign")
                 assert f.slots()[0].width == widths[size] + 4
                 await pilot.press("less_than_sign", "less_than_sign")
                 assert f.slots()[0].width == widths[size] - 4
-    # The tree's longest label (the backward rows fold under [ BACKWARD ] roots, each named by
-    # the rest of its path) is what the wide name column holds; at 80 columns it is cut.
-    assert widths[(200, 50)] > widths[(80, 24)] + 10
+    assert widths[(200, 50)] > widths[(80, 24)] + 20
 
 
 @aio
 async def test_backward_rows_keep_their_direction_and_leaf() -> None:
-    """A backward row says so at 80 columns: it sits under a `[ BACKWARD ]` root (the tree
-    folds them, tests/test_step_compare.py), and its cell, cut, still ends with its leaf."""
-    data = tables("npu")["ModuleTree"].data
+    """`[ BACKWARD ]/ TransformerLM_0/ …/ Linear_6` cut at 80 columns still says both (the
+    module statistic names each module by its whole path)."""
+    table = tables("npu")["ModuleCompareStatistic"]
+    key = next(c.key for c in table.columns if c.header == "Module Name")
     app = make_app("npu")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await pilot.press("3")
+        await pilot.press("3", "v")
         f = frame(app)
-        assert f.view is not None
-        f.view.expanded = set(f.view.parent_nodes())  # open everything
-        f.refresh_data()
-        by_node = dict(zip(data["_node"], data.index))
+        assert f.view is not None and f.view.table.name == table.name
+        label = f.headers.index("Module Name")
         checked = 0
         for i, row in enumerate(f.view.order().tolist()):
-            if not str(data["_path"].iloc[row]).startswith("/[ BACKWARD ]"):
+            full = str(table.data[key].iloc[row])
+            cell = f.row_cells(i)[label].strip()
+            full = full.removeprefix("/")  # the statistic's paths start at the root, "/"
+            cell = cell.removeprefix("/")
+            if not full.startswith("[ BACKWARD ]") or "/" not in full or cell == full:
                 continue
-            root = row
-            while data["_parent"].iloc[root] >= 0:
-                root = by_node[data["_parent"].iloc[root]]
-            assert data["module"].iloc[root] == "[ BACKWARD ]"
-            cell = f.row_cells(i)[0].strip()
-            leaf = str(data["module"].iloc[row]).rsplit("/", 1)[-1].strip()
+            leaf = full.rsplit("/", 1)[1]
+            # The direction in full, then the leaf (or, when even it is too long, its end).
             end = cell.split("…")[-1]
-            # The leaf in full, or (when even it is too long) its end.
-            assert end.endswith(leaf) or (leaf.endswith(end) and len(end) >= 8), (cell, leaf)
+            assert cell.startswith("[ BACKWARD ]/"), (cell, full)
+            assert leaf.endswith(end) and len(end) >= min(len(leaf), 8), (cell, full)
             checked += 1
         assert checked > 0
 

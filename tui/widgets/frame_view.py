@@ -69,11 +69,15 @@ def shorten(text: str, width: int) -> str:
         return "…" if width == 1 else ""
     if "/" in text:
         parts = _PATH_PARTS.split(text)
+        first = 1
         head = parts[0]
+        while not head.strip("/ ") and first < len(parts) - 1:  # "/[ BACKWARD ]/ …": a root "/"
+            head += parts[first]
+            first += 1
         room = width - cell_len(head) - 1
-        if len(parts) > 1 and room >= MIN_TAIL:
+        if len(parts) > first and room >= MIN_TAIL:
             tail = ""
-            for part in reversed(parts[1:]):
+            for part in reversed(parts[first:]):
                 if cell_len(part) + cell_len(tail) > room:
                     break
                 tail = part + tail

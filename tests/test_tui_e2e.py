@@ -219,3 +219,31 @@ def test_through_ssh(terminal_factory) -> None:
            "-o", "LogLevel=ERROR", f"{user}@127.0.0.1", remote]
     check_session(terminal_factory("env -u COLORTERM TERM=xterm-256color "
                                    + " ".join(map(shlex.quote, ssh))))
+
+
+def test_pictures_notes_kernels_and_a_step_rerun(terminal_factory) -> None:
+    """The new views in the installed app: Overall's bars and step sparkline (44 rows: shown),
+    a screen's note line and `!`, `K` on an operator, and `S` rerunning on step 1 — a fresh
+    child process whose E2E is StepCompare's first row (tests/test_step_compare.py)."""
+    term = terminal_factory(app_command(*NPU), size=(160, 44))
+    screen = term.wait("Overall metrics", "E2E per step", absent="Esc / q cancels")
+    assert re.search(r"^ Base █+.* ms$", screen, re.M) and re.search(r"^ Comp █+.* ms$", screen, re.M)
+    term.keys("2")
+    screen = term.wait("note: base: 12 kernels")
+    term.keys("!")
+    term.wait("Notes of this run", "Operators (also: Modules)")
+    term.keys("Escape", "K")
+    term.wait("Kernels of ", "largest difference first")
+    term.keys("q", "1", "S")
+    term.wait("Compare one step", "step 3")
+    term.keys("Down", "Enter")
+    # The header names the step each side is cut to.
+    screen = term.wait("Overall metrics", "NPU Text · step 1", absent="Esc / q cancels",
+                       timeout=120)
+    e2e = re.search(r"^ E2E +([\d.,]+) ms →", screen, re.M)
+    from tui_support import tables
+
+    step1 = tables("npu")["StepCompare"].data["base_e2e"].iloc[0]
+    assert e2e is not None and e2e.group(1) == f"{step1:,.3f}", screen
+    term.keys("q")
+    term.wait("EXIT:0")

@@ -870,11 +870,12 @@ async def test_overall_bars_and_step_sparkline() -> None:
         assert len(bar) == sum(cells([p.base_ms for p in parts], scale, width))
         assert "Uncovered Communication 0.60→0.60" in lines[2] + lines[-2]
         spark = lines[-1]
-        # One scale for both sides, 6.228 (base step 3) … 6.375 ms (comparison step 1), in 8
-        # levels: base 6.339, 6.318, 6.228 → levels 5.3, 4.3, 0 → ▆▅▁; comparison 6.375, 6.354,
-        # 6.264 → 7, 6.0, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
-        assert steps["base_e2e"].round(3).tolist() == [6.339, 6.318, 6.228]
-        assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.228–6.375 ms)"
+        # One scale for both sides, 6.229 (base step 3) … 6.375 ms (comparison step 1), in 8
+        # levels: base 6.340, 6.317, 6.229 → levels 5.3, 4.2, 0 → ▆▅▁; comparison 6.375, 6.353,
+        # 6.265 → 7, 5.9, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
+        assert steps["base_e2e"].round(3).tolist() == [6.34, 6.317, 6.229]
+        assert steps["comp_e2e"].round(3).tolist() == [6.375, 6.353, 6.265]
+        assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.229–6.375 ms)"
         await pilot.press("p")
         assert picture.has_class("hidden")
         await pilot.press("2", "p")
@@ -923,7 +924,9 @@ async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         overall = pane(app, "overall")
-        assert overall._headlines[0].base == "18.885 ms"
+        data = tables("npu")["OverallMetrics"].data
+        e2e = data.set_index(data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert overall._headlines[0].base == f"{e2e:,.3f} ms"
         await pilot.press("S")
         assert isinstance(app.screen, StepPicker)
         labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
@@ -940,7 +943,7 @@ async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
         await pilot.press("home", "enter")
         await pilot.pause()
         await settle(pilot, app)
-        assert app.steps_now == (None, None) and overall._headlines[0].base == "18.885 ms"
+        assert app.steps_now == (None, None) and overall._headlines[0].base == f"{e2e:,.3f} ms"
 
 
 @aio

@@ -873,7 +873,8 @@ async def test_overall_bars_and_step_sparkline() -> None:
         # One scale for both sides, 6.229 (base step 3) … 6.375 ms (comparison step 1), in 8
         # levels: base 6.340, 6.317, 6.229 → levels 5.3, 4.2, 0 → ▆▅▁; comparison 6.375, 6.353,
         # 6.265 → 7, 5.9, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
-        assert steps["base_e2e"].round(3).tolist() == [6.340, 6.317, 6.229]
+        assert steps["base_e2e"].round(3).tolist() == [6.34, 6.317, 6.229]
+        assert steps["comp_e2e"].round(3).tolist() == [6.375, 6.353, 6.265]
         assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.229–6.375 ms)"
         await pilot.press("p")
         assert picture.has_class("hidden")
@@ -923,8 +924,9 @@ async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         overall = pane(app, "overall")
-        e2e = f"{tables('npu')['OverallMetrics'].data['base_ms'].iloc[-1]:,.3f} ms"
-        assert overall._headlines[0].base == e2e
+        data = tables("npu")["OverallMetrics"].data
+        e2e = data.set_index(data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert overall._headlines[0].base == f"{e2e:,.3f} ms"
         await pilot.press("S")
         assert isinstance(app.screen, StepPicker)
         labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
@@ -941,7 +943,7 @@ async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
         await pilot.press("home", "enter")
         await pilot.pause()
         await settle(pilot, app)
-        assert app.steps_now == (None, None) and overall._headlines[0].base == e2e
+        assert app.steps_now == (None, None) and overall._headlines[0].base == f"{e2e:,.3f} ms"
 
 
 @aio

@@ -69,6 +69,13 @@ def tables(pair: str) -> dict[str, Table]:
     return {e.table.name: e.table for e in events(pair) if isinstance(e, TableReady)}
 
 
+def operators_named(pair: str, needle: str) -> int:
+    """How many OperatorCompareStatistic rows of a pair have ``needle`` in their name (what a
+    filter on the Operators screen must leave), counted from core's table."""
+    names = tables(pair)["OperatorCompareStatistic"].data["name"].astype(str)
+    return int(names.str.contains(needle, case=False, regex=False).sum())
+
+
 def replay(stream: tuple[Event, ...]) -> Callable[[Callable[[], bool]], Iterator[Event]]:
     def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
         for event in stream:

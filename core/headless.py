@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .collect import collect
+from .compare.result import ComparisonResult
 from .pipeline import comparison_events
 from .report import terminal_report
 from .request import RunRequest
@@ -26,20 +27,32 @@ def run_export(
     A destination that cannot be written is an ``InputError`` naming it (exit 2), raised before
     the comparison when it can be seen then, by the writers when the disk fills up.
     """
+    check_destinations(out_dir, json_path, write_workbook)
+    result = collect(comparison_events(request), request.base, request.comp)
     out = out or sys.stdout
-    from .export.json_out import write_json
-    from .export.safe_write import check_dir
-    from .export.xlsx import NothingToWrite
-    from .export.xlsx import write_workbook as write_xlsx
+    print(terminal_report(result), file=out)
+    return write_outputs(result, out_dir=out_dir, json_path=json_path,
+                         write_workbook=write_workbook, out=out)
 
-    # Fail on an unusable destination before a long comparison, but create nothing yet: a run
-    # that then fails on its input must leave no (empty) output folder behind.
+
+def check_destinations(out_dir: str | None, json_path: str | None, write_workbook: bool) -> None:
+    """Fail on an unusable destination before a long comparison, but create nothing yet: a run
+    that then fails on its input must leave no (empty) output folder behind."""
+    from .export.safe_write import check_dir
+
     if write_workbook:
         check_dir(out_dir or ".")
     if json_path:
         check_dir(Path(json_path).parent)
-    result = collect(comparison_events(request), request.base, request.comp)
-    print(terminal_report(result), file=out)
+
+
+def write_outputs(result: ComparisonResult, *, out_dir: str | None, json_path: str | None,
+                  write_workbook: bool, out: TextIO) -> int:
+    """Write the JSON and the workbook of ``result`` as asked, saying where on ``out``."""
+    from .export.json_out import write_json
+    from .export.xlsx import NothingToWrite
+    from .export.xlsx import write_workbook as write_xlsx
+
     if json_path:
         print(f"JSON written: {write_json(result, json_path)}", file=out)
     if not write_workbook:

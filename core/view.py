@@ -168,7 +168,7 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     its comparison twin (the same quantity: "Base Device Duration(ms)" beside "Comparison Device
     Duration(ms)"), then the text of each side (shapes, kernel lists) the same way. Order ids,
     levels and free text come last. A key that tells apart rows the label does not (a kernel's
-    input shape) follows the label at once.
+    input shape) follows the label at once. A row's flag (a short verdict) follows its names.
     """
     cols = (*table.columns, *table.screen_columns)
     if not cols:
@@ -183,6 +183,7 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     named = [c for c in cols if c.fmt in ("text", "bold") and "Name" in c.header
              and c.role in ("key", "base", "comparison")]
     out += _with_twins(named, cols, out)
+    out += [c for c in cols if c.role == "flag" and c not in out]
     out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out]
     sides = [c for c in cols if c.role in ("base", "comparison")]
     out += _with_twins([c for c in sides if c.fmt not in ("text", "bold")], cols, out)

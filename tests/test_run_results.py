@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.collect import ResultBuilder, collect
-from perfcmp_core.compare import MATCHING, SCREENS, SHEETS, STEPS, declare, screen_of
+from perfcmp_core.compare import CLUSTER_SCREENS, MATCHING, SCREENS, SHEETS, STEPS, declare, screen_of
 from perfcmp_core.compare.result import Column, Table
 from perfcmp_core.errors import InputError
 from perfcmp_core.events import Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
@@ -114,10 +114,11 @@ def test_every_table_a_pair_makes_is_declared_and_carries_its_sheet() -> None:
 
 def test_screens_are_numbered_and_hold_every_table_once() -> None:
     assert [s.key for s in SCREENS] == [str(i) for i in range(1, len(SCREENS) + 1)]
-    shown = [name for s in SCREENS for name in s.sheets]
+    assert [s.key for s in CLUSTER_SCREENS] == ["0", *(s.key for s in SCREENS)]  # Ranks first
+    shown = [name for s in CLUSTER_SCREENS for name in s.sheets]
     on_screen = [name for name, sheet in SHEETS.items() if sheet.screen is not None]
     assert sorted(shown) == sorted(on_screen) and len(shown) == len(set(shown))
-    assert all(screen_of(n) == s.id for s in SCREENS for n in s.sheets)
+    assert all(screen_of(n) == s.id for s in CLUSTER_SCREENS for n in s.sheets)
     # The one workbook-only table: the Matching sheet, made from the sheets being written.
     assert [n for n in SHEETS if n not in on_screen] == [MATCHING.name]
     with pytest.raises(KeyError, match="workbook-only"):

@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 
 from perfcmp_core.collect import ResultBuilder
 from perfcmp_core.compare import SCREENS, screen_of
+from perfcmp_core.compare.result import ComparisonResult, Screen as ScreenSpec
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import headlines
@@ -116,6 +117,7 @@ class PerfCmpApp(App[int]):
         out_dir: str = ".",
         timings: bool = True,
         restart: Restart | None = None,
+        screens: tuple[ScreenSpec, ...] = SCREENS,
     ) -> None:
         """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
 
@@ -132,6 +134,7 @@ class PerfCmpApp(App[int]):
         self.steps_now: Choice = (None, None)
         #: Counts the runs: events still queued from a run the user replaced are dropped.
         self.run_number = 0
+        self.screens = screens  # the first is shown at start (a cluster's adds its Ranks)
         self.out_dir = out_dir
         self.timings = timings
         self.animation_level = "none"
@@ -152,13 +155,17 @@ class PerfCmpApp(App[int]):
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield InputsBar(self.base_path, self.comp_path, id="inputs")
-        yield TabBar(id="tabs")
-        with ContentSwitcher(initial=f"pane-{SCREENS[0].id}", id="panes"):
-            for p in SCREENS:
+        yield self.inputs_bar()
+        yield TabBar(self.screens, id="tabs")
+        with ContentSwitcher(initial=f"pane-{self.screens[0].id}", id="panes"):
+            for p in self.screens:
                 yield TablePane(p)
         yield RunProgress(self.timings, id="progress")
         yield KeyBar(id="keys")
+
+    def inputs_bar(self) -> InputsBar:
+        """The header naming both inputs."""
+        return InputsBar(self.base_path, self.comp_path, id="inputs")
 
     def on_mount(self) -> None:
         self.running = True
@@ -313,7 +320,7 @@ class PerfCmpApp(App[int]):
                         "sparkline per step", timeout=3)
 
     def action_notes(self) -> None:
-        self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in SCREENS]))
+        self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in self.screens]))
 
     def _failed(self, event: Failed) -> None:
         self.running = False
@@ -381,7 +388,7 @@ class PerfCmpApp(App[int]):
 
     @property
     def pane(self) -> TablePane:
-        current = self.query_one("#panes", ContentSwitcher).current or f"pane-{SCREENS[0].id}"
+        current = self.query_one("#panes", ContentSwitcher).current or f"pane-{self.screens[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
     def action_pane(self, pane_id: str) -> None:
@@ -397,7 +404,7 @@ class PerfCmpApp(App[int]):
         self.action_pane(message.pane_id)
 
     def action_next_pane(self, step: int) -> None:
-        ids = [p.id for p in SCREENS]
+        ids = [p.id for p in self.screens]
         self.action_pane(ids[(ids.index(self.pane.spec.id) + step) % len(ids)])
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -532,7 +539,11 @@ class PerfCmpApp(App[int]):
         from a snapshot taken here, on the UI thread: tables that arrive meanwhile change the
         app, not the workbook being written."""
         partial = " (partial: the comparison is still running)" if self.running else ""
-        write_in_background(self, self.outcome.snapshot(), folder, partial)
+        write_in_background(self, self.export_result(), folder, partial)
+
+    def export_result(self) -> ComparisonResult:
+        """What ``e`` writes: a snapshot of everything that arrived (taken on the UI thread)."""
+        return self.outcome.snapshot()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -573,9 +584,9 @@ class PerfCmpApp(App[int]):
         self.exit(code, return_code=code)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        # Textual's own "Keys" panel repeats the footer; "Keys (?)" below is the app's help.
+        # Textual's own "Keys" panel repeats the key bar; "Keys (?)" below is the app's help.
         yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
-        for p in SCREENS:
+        for p in self.screens:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
         for title, help_text, action in PALETTE:
@@ -633,6 +644,11 @@ def run_app(
     first_run: ChildRun | None = None,
 ) -> int:
     """Run the app in this terminal; returns the exit code (0, 1 internal error, 2 bad input)."""
+    return run_in_terminal(lambda: build_app(request, out_dir=out_dir, first_run=first_run), mouse)
+
+
+def run_in_terminal(build: Callable[[], PerfCmpApp], mouse: bool) -> int:
+    """Build an app and run it in this terminal; its exit code."""
     from perfcmp_core.runner import prepare
 
     prepare()
@@ -640,7 +656,7 @@ def run_app(
     # the environment: a stale exported value would pin the app to it and ignore every resize.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-    app = build_app(request, out_dir=out_dir, first_run=first_run)
+    app = build()
     with Guard(app) as guard:  # SIGHUP / SIGTERM / a hung-up terminal end everything at once
         app.run(mouse=mouse)
     if guard.exit_code is not None:

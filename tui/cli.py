@@ -20,6 +20,7 @@ from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
 
 if TYPE_CHECKING:
+    from perfcmp_core.cluster.request import ClusterRequest
     from perfcmp_core.request import RunRequest
 
 PROG = "perfcmp-tui"
@@ -108,6 +109,16 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
                             "equivalence table, no pairing by position)", action="store_true")
 
 
+def _add_cluster_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank "
+                             "traces; docs/cluster.md)")
+    _flag(g, "ranks", "compare only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
+    _flag(g, "scheduler", "load the ranks on the Dask cluster at ADDRESS, e.g. tcp://head:8786 "
+                          "(default: $DASK_SCHEDULER_ADDRESS; 'local': this machine); needs "
+                          "perfcmp-tui[cluster]", default=None, metavar="ADDRESS")
+    _flag(g, "jobs", "processes loading ranks on this machine (default: every core)", type=int)
+
+
 def _add_pair(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", nargs="?", metavar="BASE", help="base profile (usually the GPU run)")
     p.add_argument("comp", nargs="?", metavar="COMP", help="comparison profile (usually the NPU run)")
@@ -157,6 +168,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
                    help="advisor rules/keywords override")
     _add_load_options(p, pair=True)
+    _add_cluster_options(p)
     _add_compare_options(p)
     return p
 
@@ -231,6 +243,29 @@ def run_request(ns: argparse.Namespace) -> RunRequest:
                            equivalence_file=ns.equivalence)
 
 
+def cluster_request(ns: argparse.Namespace, request: RunRequest) -> ClusterRequest | None:
+    """The cluster comparison when BASE and COMP are folders of ranks and ``--rank`` is not given
+    (then ``request`` compares one profile pair, as always)."""
+    from perfcmp_core.cluster import ClusterOptions, parse_ranks
+    from perfcmp_core.cluster.request import cluster_request as build
+
+    if ns.jobs is not None and ns.jobs < 1:
+        raise UsageError("--jobs must be ≥ 1")
+    cluster_flags = [f for f, v in (("--ranks", ns.ranks), ("--scheduler", ns.scheduler),
+                                    ("--jobs", ns.jobs)) if v is not None]
+    if ns.rank is not None:
+        if cluster_flags:
+            raise UsageError(f"--rank compares one rank pair; {cluster_flags[0]} is for comparing "
+                             "whole clusters: give one or the other")
+        return None
+    selection = parse_ranks(ns.ranks) if ns.ranks is not None else None
+    cluster = build(request, selection, ClusterOptions(scheduler=ns.scheduler, jobs=ns.jobs))
+    if cluster is None and cluster_flags:
+        raise UsageError(f"{cluster_flags[0]} is for comparing two cluster folders (folders of "
+                         "rank folders or per-rank traces); BASE and COMP are single profiles")
+    return cluster
+
+
 def cmd_info(ns: argparse.Namespace) -> int:
     import orjson
 
@@ -252,17 +287,27 @@ def cmd_info(ns: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_export(ns: argparse.Namespace) -> int:
+def _headless(ns: argparse.Namespace, *, out_dir: str | None, json_path: str | None,
+              write_workbook: bool) -> int:
+    request = run_request(ns)
+    cluster = cluster_request(ns, request)
+    if cluster is not None:
+        from perfcmp_core.cluster.headless import run_cluster_export
+
+        return run_cluster_export(cluster, out_dir=out_dir, json_path=json_path,
+                                  write_workbook=write_workbook)
     from perfcmp_core.headless import run_export
 
-    return run_export(run_request(ns), out_dir=ns.output, json_path=ns.json_out,
-                      write_workbook=True)
+    return run_export(request, out_dir=out_dir, json_path=json_path,
+                      write_workbook=write_workbook)
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    return _headless(ns, out_dir=ns.output, json_path=ns.json_out, write_workbook=True)
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:
-    from perfcmp_core.headless import run_export
-
-    return run_export(run_request(ns), out_dir=None, json_path=None, write_workbook=False)
+    return _headless(ns, out_dir=None, json_path=None, write_workbook=False)
 
 
 def cmd_advise(ns: argparse.Namespace) -> int:
@@ -271,17 +316,19 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
 
 
-def _check_before_screen(request: RunRequest, out_dir: str) -> None:
+def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = False) -> None:
     """What can fail without loading fails here, as one line and exit code 2, before the
     terminal switches to the app: options and config files (read into ``request``), the inputs
     (they exist, their kind is detected, every file they name is readable and passes the size and
     owner checks, a requested Db step exists) and the export folder. The in-app error view is
-    left for what only loading reveals."""
+    left for what only loading reveals. Two ``clusters`` were checked as far as finding their
+    ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal)."""
     from perfcmp_core.export.safe_write import check_dir
     from perfcmp_core.load import check_input
 
-    check_input(request.base, request.base_opts)
-    check_input(request.comp, request.comp_opts)
+    if not clusters:
+        check_input(request.base, request.base_opts)
+        check_input(request.comp, request.comp_opts)
     check_dir(out_dir)
 
 
@@ -297,16 +344,26 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     # inherits all of it, so it starts parsing at once.
     with gc_paused():  # imports: hundreds of thousands of objects, no cycles
         request = run_request(ns)
-    _check_before_screen(request, ns.output)  # bad input: no process is ever started
+        cluster = cluster_request(ns, request)
+    _check_before_screen(request, ns.output, clusters=cluster is not None)
     prepare()
-    run = start_comparison(request)
+    if cluster is not None:  # bad input: no process is ever started
+        from perfcmp_core.cluster.events import start_cluster
+
+        run = start_cluster(cluster)
+    else:
+        run = start_comparison(request)
     try:
         with gc_paused():
             from perfcmp_tui.app import run_app
+            from perfcmp_tui.cluster_app import run_cluster_app
     except BaseException:
         run.close()
         raise
     try:
+        if cluster is not None:
+            return run_cluster_app(cluster, out_dir=ns.output, mouse=not ns.no_mouse,
+                                   first_run=run)
         return run_app(request, out_dir=ns.output, mouse=not ns.no_mouse, first_run=run)
     finally:
         run.close()  # already closed when the app ran; not when it failed to start

@@ -12,9 +12,11 @@ table it makes, and :data:`SCREENS` is derived from it. Adding a comparison is t
 its module here, and add one :class:`Step` to :data:`STEPS` (with a new :class:`~.result.Screen`
 if it needs one). Nothing in the writers or the app names a table.
 
-Besides the steps' tables, two are declared here: the advisor's (made beside the steps) and the
+Besides the steps' tables, these are declared here: the advisor's (made beside the steps), the
 workbook's ``Matching`` sheet (:func:`matching`: the rows of the written sheets that were paired
-by the equivalence table or by position — the ``Matched As`` column those sheets cannot hold).
+by the equivalence table or by position — the ``Matched As`` column those sheets cannot hold), and
+a cluster comparison's two tables (:data:`CLUSTER_SHEETS`, made by :mod:`perfcmp_core.cluster`
+on the :data:`RANKS` screen of :data:`CLUSTER_SCREENS`).
 """
 
 from __future__ import annotations
@@ -267,22 +269,46 @@ ADVISOR = Sheet("Advisor", ADVISOR_SCREEN,
                 "Per side: stage/category shares and rule findings; diff rows: what grew and "
                 "which operators drive it.")
 
+#: A cluster comparison's screen, shown first: its tables are made by :mod:`perfcmp_core.cluster`
+#: from every rank's summary (no step makes them); Enter on a rank opens that rank pair on the
+#: screens of :data:`SCREENS`.
+RANKS = Screen("ranks", "0", "Ranks", "needs two folders of rank folders or per-rank traces")
+CLUSTER_SHEETS = (
+    Sheet("ClusterCompare", RANKS,
+          "Cluster comparisons: one row per rank — E2E, computing, uncovered communication (wait), "
+          "free time per side and their diffs, per-step E2E spread, flags (slowest, largest "
+          "regression, missing). The sheets before it compare one rank pair (Options: "
+          "detail_rank)."),
+    Sheet("ClusterCommGroups", RANKS,
+          "Cluster comparisons: wait and transmit time per communication group and rank; the "
+          "rank with the least wait is the one the others wait for."),
+)
+
 #: The workbook's sheet of the rows paired by the equivalence table or by position (made from
 #: the sheets being written by :func:`matching`; no screen: the screens show ``Matched As``).
 MATCHING = Sheet(MATCHING_SHEET, None,
                  "Rows of the sheets above whose two sides have different names: matched through "
                  "the equivalence table or by position (docs/matching.md).")
 
+_PAIR_SHEETS = (*(s for st in STEPS for s in st.sheets), ADVISOR, MATCHING)
 #: Every table by name.
-SHEETS: dict[str, Sheet] = {
-    s.name: s for s in (*(s for st in STEPS for s in st.sheets), ADVISOR, MATCHING)}
+SHEETS: dict[str, Sheet] = {s.name: s for s in (*_PAIR_SHEETS, *CLUSTER_SHEETS)}
 
-#: The app's screens in key order, each with its tables in declaration order.
-SCREENS: tuple[Screen, ...] = tuple(
-    replace(screen, sheets=tuple(s.name for s in SHEETS.values() if s.screen is screen))
-    for screen in sorted({s.screen for s in SHEETS.values() if s.screen is not None},
-                         key=lambda sc: sc.key)
-)
+
+def _screens(sheets: tuple[Sheet, ...]) -> tuple[Screen, ...]:
+    """The screens the sheets name, in key order, each with its tables in declaration order
+    (workbook-only tables have none)."""
+    return tuple(
+        replace(screen, sheets=tuple(s.name for s in sheets if s.screen is screen))
+        for screen in sorted({s.screen for s in sheets if s.screen is not None},
+                             key=lambda sc: sc.key)
+    )
+
+
+#: The app's screens of one profile pair.
+SCREENS: tuple[Screen, ...] = _screens(_PAIR_SHEETS)
+#: The app's screens of two clusters: the Ranks first, then those of the rank pair opened.
+CLUSTER_SCREENS: tuple[Screen, ...] = _screens(CLUSTER_SHEETS) + SCREENS
 
 
 def screen_of(name: str) -> str:

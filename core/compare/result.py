@@ -24,7 +24,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Role = Literal["key", "base", "comparison", "diff", "ratio", "text"]
+#: ``flag``: a short verdict on the row ("slowest", "only in base"), shown next to its name.
+Role = Literal["key", "base", "comparison", "diff", "ratio", "text", "flag"]
 Fmt = Literal["int", "float", "percent", "text", "bold"]
 #: How a table's rows nest: not at all; an indented report (``_level``: the workbook indents
 #: and fills rows by level, the screen starts fully expanded); a linked tree (``_node`` /

@@ -8,12 +8,21 @@ Accepted (friendlier than the reference, spec §1.1):
   ``ASCEND_PROFILER_OUTPUT``, or the ``trace_view.json`` file (a top-level JSON array);
 * an NPU Db export: ``ascend_pytorch_profiler*.db`` / ``ascend_mindspore_profiler*.db`` /
   ``msmonitor*.db`` or a folder holding one; Db wins over Text when both exist;
-* a parent folder of several rank folders → error listing them; ``--rank N`` selects.
+* a parent folder of several rank folders (or per-rank GPU traces) → error listing them;
+  ``--rank N`` selects. Comparing two such folders rank by rank is :mod:`perfcmp_core.cluster`'s
+  job; :func:`cluster_members` and :func:`member_rank` below tell it what the members are.
+
+A member's rank comes from where the profilers record it, not from folder names, which real jobs
+do not make rank-specific (torch_npu writes ``{host}_{pid}_{time}_ascend_pt``, PyTorch's trace
+handler ``{host}_{pid}.{ms}.pt.trace.json``): ``profiler_info_<rank>.json`` (its ``rank_id``),
+``ascend_*_profiler_<rank>.db``, a GPU trace's ``distributedInfo.rank``; only then a name that
+spells it out (``rank3``, ``rank_3``).
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -50,6 +59,14 @@ ENABLES = {
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _GPU_TRACE_RE = re.compile(r"\.json(\.gz)?$", re.IGNORECASE)
 _RANK_RE = re.compile(r"(?:rank[-_]?|_)(\d+)(?=[._-]|$)", re.IGNORECASE)
+#: A rank spelled out in a name: ``rank3``, ``rank_3``, ``Rank-3`` (not inside a longer word or number).
+_EXPLICIT_RANK_RE = re.compile(r"(?<![a-z0-9])rank[-_]?(\d+)(?![0-9])", re.IGNORECASE)
+_PROFILER_INFO_RE = re.compile(r"profiler_info(?:_(\d+))?\.json")
+_DB_RANK_RE = re.compile(r"_(\d+)\.db$", re.IGNORECASE)
+#: How much of a GPU trace is searched for ``distributedInfo`` (Kineto writes it in the header).
+_HEADER_BYTES = 1 << 20
+#: profiler_info files larger than this are not parsed for their rank_id (they are a few kB).
+_INFO_BYTES = 1 << 20
 
 
 @dataclass
@@ -97,11 +114,92 @@ def _pick(path: Path, candidates: list[Path], rank: int | None, what: str) -> Pa
         return candidates[0]
     names = ", ".join(sorted(c.name for c in candidates))
     if rank is not None:
-        hits = [c for c in candidates if _rank_of(c.name) == rank]
+        hits = [c for c in candidates if _candidate_rank(c) == rank]
         if len(hits) == 1:
             return hits[0]
         raise InputError(path, f"no single {what} for --rank {rank} among: {names}")
     raise InputError(path, f"holds {len(candidates)} {what}s ({names}); pass --rank N or one path")
+
+
+def _candidate_rank(p: Path) -> int | None:
+    """The rank a ``--rank N`` pick matches: where the profiler recorded it, else any number the
+    name ends a part with (``host_1.pt.trace.json`` → 1, as before rank metadata was read)."""
+    recorded = member_rank(p)[0] if (p.is_dir() or _GPU_TRACE_RE.search(p.name)) else None
+    return recorded if recorded is not None else _rank_of(p.name)
+
+
+def member_rank(member: Path) -> tuple[int | None, str]:
+    """The rank of one member of a cluster folder (a run folder or a GPU trace) and where it was
+    found (for messages); ``(None, "")`` when nothing records it."""
+    if member.is_dir():
+        found = _run_dir_rank(member)
+    else:
+        found = _trace_rank(member)
+    if found[0] is not None:
+        return found
+    m = _EXPLICIT_RANK_RE.search(member.name)
+    return (int(m.group(1)), "its name") if m else (None, "")
+
+
+def _run_dir_rank(run: Path) -> tuple[int | None, str]:
+    """profiler_info_<rank>.json (its rank_id first, as the loader reads it), else the Db name."""
+    out_dir = run if run.name == OUTPUT_DIR else run / OUTPUT_DIR
+    meta_dir = run.parent if run.name == OUTPUT_DIR else run
+    for info in _safe_listdir(meta_dir):
+        m = _PROFILER_INFO_RE.fullmatch(info.name)
+        if m is None or not info.is_file():
+            continue
+        rank = _info_rank_id(info)
+        if rank is None and m.group(1) is not None:
+            rank = int(m.group(1))
+        if rank is not None:
+            return rank, info.name
+    for d in (out_dir, run):
+        for db in _safe_listdir(d):
+            m = _DB_RANK_RE.search(db.name)
+            if m and _db_framework(db.name) and db.is_file():
+                return int(m.group(1)), db.name
+    return None, ""
+
+
+def _info_rank_id(info: Path) -> int | None:
+    try:
+        if info.stat().st_size > _INFO_BYTES:
+            return None
+        data = json.loads(info.read_bytes())
+    except (OSError, ValueError):
+        return None
+    rank = data.get("rank_id") if isinstance(data, dict) else None
+    return rank if type(rank) is int and rank >= 0 else None
+
+
+def _trace_rank(trace: Path) -> tuple[int | None, str]:
+    """``distributedInfo.rank`` from the head of a GPU trace (-1 or absent: unknown)."""
+    try:
+        opener = gzip.open if trace.name.lower().endswith(".gz") else open
+        with opener(trace, "rb") as fh:
+            head = fh.read(_HEADER_BYTES).decode("utf-8", "replace")
+    except (OSError, EOFError, zlib.error):
+        return None, ""
+    m = re.search(r'"distributedInfo"\s*:\s*(?=\{)', head)
+    if m is None:
+        return None, ""
+    try:
+        info, _ = json.JSONDecoder().raw_decode(head, m.end())
+        rank = info.get("rank") if isinstance(info, dict) else None
+    except ValueError:  # cut off by the head: the first "rank" key of the object
+        hit = re.match(r'\{[^{}]*?"rank"\s*:\s*(-?\d+)', head[m.end():])
+        rank = int(hit.group(1)) if hit else None
+    return (rank, "distributedInfo") if type(rank) is int and rank >= 0 else (None, "")
+
+
+def cluster_members(path: Path) -> list[Path] | None:
+    """The members of a folder of ranks — run folders and GPU traces directly inside it — or None
+    when ``path`` is not such a folder (a file, or a run folder itself)."""
+    if not path.is_dir() or _is_run_dir(path):
+        return None
+    return [c for c in _safe_listdir(path)
+            if (c.is_dir() and _is_run_dir(c)) or (c.is_file() and _GPU_TRACE_RE.search(c.name))]
 
 
 def _db_framework(name: str) -> str | None:

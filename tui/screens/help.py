@@ -12,8 +12,9 @@ from textual.widgets import Static
 
 #: (keys, what they do) — the README's key table is generated from this list by a test.
 KEYS: tuple[tuple[str, str], ...] = (
-    ("1 … 8, Tab / Shift+Tab",
-     "switch screen: Overall, Operators, Modules, Comm, Memory, Kernels, API, Advisor"),
+    ("0 … 8, Tab / Shift+Tab",
+     "switch screen: Ranks (clusters), Overall, Operators, Modules, Comm, Memory, Kernels, API, "
+     "Advisor"),
     ("j / k, ↓ / ↑", "move the cursor"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
     ("h / l, ← / →", "cell cursor one column left / right; wide tables scroll by whole "
@@ -29,7 +30,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
-     "expand a tree node; on a statistic row show its matched rows; else the whole row"),
+     "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
+     "pair; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("y / Y", "copy the cell / the row (tab-separated) to the clipboard (OSC 52: over SSH too)"),
     ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),

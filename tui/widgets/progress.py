@@ -41,6 +41,13 @@ class RunProgress(Vertical):
             self._now(f"{event.name} …  ({done + 1}/{len(self.phases)})  Esc / q cancels")
         self._show()
 
+    def count(self, done: int, total: int, what: str) -> None:
+        """Progress inside the phase now, ``done`` of ``total`` items (a cluster's ranks): the bar
+        spans the items and the phases after them."""
+        after = sum(not v.startswith("✓") for v in self.phases.values())
+        self.query_one("#bar", ProgressBar).update(total=total + after, progress=done)
+        self._now(f"{what} {done}/{total} …  Esc / q cancels")
+
     def failed(self, message: str) -> None:
         self.phases["error"] = f"✗ {message}"
         self._now("failed")

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from perfcmp_core.compare import SCREENS
+from perfcmp_core.compare.result import Screen
 
 
 class TabBar(Widget):
@@ -28,8 +28,10 @@ class TabBar(Widget):
             self.pane_id = pane_id
             super().__init__()
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, screens: tuple[Screen, ...], **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.screens = screens
+        self.set_reactive(TabBar.active, screens[0].id)
         self.empty: set[str] = set()
         self._spans: list[tuple[int, int, str]] = []
 
@@ -45,7 +47,7 @@ class TabBar(Widget):
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         self._spans = []
-        for p in SCREENS:
+        for p in self.screens:
             active = p.id == self.active
             label = f" {p.key} {p.title} " if active else f"{p.key} {p.title}"
             style = "bold reverse" if active else "dim" if p.id in self.empty else ""

@@ -42,8 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "gpu-real"
-BASE = DATA / "trace_diff_control.pt.trace.json"
-COMP = DATA / "trace_diff_test.pt.trace.json"
+NAMES = ("trace_diff_control.pt.trace.json", "trace_diff_test.pt.trace.json")
+#: The pair timed by default; ``--pair DIR`` or ``--pair BASE COMP`` picks another.
+PAIR = (DATA / NAMES[0], DATA / NAMES[1])
 EXE = Path(sys.executable).parent / "perfcmp-tui"
 
 #: Drawn only once the OverallMetrics table is shown (the status line names the table; the last
@@ -106,7 +107,7 @@ def _read(fd: int, timeout: float) -> bytes | None:
 
 
 def run_once(variant: str, env: dict[str, str], size: tuple[int, int],
-             timeout: float, pair: tuple[Path, Path] = (BASE, COMP)) -> dict[str, float]:
+             timeout: float, pair: tuple[Path, Path] = PAIR) -> dict[str, float]:
     args = [str(EXE), *map(str, pair), "--force"] + (["--no-cache"] if variant == "cold" else [])
     screen = Screen()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # characters split over reads
@@ -155,11 +156,17 @@ def main() -> int:
     ap.add_argument("--pause", type=float, default=1.0,
                     help="seconds between runs, for the killed child processes to go (1)")
     ap.add_argument("--json", metavar="FILE", help="also write every run's figures here")
-    ap.add_argument("--pair", nargs=2, type=Path, metavar=("BASE", "COMP"), default=(BASE, COMP),
-                    help="the inputs (default: the real GPU pair; e.g. the 0.9 GB NPU pair of "
-                         "bench/data/bigrun-32x92 to time reopening it from the cache)")
+    ap.add_argument("--pair", nargs="+", type=Path, metavar="PATH", default=[DATA],
+                    help="the inputs: a folder holding the two traces (default bench/data/gpu-real; "
+                         "bench/data/gpu-x8 for the 8x pair) or BASE COMP (e.g. the 0.9 GB NPU pair "
+                         "of bench/data/bigrun-32x92, to time reopening it from the cache)")
     ns = ap.parse_args()
-    pair = tuple(ns.pair)
+    if len(ns.pair) == 1:
+        pair = (ns.pair[0] / NAMES[0], ns.pair[0] / NAMES[1])
+    elif len(ns.pair) == 2:
+        pair = (ns.pair[0], ns.pair[1])
+    else:
+        ap.error("--pair takes a folder or BASE COMP")
     for path in (EXE, *pair):
         if not path.exists():
             sys.exit(f"missing {path} (install with pip install -e .; the real pair is made by "
@@ -188,7 +195,7 @@ def main() -> int:
     finally:
         shutil.rmtree(cache_home, ignore_errors=True)
     load = os.getloadavg()[0]
-    name = "the real pair" if pair == (BASE, COMP) else " vs ".join(p.name for p in pair)
+    name = " vs ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in pair)
     print(f"\nperfcmp-tui on {name}, {cols}x{rows}, {ns.runs} runs, "
           f"load average {load:.1f} at the end; medians (min–max):")
     summary = {}

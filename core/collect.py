@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .compare import screen_of
 from .compare.result import ComparisonResult, Table
 from .errors import InputError
 from .events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
@@ -30,6 +31,7 @@ class ResultBuilder:
         self._side_notes: list[str] = []  # what a loader had to guess, "base: …"
         self._skip_notes: list[str] = []  # why a comparison made nothing
         self._run_notes: list[str] = []  # the run's own notes, known when it finished
+        self._note_screens: dict[str, tuple[str, ...]] = {}  # run note → the screens it concerns
 
     def add(self, event: Event) -> None:
         if isinstance(event, Loaded):
@@ -50,6 +52,7 @@ class ResultBuilder:
         elif isinstance(event, Finished):
             self.finished = True
             self._run_notes = list(event.notes)
+            self._note_screens = dict(event.screens)
 
     @property
     def notes(self) -> list[str]:
@@ -66,6 +69,16 @@ class ResultBuilder:
             if note not in out:
                 out.append(note)
         return out
+
+    def notes_for(self, screen_id: str) -> list[str]:
+        """The notes that concern one screen, each once: what a loader had to guess (it
+        concerns every figure), why a table of this screen is absent, the run's notes made by
+        this screen's comparison (or by none in particular), then its tables' own notes."""
+        skipped = [reason for name, reason in self.absent.items() if screen_of(name) == screen_id]
+        run = [n for n in self._run_notes
+               if screen_id in self._note_screens.get(n, (screen_id,))]
+        own = [n for t in self.tables.values() if screen_of(t.name) == screen_id for n in t.notes]
+        return list(dict.fromkeys([*self._side_notes, *skipped, *run, *own]))
 
     def snapshot(self) -> ComparisonResult:
         """The results so far, in containers of their own: later events do not change it."""

@@ -81,6 +81,9 @@ class Failed:
 class Finished:
     seconds: float
     notes: list[str] = field(default_factory=list)  # the run's own notes (unlinked kernels …)
+    #: note → ids of the screens it concerns (those of the comparison that made it); a note
+    #: not listed concerns the whole run.
+    screens: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 Event = Union[Planned, Phase, Loaded, TableReady, Skipped, SummaryReady, Failed, Finished]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare.result import LEVEL, Table
+from .compare.result import LEVEL, SHOWN, Table
 
 #: Summary figures shown as headline lines, by the prefix of their terminal column name.
 HEADLINES = ("E2E Time", "Computing Time", "Uncovered Communication Time", "Free Time", "Mem Usage")
@@ -32,8 +32,9 @@ class Headline:
     direction: int  # +1 grew (worse: more time or memory), -1 shrank, 0 equal
 
 
-def _amount(value: float, unit: str, signed: bool = False) -> str:
-    """Seconds as ms with µs precision (the terminal table's 0.001s hides fixture-sized runs)."""
+def amount(value: float, unit: str, signed: bool = False) -> str:
+    """A summary figure in the app's units: seconds as ms with µs precision (the reference's
+    0.001 s hides fixture-sized runs), other units with two decimals."""
     fmt = "+,.3f" if signed else ",.3f"
     if unit == "s":
         return f"{value * 1e3:{fmt}} ms"
@@ -41,22 +42,22 @@ def _amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{value:{fmt}} {unit}".rstrip()
 
 
+def figure(label: str, f: dict[str, Any]) -> Headline:
+    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it."""
+    unit = str(f.get("unit", ""))
+    b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
+    change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
+    return Headline(label=label, base=amount(b, unit), comparison=amount(c, unit),
+                    diff=amount(c - b, unit, True), change=change, direction=(c > b) - (c < b))
+
+
 def headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
     """The E2E, Computing, Uncovered Communication, Free and Mem Usage figures, in that order."""
     out = []
     for prefix in HEADLINES:
         key = next((k for k in figures if k.startswith(prefix)), None)
-        if key is None:
-            continue
-        f = figures[key]
-        unit = str(f.get("unit", ""))
-        b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
-        change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
-        out.append(Headline(
-            label=prefix.removesuffix(" Time"),
-            base=_amount(b, unit), comparison=_amount(c, unit), diff=_amount(c - b, unit, True),
-            change=change, direction=(c > b) - (c < b),
-        ))
+        if key is not None:
+            out.append(figure(prefix.removesuffix(" Time"), figures[key]))
     return out
 
 
@@ -71,14 +72,19 @@ def gap_sentence(table: Table, top: int = 3) -> str:
 
     Top-level rows (Computing, Uncovered Communication, Free) are the parts of E2E; for each that
     moved, the largest-moving children are named, so the sentence reads like "+0.47 ms Computing
-    (AllGatherMatmul +0.66, Matmul −0.30, Other +0.08)". Parts that did not move are left out.
+    (AllGatherMatmul +0.66, Matmul −0.30, rest +0.11)". Parts that did not move are left out.
+    The figures add up as printed: what the named children leave of their part is its ``rest``,
+    and what the named parts leave of E2E (parts under 0.005 ms, LCCL, which has no row) is the
+    sentence's ``rest``.
     """
     df = table.data
     if df.empty:
         return ""
+    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
     labels = df["index"].astype(str).str.strip().to_numpy()
     level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
-    diff = df["diff_ms"].to_numpy(dtype="float64")
+    # Rounded as printed: the printed parts then add up to the printed totals exactly.
+    diff = np.round(df["diff_ms"].to_numpy(dtype="float64"), 2)
     parts: list[tuple[float, str]] = []
     i = 0
     while i < len(df):
@@ -87,18 +93,93 @@ def gap_sentence(table: Table, top: int = 3) -> str:
             kids = []
             while j < len(df) and level[j] > 0:
                 if level[j] == 1 and abs(diff[j]) >= MIN_MS:
-                    kids.append((diff[j], _short(labels[j])))
+                    kids.append((diff[j], _short(names[j])))
                 j += 1
             if abs(diff[i]) >= MIN_MS or kids:
                 kids.sort(key=lambda x: -abs(x[0]))
-                detail = ", ".join(f"{name} {d:+,.2f}" for d, name in kids[:top])
-                text = f"{diff[i]:+,.2f} ms {_short(labels[i])}"
+                named = kids[:top]
+                rest = _rest(diff[i], [d for d, _ in named])
+                if named and rest:
+                    named.append((rest, "rest"))
+                detail = ", ".join(f"{name} {_ms(d)}" for d, name in named)
+                text = f"{_ms(diff[i])} ms {_short(names[i])}"
                 parts.append((diff[i], text + (f" ({detail})" if detail else "")))
             i = j
         else:
             i += 1
     parts.sort(key=lambda x: -abs(x[0]))
     e2e = diff[labels == "E2E Time"]
-    head = f"E2E {e2e[0]:+,.2f} ms" if len(e2e) else "Difference"
+    head = f"E2E {_ms(e2e[0])} ms" if len(e2e) else "Difference"
+    if len(e2e) and parts:
+        rest = _rest(e2e[0], [d for d, _ in parts])
+        if rest:
+            parts.append((rest, f"{_ms(rest)} ms rest"))
     body = "; ".join(p for _, p in parts) or "no part moved by 0.01 ms or more"
     return f"Where the gap comes from — {head}: {body}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:+,.2f}"
+
+
+def _rest(total: float, parts: list[float]) -> float:
+    """What ``parts`` leave of ``total`` at the printed precision (0.0 when nothing)."""
+    rest = round(float(total) - sum(parts), 2)
+    return rest if abs(rest) >= 0.01 else 0.0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One segment of a side's E2E bar: a computing class, uncovered communication or free."""
+
+    label: str
+    base_ms: float
+    comp_ms: float
+
+
+def time_parts(table: Table, keep: int = 5) -> list[Part]:
+    """E2E split into parts that add up to it on each side, for the Overall screen's bars:
+    the ``keep`` largest computing classes (the Computing row's children, in the table's order;
+    the smaller ones together as ``other computing``), uncovered communication, free time.
+
+    The classes are sums over kernels while Computing is a union of their intervals: where
+    parallel streams make the classes exceed Computing, they are scaled down to it, so a bar is
+    never longer than its E2E. Negative free time (overlap beyond E2E) draws as none.
+    """
+    df = table.data
+    if df.empty:
+        return []
+    labels = df["index"].astype(str).str.strip().to_numpy()
+    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
+    level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
+    base = df["base_ms"].to_numpy(dtype="float64")
+    comp = df["comp_ms"].to_numpy(dtype="float64")
+    parts: list[Part] = []
+    top = np.flatnonzero(labels == "Computing Time")
+    if len(top):
+        i = int(top[0])
+        j = i + 1
+        kids = []
+        while j < len(df) and level[j] > 0:
+            if level[j] == 1:
+                kids.append(j)
+            j += 1
+        scale = [min(1.0, side[i] / total) if (total := side[kids].sum()) > 0 else 0.0
+                 for side in (base, comp)]
+        kids = [k for k in kids if base[k] > 0 or comp[k] > 0]
+        big = set(sorted(kids, key=lambda k: -max(base[k], comp[k]))[:keep])
+        parts += [Part(names[k], float(base[k] * scale[0]), float(comp[k] * scale[1]))
+                  for k in kids if k in big]
+        small = [k for k in kids if k not in big]
+        if small:
+            parts.append(Part("other computing", float(base[small].sum() * scale[0]),
+                              float(comp[small].sum() * scale[1])))
+        if not kids:
+            parts.append(Part("Computing", float(base[i]), float(comp[i])))
+    for row, label in (("Uncovered Communication Time", "Uncovered Communication"),
+                       ("Free Time", "Free")):
+        hit = np.flatnonzero(labels == row)
+        if len(hit):
+            k = int(hit[0])
+            parts.append(Part(label, float(max(base[k], 0.0)), float(max(comp[k], 0.0))))
+    return parts

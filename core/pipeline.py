@@ -43,10 +43,14 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
                   kernel_masks=request.masks, equivalence=request.equivalence)
     # The advisor needs nothing the other steps compute: it runs on the second core meanwhile.
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file)
+    screens: dict[str, tuple[str, ...]] = {}  # a step's notes concern its own screens
     for step in steps:
         yield Phase(step.name)
         t0 = time.perf_counter()
+        before = len(ctx.notes)
         yield from _outcome_events(step, step.run(ctx))
+        for note in ctx.notes[before:]:
+            screens.setdefault(note, tuple(dict.fromkeys(s.screen.id for s in step.sheets)))
         yield Phase(step.name, done=True, seconds=time.perf_counter() - t0)
 
     yield Phase("summary")
@@ -60,7 +64,7 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     for table in advice():
         yield TableReady(declare(table))
     yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
-    yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes))
+    yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes), screens=screens)
 
 
 def _outcome_events(step: Step, outcome: Outcome) -> Iterator[Event]:

@@ -1,33 +1,148 @@
 """The terminal report of ``export`` and ``summary``: what a result says, as plain text.
 
-The time-distribution table, the top regressions, the advisor's findings and the notes — read
-from a :class:`ComparisonResult` only, so the text can never disagree with the workbook written
-from the same result.
+The time distribution, the top regressions, the advisor's findings and the notes — read from a
+:class:`ComparisonResult` only, so the text can never disagree with the workbook written from the
+same result. The text fits the terminal it is printed on and uses the app's units (milliseconds
+with microsecond precision, :func:`perfcmp_core.insight.amount`): the reference's ``0.000s``
+cells hide every difference of a fixture-sized run. The workbook and ``--json`` keep the
+reference's figures (``summary_figures``) unchanged.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import textwrap
+from typing import Any
+
 from .compare import ADVISOR, SHEETS
 from .compare.result import IS_TOTAL, ComparisonResult, is_ratio
-from .view import format_value
+from .insight import figure
+from .view import format_value, screen_text
 
-NO_SUMMARY = ("Model Profiling Time Distribution: not available "
+SUMMARY_TITLE = "Model Profiling Time Distribution"
+NO_SUMMARY = (f"{SUMMARY_TITLE}: not available "
               "(profiling comparison disabled or no kernels)")
+#: Narrowest report: below this the columns would be unreadable anyway.
+MIN_WIDTH = 60
+#: Width when the output is no terminal (a pipe, a file): wide enough for every column.
+PIPE_WIDTH = 120
+_GAP = "  "
 
 
-def terminal_report(result: ComparisonResult) -> str:
-    """The whole report, one line per line (no trailing newline)."""
-    parts = [result.summary.get("text") or NO_SUMMARY, "", top_regressions(result)]
+def terminal_width() -> int:
+    """Columns of the terminal the report goes to (``COLUMNS`` wins), :data:`PIPE_WIDTH` when
+    it goes to no terminal."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
+
+
+def terminal_report(result: ComparisonResult, width: int | None = None) -> str:
+    """The whole report, one line per line (no trailing newline), at most ``width`` columns
+    (default: the terminal's)."""
+    width = max(MIN_WIDTH, width or terminal_width())
+    figures = result.summary.get("figures")
+    parts = [summary_table(figures, width) if figures else NO_SUMMARY, "",
+             top_regressions(result, width=width)]
     advice = result.tables.get(ADVISOR.name)
     if advice is not None and not advice.empty:
         from .advisor import format_findings
 
         parts += ["", format_findings(advice)]
     parts += [f"note: {note}" for note in result.notes]
-    return "\n".join(parts)
+    return "\n".join(line for part in parts for line in wrap(part, width))
 
 
-def top_regressions(result: ComparisonResult, n: int = 10) -> str:
+def wrap(text: str, width: int) -> list[str]:
+    """Each line of ``text`` folded to ``width`` columns; a continuation is indented four more
+    than the line it continues (so findings and notes stay readable in a narrow terminal)."""
+    out: list[str] = []
+    for line in text.splitlines() or [""]:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "    ",
+                             break_on_hyphens=False, drop_whitespace=True) or [line[:width]]
+    return out
+
+
+# -- the time distribution ---------------------------------------------------------------------
+def _label(key: str) -> str:
+    """A figure's label without the reference's header decorations: ``Conv Time(Forward)(Num)``
+    → ``Conv Time (Forward)`` (counts are printed in parentheses beside the values)."""
+    text = re.sub(r"\((Num|Wait Time|Not minimal profiling)\)", "", key)
+    return re.sub(r"(\S)\(", r"\1 (", text).strip()
+
+
+def _count(value: object, signed: bool = False) -> str:
+    if value is None:
+        return ""
+    return f" ({int(value):+d})" if signed else f" ({int(value)})"  # type: ignore[call-overload]
+
+
+def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> list[list[str]]:
+    """The time distribution as rows: label, base, comparison, diff, change (``counts``: kernel
+    counts in parentheses). Uncovered communication's wait time gets a row of its own."""
+    rows = []
+    for key, f in figures.items():
+        if not key:
+            continue
+        h = figure(_label(key), f)
+        b_n, c_n = f.get("base_count"), f.get("comparison_count")
+        both = counts and b_n is not None and c_n is not None
+        rows.append([h.label, h.base + (_count(b_n) if both else ""),
+                     h.comparison + (_count(c_n) if both else ""),
+                     h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
+                     h.change])
+        if f.get("base_wait") or f.get("comparison_wait"):
+            w = figure("  of which wait", {"unit": "s", "base": f.get("base_wait"),
+                                           "comparison": f.get("comparison_wait")})
+            rows.append([w.label, w.base, w.comparison, w.diff, w.change])
+    return rows
+
+
+def summary_table(figures: dict[str, dict[str, Any]], width: int) -> str:
+    """:data:`SUMMARY_TITLE` as a table of ``width`` columns at most: counts are left out, then
+    the change column, then labels are cut, until it fits."""
+    kinds = figures.get("", {})
+    head = ["", f"Base ({kinds.get('base_text', 'base')})",
+            f"Comp ({kinds.get('comparison_text', 'comparison')})", "Diff", "Change"]
+    for counts, change in ((True, True), (False, True), (False, False)):
+        rows = [head, *summary_rows(figures, counts)]
+        if not change:
+            rows = [r[:4] for r in rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        if sum(widths) + len(_GAP) * (len(widths) - 1) <= width:
+            break
+    spare = width - (sum(widths[1:]) + len(_GAP) * (len(widths) - 1))
+    widths[0] = max(8, min(widths[0], spare))
+    title = f"{SUMMARY_TITLE} (base → comparison" + ("; kernel counts in parentheses)"
+                                                      if counts else ")")
+    lines = [title]
+    for r in rows:
+        cells = [_fit(r[0], widths[0]).ljust(widths[0])]
+        cells += [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append(_GAP.join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in the middle: both ends of a module path or
+    an op name tell rows apart (``/[ BACKWARD ]/ Net_0/…/ Linear_6``)."""
+    if len(text) <= width:
+        return text
+    if width < 5:
+        return text[:width]
+    tail = (width - 1) * 3 // 5
+    return text[:width - 1 - tail] + "…" + text[len(text) - tail:]
+
+
+# -- top regressions ---------------------------------------------------------------------------
+def top_regressions(result: ComparisonResult, n: int = 10, width: int = PIPE_WIDTH) -> str:
     """The top ``n`` rows of the first declared table that ranks regressions (modules, else
     operators: :attr:`~perfcmp_core.compare.result.Sheet.regressions`), by its default sort."""
     for sheet in SHEETS.values():
@@ -41,11 +156,19 @@ def top_regressions(result: ComparisonResult, n: int = 10) -> str:
         name_col = table.column(sheet.regressions)
         diff_col = table.column(table.default_sort)
         ratio_col = next((c for c in table.columns if is_ratio(c)), None)
-        lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}):"]
-        for i, row in enumerate(df.itertuples(index=False), 1):
+        unit = f" {diff_col.unit}" if diff_col.unit else ""
+        cells = []
+        for row in df.itertuples(index=False):
             rec = row._asdict()
-            ratio = f"  ({format_value(rec[ratio_col.key], ratio_col)})" if ratio_col else ""
-            lines.append(f"  {i:>2}. {str(rec[name_col.key])[:70]:<70} "
-                         f"{format_value(rec[diff_col.key], diff_col):>12}{ratio}")
+            diff = screen_text(rec[diff_col.key], diff_col) + unit
+            ratio = f"({format_value(rec[ratio_col.key], ratio_col)})" if ratio_col else ""
+            cells.append((str(rec[name_col.key]), diff, ratio))
+        w_diff = max(len(c[1]) for c in cells)
+        w_ratio = max(len(c[2]) for c in cells)
+        w_name = max(12, min(max(len(c[0]) for c in cells), width - 6 - w_diff - w_ratio - 4))
+        lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}):"]
+        for i, (name, diff, ratio) in enumerate(cells, 1):
+            lines.append(f"  {i:>2}. {middle(name, w_name):<{w_name}}  {diff:>{w_diff}}  "
+                         f"{ratio:>{w_ratio}}".rstrip())
         return "\n".join(lines)
     return "No operator or module table: no top regressions to show."

@@ -1,32 +1,57 @@
-"""View state of a table on screen: sort, filter, focus, `[ TOTAL ]`-only, expanded tree nodes.
+"""View state of a table on screen: sort, filter, focus, `[ TOTAL ]`-only, unchanged rows hidden,
+hidden columns, expanded tree nodes — and the text of the cells about to be drawn.
 
 The TUI keeps each table in pandas and renders only the visible window; this module computes which
 rows are visible and in which order (numpy argsort / boolean masks: a few ms on 100k rows) and
 formats just the cells about to be drawn. It has no Textual dependency so it is tested directly.
+
+Everything a key needs that is costly to compute — each text column factorised into its distinct
+values (lower-cased for the search, cut to :data:`CLIP` characters for the screen), the numeric
+sort keys, which rows changed — is built once by :meth:`TableView.prepare`, which the app runs in
+its worker thread as each table arrives, so no key press pays for it. A detail table of the 8×
+real pair holds 44 MB of kernel lists (up to 290,000 characters in one cell): the screen only ever
+measures and cuts the clipped text.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .compare.result import IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, Column, Table, number_format
+from .compare.operators import screen_kernel_text
+from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
+                             change_text, number_format, screen_format, screen_header)
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
 Condition = tuple[tuple[str, ...], str]
+#: Characters of a text cell kept for the screen: its head and its tail around "…" (no column is
+#: wider, and a cut in the middle keeps both ends; the full text is a key away).
+CLIP = 240
+#: Leading words that say which side a column holds; two columns that differ only by them are
+#: one quantity ("Base Device Duration(ms)" / "Comparison Device Duration(ms)").
+SIDE_WORDS = ("Base ", "Comparison ", "Comp ")
+_REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
 
 
 def format_value(value: object, col: Column) -> str:
-    """Display text of one cell, in the workbook's number format of its column
-    (:func:`~perfcmp_core.compare.result.number_format`)."""
+    """Text of one cell in the workbook's number format of its column
+    (:func:`~perfcmp_core.compare.result.number_format`: ratios as comparison ÷ base); the
+    terminal report prints this. The screen prints :func:`screen_text`."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, str):
         return value
-    fmt = number_format(col)
+    return _formatted(value, number_format(col))
+
+
+def _formatted(value: object, fmt: str) -> str:
+    if fmt == "change":
+        return change_text(value)
     if fmt == "percent":
         v = float(value)  # type: ignore[arg-type]
         return "INF" if math.isinf(v) else f"{v * 100:,.2f}%"
@@ -47,19 +72,36 @@ def is_signed(col: Column) -> bool:
 
 
 def screen_text(value: object, col: Column) -> str:
-    """Cell text on screen: the workbook format, plus ``+`` on positive differences.
+    """Cell text on screen, in full: the screen format of its column
+    (:func:`~perfcmp_core.compare.result.screen_format`: a ratio as the change in percent), plus
+    ``+`` on positive differences.
 
-    Meaning never rests on colour alone: a difference carries its sign, a ratio its ▲/▼ (added by
-    the renderer from :func:`~perfcmp_core.compare.result.tone`, the rule of the workbook's
-    fills too).
+    Meaning never rests on colour alone: a difference carries its sign, a ratio its sign and its
+    ▲/▼ (added by the renderer from :func:`~perfcmp_core.compare.result.tone`, the rule of the
+    workbook's fills too).
     """
-    text = format_value(value, col)
-    if text and is_signed(col) and not isinstance(value, str):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return screen_kernel_text(value)
+    text = _formatted(value, screen_format(col))
+    if text and is_signed(col):
         try:
             if float(value) > 0:  # type: ignore[arg-type]
                 return "+" + text
         except (TypeError, ValueError):
             return text
+    return text
+
+
+def clip_text(text: str, limit: int = CLIP) -> str:
+    """One screen line of at most ``limit`` characters: line breaks shown as ⏎, a longer text
+    keeps its head and its tail around "…" (a path's first part and its last ones both matter)."""
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
+    if len(text) > limit:
+        head = limit // 2
+        text = text[:head] + "…" + text[len(text) - (limit - head - 1):]
     return text
 
 
@@ -90,15 +132,24 @@ def label_column(columns: tuple[Column, ...]) -> int:
     return 0
 
 
+def quantity(header: str) -> str:
+    """A header without the word naming its side: the quantity a base/comparison pair shares."""
+    for word in SIDE_WORDS:
+        if header.startswith(word):
+            return header[len(word):]
+    return header
+
+
 def _with_twins(picked: list[Column], cols: tuple[Column, ...], taken: list[Column]) -> list[Column]:
-    """``picked`` in order, each base column followed by its comparison twin (same header)."""
+    """``picked`` in order, each base column followed by its comparison twin (same quantity)."""
     out: list[Column] = []
     for c in picked:
         if c in taken or c in out:
             continue
         out.append(c)
         if c.role == "base":
-            twin = next((d for d in cols if d.role == "comparison" and d.header == c.header
+            twin = next((d for d in cols if d.role == "comparison"
+                         and quantity(d.header) == quantity(c.header)
                          and d not in taken and d not in out), None)
             if twin is not None:
                 out.append(twin)
@@ -106,40 +157,63 @@ def _with_twins(picked: list[Column], cols: tuple[Column, ...], taken: list[Colu
 
 
 def display_columns(table: Table) -> tuple[Column, ...]:
-    """The table's columns in screen order: names, then the differences, then base/comparison.
+    """The table's columns in screen order: the label, differences, names, numbers per side,
+    text per side.
 
     A workbook row is read left to right over a wide sheet; a terminal of 80 columns shows a
-    handful. The row's label comes first, then the other names (a module's operator, a
-    collective's task), then Diff and ratio (what got slower, without scrolling), then the other
-    keys, then each base column beside its comparison twin (same header), so the two numbers
-    being compared sit side by side. A row's flag (a short verdict) follows its names. Order
-    ids, levels and free text come last.
+    handful. The row's label comes first (with its comparison twin when each side names the row),
+    then Diff and Δ% (what got slower, without scrolling; the absolute differences the screens
+    add, :attr:`~perfcmp_core.compare.result.Table.screen_columns`, before the ratios), then the
+    other names (a module's operator, a collective's task) and keys, then each base number beside
+    its comparison twin (the same quantity: "Base Device Duration(ms)" beside "Comparison Device
+    Duration(ms)"), then the text of each side (shapes, kernel lists) the same way. Order ids,
+    levels and free text come last. A key that tells apart rows the label does not (a kernel's
+    input shape) follows the label at once. A row's flag (a short verdict) follows its names.
     """
-    cols = table.columns
+    cols = (*table.columns, *table.screen_columns)
     if not cols:
         return ()
-    out = _with_twins([cols[label_column(cols)]], cols, [])
+    label = cols[label_column(cols)]
+    out = _with_twins([label], cols, [])
+    # Keys that tell apart rows of one label (a kernel's input shapes) are part of its name.
+    out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out
+            and _distinguishes(table.data, c.key, label.key)]
+    out += [c for c in cols if c.role == "diff" and c not in out]
+    out += [c for c in cols if c.role == "ratio" and c not in out]
     named = [c for c in cols if c.fmt in ("text", "bold") and "Name" in c.header
              and c.role in ("key", "base", "comparison")]
     out += _with_twins(named, cols, out)
-    out += [c for c in cols if c.role == "flag"]
-    out += [c for c in cols if c.role in ("diff", "ratio")]
+    out += [c for c in cols if c.role == "flag" and c not in out]
     out += [c for c in cols if c.role == "key" and c.fmt in ("text", "bold") and c not in out]
-    out += _with_twins([c for c in cols if c.role in ("base", "comparison")], cols, out)
+    sides = [c for c in cols if c.role in ("base", "comparison")]
+    out += _with_twins([c for c in sides if c.fmt not in ("text", "bold")], cols, out)
+    out += _with_twins([c for c in sides if c.fmt in ("text", "bold")], cols, out)
     return tuple(out + [c for c in cols if c not in out])
 
 
-def display_header(col: Column, table: Table) -> str:
-    """The header on screen: a base/comparison column whose header repeats gets ``Base``/``Comp``.
+def _distinguishes(data: pd.DataFrame, key: str, label: str) -> bool:
+    """True when column ``key`` holds different values on rows with the same ``label``."""
+    if key not in data or label not in data or data.empty:
+        return False
+    labels = pd.factorize(data[label])[0]
+    keys = pd.factorize(data[key])[0]
+    pairs = labels.astype("int64") * (int(keys.max()) + 2) + keys + 1
+    return len(np.unique(pairs)) > len(np.unique(labels))
 
-    The workbook tells the two sides apart by a merged title row above the headers; a screen
-    header must say it itself.
-    """
+
+def display_header(col: Column, table: Table) -> str:
+    """The header on screen, never ambiguous: a ratio says it is the change (``Δ%``); a
+    base/comparison column says its side in one word, ``Base`` / ``Comp`` (the workbook tells
+    the sides apart by a merged title row above the headers; the reference's own headers mix
+    "Comparison …" in full, which a screen would otherwise show beside "Comp …")."""
+    if col.header.startswith("Comparison "):
+        return "Comp " + col.header.removeprefix("Comparison ")
     if col.role not in ("base", "comparison"):
-        return col.header
-    if sum(c.header == col.header for c in table.columns) < 2:
-        return col.header
-    return ("Base " if col.role == "base" else "Comp ") + col.header
+        return screen_header(col)
+    name = quantity(col.header)
+    if name != col.header or sum(quantity(c.header) == name for c in table.columns) >= 2:
+        return ("Base " if col.role == "base" else "Comp ") + name
+    return col.header
 
 
 def _sort_values(series: pd.Series) -> np.ndarray:
@@ -170,9 +244,83 @@ def _level_links(levels: np.ndarray) -> np.ndarray:
     return parent
 
 
+@dataclass(frozen=True)
+class Search:
+    """What the filter box holds, compiled: case-insensitive text, ``a|b`` alternatives, or a
+    regular expression (VisiData's habit). Text that is no valid regular expression
+    (``aten::add(``) is searched for as it stands."""
+
+    text: str
+    literals: tuple[str, ...] = ()  # lower-cased alternatives, any of which matches
+    regex: re.Pattern[str] | None = None
+
+    @classmethod
+    def compile(cls, text: str) -> Search:
+        text = text.strip()
+        parts = text.split("|")
+        if not any(set(p) & _REGEX_CHARS for p in parts):
+            # An empty alternative ("aten|" while typing) would match everything: it is left out.
+            return cls(text, literals=tuple(p.lower() for p in parts if p) or (text.lower(),))
+        try:
+            return cls(text, regex=re.compile(text, re.IGNORECASE))
+        except re.error:
+            return cls(text, literals=(text.lower(),))
+
+    @property
+    def is_regex(self) -> bool:
+        return self.regex is not None
+
+    def hits(self, lowered: Sequence[str]) -> np.ndarray:
+        """Which of the (lower-cased) texts match."""
+        n = len(lowered)
+        if self.regex is not None:
+            search = self.regex.search
+            return np.fromiter((search(s) is not None for s in lowered), dtype=bool, count=n)
+        if len(self.literals) == 1:
+            needle = self.literals[0]
+            return np.fromiter((needle in s for s in lowered), dtype=bool, count=n)
+        alts = self.literals
+        return np.fromiter((any(a in s for a in alts) for s in lowered), dtype=bool, count=n)
+
+
+@dataclass(frozen=True)
+class TextIndex:
+    """One text column factorised: each row's code into its distinct values, which are kept
+    lower-cased (searched once per distinct value, not per row) and clipped for the screen."""
+
+    codes: np.ndarray  # per row: position in ``values``, -1 for a missing cell
+    values: list[str]
+    lowered: list[str]
+    clipped: list[str]
+    positions: dict[str, int]
+
+    @classmethod
+    def build(cls, series: pd.Series) -> TextIndex:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        values = [u if isinstance(u, str) else str(u) for u in uniques.tolist()]
+        shown = [screen_kernel_text(v) for v in values]  # what the screen shows is searched
+        return cls(codes=codes, values=values, lowered=[v.lower() for v in shown],
+                   clipped=[clip_text(v) for v in shown],
+                   positions={v: i for i, v in enumerate(values)})
+
+    def equals(self, value: str) -> np.ndarray:
+        """Rows holding exactly ``value``."""
+        pos = self.positions.get(value)
+        if pos is None:
+            return np.zeros(len(self.codes), dtype=bool)
+        return self.codes == pos
+
+    def matches(self, search: Search) -> np.ndarray:
+        """Rows whose text matches ``search``."""
+        if not self.values:
+            return np.zeros(len(self.codes), dtype=bool)
+        hit = np.append(search.hits(self.lowered), False)  # code -1 (missing) never matches
+        return hit[self.codes]
+
+
 @dataclass
 class TableView:
-    """Which rows of a :class:`Table` are shown, in which order.
+    """Which rows of a :class:`Table` are shown, in which order, and which columns.
 
     Tree tables (declared ``tree="nodes"``: ``_node``/``_parent`` links; ``tree="outline"``: an
     indented ``_level`` hierarchy such as OverallMetrics) show a row only when its ancestors are
@@ -186,13 +334,25 @@ class TableView:
     descending: bool = True
     filter_text: str = ""
     totals_only: bool = False
+    #: `u`: rows whose every difference is 0 and every ratio 1 are left out (a tree keeps the
+    #: ancestors of the rows that changed).
+    hide_unchanged: bool = False
     focus: tuple[Condition, ...] = ()
     focus_label: str = ""
     expanded: set[int] = field(default_factory=set)
+    #: Column keys the user hid (`-`); the row's label never is.
+    hidden: set[str] = field(default_factory=set)
     _order: np.ndarray | None = field(default=None, repr=False)
     _links: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    _text: list[str] | None = field(default=None, repr=False)
+    _ppos: np.ndarray | None = field(default=None, repr=False)  # parent's row, -1 for roots
+    _parents: frozenset[int] | None = field(default=None, repr=False)
     _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _texts: dict[str, TextIndex] = field(default_factory=dict, repr=False)
+    _changed: np.ndarray | None = field(default=None, repr=False)
+    _columns: tuple[Column, ...] | None = field(default=None, repr=False)
+    _search: Search | None = field(default=None, repr=False)
+    #: Per text column, the rows the current filter matched there (for `n`/`N` and the hint).
+    _match: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         df = self.table.data
@@ -200,17 +360,35 @@ class TableView:
         if tree == "nodes" and NODE in df.columns and PARENT in df.columns:
             node = df[NODE].to_numpy(dtype="int64")
             parent = df[PARENT].to_numpy(dtype="int64")
-            self._links = (node, parent)
+            self._set_links(node, parent)
             roots = node[parent < 0]
             if len(roots) == 1 and not self.expanded:
                 self.expanded = {int(roots[0])}
         elif (tree == "outline" and LEVEL in df.columns and len(df)
               and (df[LEVEL].to_numpy() > 0).any()):
             node = np.arange(len(df), dtype="int64")
-            parent = _level_links(df[LEVEL].to_numpy(dtype="int64"))
-            self._links = (node, parent)
+            self._set_links(node, _level_links(df[LEVEL].to_numpy(dtype="int64")))
             if not self.expanded:
-                self.expanded = set(int(p) for p in np.unique(parent) if p >= 0)
+                self.expanded = set(self.parent_nodes())  # a copy: the cache stays whole
+
+    def _set_links(self, node: np.ndarray, parent: np.ndarray) -> None:
+        self._links = (node, parent)
+        pos = pd.Series(np.arange(len(node)), index=node)
+        ppos = pos.reindex(parent).to_numpy()
+        self._ppos = np.where(np.isnan(ppos), -1, ppos).astype("int64")
+
+    def prepare(self) -> TableView:
+        """Build now what keys would otherwise build on first use: the text indexes (filter,
+        focus, clipped cells), which rows changed, and the sort keys of the `d` column. The app
+        calls it off the UI thread, as the table arrives."""
+        for c in self.columns:
+            if c.fmt in ("text", "bold"):
+                self.shown_index(c.key)
+        self.changed()
+        key = self.diff_key()
+        if key is not None:
+            self._sort_keys(key)
+        return self
 
     @property
     def is_tree(self) -> bool:
@@ -226,13 +404,15 @@ class TableView:
         return int(self._links[0][row])
 
     def has_children(self, row: int) -> bool:
-        return self._links is not None and bool((self._links[1] == self._links[0][row]).any())
+        return self._links is not None and self.node_of(row) in self.parent_nodes()
 
-    def parent_nodes(self) -> set[int]:
-        """Ids of the tree nodes that have children."""
+    def parent_nodes(self) -> frozenset[int]:
+        """Ids of the tree nodes that have children (computed once: the tree never changes)."""
         if self._links is None:
-            return set()
-        return set(int(p) for p in np.unique(self._links[1]) if p >= 0)
+            return frozenset()
+        if self._parents is None:
+            self._parents = frozenset(int(p) for p in np.unique(self._links[1]) if p >= 0)
+        return self._parents
 
     def invalidate(self) -> None:
         self._order = None
@@ -251,6 +431,7 @@ class TableView:
         """True when a filter is on, so a tree is shown as a plain list of the matching rows."""
         return bool(self.filter_text or self.totals_only or self.focus)
 
+    # -- the visible rows ---------------------------------------------------------------------
     def _compute(self) -> np.ndarray:
         df = self.table.data
         n = len(df)
@@ -260,12 +441,24 @@ class TableView:
         for keys, value in self.focus:
             hit = np.zeros(n, dtype=bool)
             for key in keys:
-                hit |= (df[key].astype(str) == value).to_numpy()
+                hit |= self._equals(key, value)
             mask &= hit
+        self._match = {}
         if self.filter_text:
-            needle = self.filter_text.lower()
-            mask &= np.fromiter((needle in row for row in self._haystack()), dtype=bool, count=n)
+            search = self._search or Search.compile(self.filter_text)
+            any_hit = np.zeros(n, dtype=bool)
+            for c in self.table.columns:
+                if c.fmt in ("text", "bold"):
+                    hit = self.shown_index(c.key).matches(search)
+                    if hit.any():
+                        self._match[c.key] = hit
+                        any_hit |= hit
+            mask &= any_hit
         tree = self.is_tree and not self.flat
+        if self.hide_unchanged:
+            changed = self.changed()
+            if changed is not None:
+                mask &= self._with_ancestors(changed) if tree else changed
         if tree:
             mask &= self._tree_visible()
         rows = np.flatnonzero(mask)
@@ -277,38 +470,80 @@ class TableView:
                 rows = rows[np.argsort(-keys if self.descending else keys, kind="stable")]
         return rows
 
+    def _equals(self, key: str, value: str) -> np.ndarray:
+        """Rows whose ``key`` cell reads exactly ``value``."""
+        col = next((c for c in self.table.columns if c.key == key), None)
+        if col is not None and col.fmt in ("text", "bold"):
+            return self.text_index(key).equals(value)
+        return (self.table.data[key].astype(str) == value).to_numpy()
+
+    def text_index(self, key: str) -> TextIndex:
+        """The factorised text of data column ``key`` (built once per view)."""
+        if key not in self._texts:
+            self._texts[key] = TextIndex.build(self.table.data[key])
+        return self._texts[key]
+
+    def shown_index(self, key: str) -> TextIndex:
+        """The factorised text the screen shows for column ``key``: the row label as screens
+        say it (:data:`~perfcmp_core.compare.result.SHOWN`) where the table has one."""
+        if SHOWN in self.table.data and key == self.label_key:
+            return self.text_index(SHOWN)
+        return self.text_index(key)
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """The table's columns in screen order (:func:`display_columns`, computed once)."""
+        if self._columns is None:
+            self._columns = display_columns(self.table)
+        return self._columns
+
+    @property
+    def label_key(self) -> str | None:
+        """Key of the column that names a row on screen (see :func:`label_column`)."""
+        cols = self.columns
+        return cols[label_column(cols)].key if cols else None
+
     def _sort_keys(self, key: str) -> np.ndarray:
         """Numeric sort keys of a column, computed once per view (text ranks are costly)."""
         if key not in self._keys:
             self._keys[key] = _sort_values(self.table.data[key])
         return self._keys[key]
 
-    def ready_filter(self) -> None:
-        """Build the search text now (the filter box opened), so no keystroke pays for it."""
-        self._haystack()
-
-    def _haystack(self) -> list[str]:
-        """Every text cell of a row, lower-cased and joined by a separator no needle contains.
-
-        Built once per view: the filter runs on each keystroke, and one substring test per row
-        costs a third of one per cell (plain Python strings: faster here than pandas' str ops).
-        """
-        if self._text is None:
+    def changed(self) -> np.ndarray | None:
+        """Rows with a difference other than 0 or a ratio other than 1 (None: the table has
+        neither column, so "unchanged" means nothing)."""
+        if self._changed is None:
+            cols = [c for c in self.table.columns if c.role in ("diff", "ratio")]
+            if not cols:
+                return None
             df = self.table.data
-            cols = [df[c.key].astype(str).tolist() for c in self.table.columns
-                    if c.fmt in ("text", "bold")]
-            self._text = ["\x1f".join(cells).lower() for cells in zip(*cols)] if cols \
-                else [""] * len(df)
-        return self._text
+            out = np.zeros(len(df), dtype=bool)
+            for c in cols:
+                v = pd.to_numeric(df[c.key], errors="coerce").to_numpy(dtype="float64")
+                same = 1.0 if c.role == "ratio" else 0.0
+                out |= ~np.isnan(v) & (v != same)
+            self._changed = out
+        return self._changed
+
+    def _with_ancestors(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` plus every ancestor of a row in it (a tree keeps the path to a change)."""
+        assert self._ppos is not None
+        keep = rows.copy()
+        frontier = np.flatnonzero(rows)
+        while len(frontier):
+            parents = self._ppos[frontier]
+            parents = parents[parents >= 0]
+            parents = parents[~keep[parents]]
+            keep[parents] = True
+            frontier = np.unique(parents)
+        return keep
 
     def _tree_visible(self) -> np.ndarray:
         """Rows whose every ancestor is expanded (roots always)."""
-        assert self._links is not None
-        node, parent = self._links
-        pos = pd.Series(np.arange(len(node)), index=node)
-        ppos = pos.reindex(parent).to_numpy()
-        has_parent = ~np.isnan(ppos)
-        pidx = np.where(has_parent, ppos, 0).astype("int64")
+        assert self._links is not None and self._ppos is not None
+        node = self._links[0]
+        has_parent = self._ppos >= 0
+        pidx = np.where(has_parent, self._ppos, 0)
         open_ = np.isin(node, np.fromiter(self.expanded, dtype="int64", count=len(self.expanded)))
         visible = ~has_parent
         # Walk down one level per pass: a row shows when its parent shows and is expanded.
@@ -356,8 +591,33 @@ class TableView:
         return None
 
     def set_filter(self, text: str) -> None:
+        """Show only rows whose text matches ``text`` (see :class:`Search`; empty clears)."""
         self.filter_text = text.strip()
+        self._search = Search.compile(self.filter_text) if self.filter_text else None
         self.invalidate()
+
+    @property
+    def search(self) -> Search | None:
+        """The compiled filter, None without one."""
+        return self._search
+
+    def matched_in(self, key: str) -> np.ndarray | None:
+        """Rows (positions into table.data) the filter matched in column ``key``, if any."""
+        self.order()
+        return self._match.get(key)
+
+    def matched_elsewhere(self, shown: Sequence[str]) -> tuple[int, list[str]]:
+        """How many visible rows matched the filter only outside the columns ``shown``, and
+        which columns those matches are in (kernel lists, a column scrolled away or hidden)."""
+        rows = self.order()
+        if not self._match or not len(rows):
+            return 0, []
+        seen = np.zeros(len(rows), dtype=bool)
+        for key in shown:
+            if key in self._match:
+                seen |= self._match[key][rows]
+        where = [k for k in self._match if k not in shown and self._match[k][rows][~seen].any()]
+        return int((~seen).sum()), where
 
     def drill(self, row: int) -> tuple[tuple[Condition, ...], str]:
         """The focus that Enter on data row ``row`` sets on the table's drill target, and its
@@ -381,6 +641,15 @@ class TableView:
         self.totals_only = not self.totals_only
         self.invalidate()
 
+    def toggle_unchanged(self) -> bool:
+        """`u`: hide / show the rows that did not change; False when the table has no
+        difference or ratio column."""
+        if self.changed() is None:
+            return False
+        self.hide_unchanged = not self.hide_unchanged
+        self.invalidate()
+        return True
+
     def toggle_node(self, row: int) -> bool:
         """Expand/collapse the tree node of data row ``row``; False when it has no children."""
         if not self.has_children(row):
@@ -389,9 +658,32 @@ class TableView:
         self.invalidate()
         return True
 
+    # -- cell text ----------------------------------------------------------------------------
+    def cell(self, row: int, col: Column) -> str:
+        """Screen text of one cell, at most :data:`CLIP` characters on one line."""
+        if col.fmt in ("text", "bold"):
+            index = self.shown_index(col.key)
+            code = int(index.codes[row])
+            return index.clipped[code] if code >= 0 else ""
+        return screen_text(self.table.data[col.key].iat[row], col)
+
+    def full_text(self, row: int, col: Column) -> str:
+        """Screen text of one cell in full (what `y` copies)."""
+        key = SHOWN if SHOWN in self.table.data and col.key == self.label_key else col.key
+        return screen_text(self.table.data[key].iat[row], col)
+
     def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
-        """Screen text of the given data rows (only what is about to be measured or drawn)."""
+        """Screen text of the given data rows, clipped (only what is about to be measured or
+        drawn)."""
         cols = self.table.columns if columns is None else columns
-        sub = self.table.data.iloc[rows]
-        values = [sub[c.key].tolist() for c in cols]
-        return [[screen_text(values[j][i], c) for j, c in enumerate(cols)] for i in range(len(rows))]
+        out: list[list[str]] = [[] for _ in range(len(rows))]
+        sub = self.table.data.iloc[rows] if len(rows) else self.table.data.iloc[:0]
+        for c in cols:
+            if c.fmt in ("text", "bold"):
+                index = self.shown_index(c.key)
+                texts = [index.clipped[k] if k >= 0 else "" for k in index.codes[rows].tolist()]
+            else:
+                texts = [screen_text(v, c) for v in sub[c.key].tolist()]
+            for line, text in zip(out, texts):
+                line.append(text)
+        return out

@@ -768,6 +768,28 @@ def test_format_findings_names_rules_and_growth() -> None:
     assert growth[1].startswith("  diff: DiT FA grew 0.300 ms")
 
 
+def test_screen_lead_lists_findings_first_each_part_on_its_own_line() -> None:
+    """The Advisor screen reads its findings before the shares: headline, what to try, the
+    evidence and the top operators, each rule finding's from its row of the table."""
+    t = comparison_table()
+    lines = t.lead.splitlines()
+    assert lines[0].startswith("Findings")
+    df = t.data
+    hits = df[(df["scope"] != "diff") & ~df[IS_TOTAL] & (df["finding"] != "")]
+    assert len(hits) == 4
+    for row in hits.itertuples(index=False):
+        i = lines.index(f"{row.scope}: {row.finding}")
+        evidence, top = row.evidence.split("; top: ")
+        assert lines[i + 1:i + 4] == [f"    try: {row.direction}", f"    evidence: {evidence}",
+                                      f"    top: {top}"]
+    grew = [line for line in lines if line.startswith("what grew: ")]
+    assert grew[0].startswith("what grew: DiT Vector grew 0.380 ms")  # 120 → 500 µs
+    assert grew[1].startswith("what grew: DiT FA grew 0.300 ms")
+    # Rule findings come before what grew; nothing is said to be quiet when all scopes spoke.
+    assert lines.index(grew[0]) > max(lines.index(f"{r.scope}: {r.finding}") for r in hits.itertuples())
+    assert not any("no rule tripped" in line for line in lines)
+
+
 def test_table_goes_into_workbook_and_json(tmp_path: Path) -> None:
     t = comparison_table()
     result = ComparisonResult("A", "B")

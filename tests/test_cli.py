@@ -188,3 +188,65 @@ def test_tui_bad_config_fails_before_the_app(capsys: pytest.CaptureFixture[str],
     code, out, err = run(capsys, *PAIRS["gpu"], "--advisor-config", bad)
     assert code == 2 and str(bad) in err and err.count("\n") == 1
     assert not [p for p in multiprocessing.active_children() if p.name == "perfcmp-compare"]
+
+
+# -- command-line habits (issue 16, add 6) ------------------------------------------------------
+def test_help_lists_every_subcommand_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    block = out.split("commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split()[0] for line in block] == ["BASE", "export", "summary", "info", "advise"]
+    assert all(len(line) <= 80 for line in out.splitlines()[:12])
+
+
+@pytest.mark.parametrize("args", [["--version"], ["info", "--version"], ["export", "--version"]])
+def test_version(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    from perfcmp_core import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 0 and capsys.readouterr().out == f"perfcmp-tui {__version__}\n"
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("exprot", "export"), ("sumary", "summary"),
+                                             ("infoo", "info"), ("advice", "advise")])
+def test_misspelled_subcommand(capsys: pytest.CaptureFixture[str], typo: str, meant: str) -> None:
+    code, _, err = run(capsys, typo, *PAIRS["gpu"])
+    assert code == 2
+    assert err == f"perfcmp-tui: error: unknown command '{typo}' (did you mean '{meant}'?)\n"
+
+
+def test_a_profile_named_like_a_subcommand_is_a_path(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An existing folder called ``exprot`` is BASE, not a typo (the app then needs a terminal)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exprot").mkdir()
+    code, _, err = run(capsys, "exprot", PAIRS["gpu"][1])
+    assert code == 2 and "unknown command" not in err and "terminal" in err
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_summary_fits_the_terminal_and_speaks_milliseconds(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    from perfcmp_core.compare import run_all
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import CompareOptions, LoadOptions
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    base, comp = FIX / "gpu" / "base.pt.trace.json", FIX / "npu_text" / "comp_ascend_pt"
+    code, out, err = run(capsys, "summary", base, comp, "--no-cache")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= columns
+    # The Computing row in ms with µs precision, as the app's headline prints it, from the
+    # OverallMetrics table (ms) of the same pair.
+    load = LoadOptions(use_cache=False)
+    overall = next(t for t in run_all(load_profile(str(base), load), load_profile(str(comp), load),
+                                      CompareOptions(enabled=frozenset({"profiling"})))
+                   if t.name == "OverallMetrics").data.set_index("index")
+    b, c = overall.loc["Computing Time", "base_ms"], overall.loc["Computing Time", "comp_ms"]
+    row = next(line for line in out.splitlines() if line.startswith("Computing Time"))
+    assert row.split()[2:7:2] == [f"{b:,.3f}", f"{c:,.3f}", f"{c - b:+,.3f}"]
+    assert "0.000s" not in out and "Model Profiling Time Distribution" in out

@@ -297,17 +297,19 @@ def test_tree_links_and_values(result):
     assert t.name == "ModuleTree"
     assert d["module"].tolist() == [
         "DynamicNet_0", "Linear_0", "ReLU_0", "Dropout_0", "Linear_1",
-        "Optimizer.step#SGD.step", "[ BACKWARD ]/ DynamicNet_0/ Linear_0",
+        "Optimizer.step#SGD.step", "[ BACKWARD ]", "DynamicNet_0/ Linear_0",
     ]
     by_node = dict(zip(d[NODE], d["module"]))
     parents = [by_node.get(p, None) for p in d[PARENT]]
-    assert parents == [None, "DynamicNet_0", "DynamicNet_0", "DynamicNet_0", "DynamicNet_0", None, None]
-    assert d[LEVEL].tolist() == [0, 1, 1, 1, 1, 0, 0]
-    assert d["base_self"].tolist() == [5.0, 30.0, 10.0, 0.0, 40.0, 70.0, 60.0]
-    assert d["base_total"].tolist() == [85.0, 30.0, 10.0, 0.0, 40.0, 70.0, 60.0]
-    assert d["comp_self"].tolist() == [7.5, 50.0, 10.0, 4.0, 65.0, 0.0, 90.0]
-    assert d["comp_total"].tolist() == [136.5, 50.0, 10.0, 4.0, 65.0, 0.0, 90.0]
-    assert d["diff_total"].tolist() == [51.5, 20.0, 0.0, 4.0, 25.0, -70.0, 30.0]
+    # The backward pseudo-modules fold under a [ BACKWARD ] root (its total: theirs).
+    assert parents == [None, "DynamicNet_0", "DynamicNet_0", "DynamicNet_0", "DynamicNet_0", None, None,
+                       "[ BACKWARD ]"]
+    assert d[LEVEL].tolist() == [0, 1, 1, 1, 1, 0, 0, 1]
+    assert d["base_self"].tolist() == [5.0, 30.0, 10.0, 0.0, 40.0, 70.0, 0.0, 60.0]
+    assert d["base_total"].tolist() == [85.0, 30.0, 10.0, 0.0, 40.0, 70.0, 60.0, 60.0]
+    assert d["comp_self"].tolist() == [7.5, 50.0, 10.0, 4.0, 65.0, 0.0, 0.0, 90.0]
+    assert d["comp_total"].tolist() == [136.5, 50.0, 10.0, 4.0, 65.0, 0.0, 90.0, 90.0]
+    assert d["diff_total"].tolist() == [51.5, 20.0, 0.0, 4.0, 25.0, -70.0, 30.0, 30.0]
     assert d["ratio"].tolist()[3] == math.inf and d["ratio"].tolist()[5] == 0.0
     assert d["_path"].tolist()[1] == "/ DynamicNet_0/ Linear_0"
     assert d["_base_stack"].tolist()[1] == _FWD
@@ -402,8 +404,9 @@ def test_disable_details_keeps_statistic_and_drops_detail(result):
     pd.testing.assert_frame_equal(res.statistic.visible(), result.statistic.visible())
     # Nothing is paired: 6 base + 6 comparison modules, each row with one side absent.
     tree = res.tree.data
-    assert len(tree) == 12
-    assert ((tree["_base_stack"] == "") != (tree["_comp_stack"] == "")).all()
+    modules = tree[tree["module"] != "[ BACKWARD ]"]  # the backward pseudo-modules' fold root
+    assert len(modules) == 12 and len(tree) == 13
+    assert ((modules["_base_stack"] == "") != (modules["_comp_stack"] == "")).all()
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from perfcmp_core.compare.operators import (
     compare_operators,
     match_operators,
     operator_kernels,
+    screen_kernel_text,
     shape_key,
 )
 from perfcmp_core.compare.optree import build_forest, segment_pairs, split_segments
@@ -234,6 +235,18 @@ def test_npu_kernel_details_format() -> None:
     assert tables[1].data["base_details"].tolist() == [
         "MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 30.0]\n"
         "hcom_allReduce_, None, None [duration: 5.0]\n"]
+    # The workbook keeps the reference's placeholders; a screen drops them (issue 16).
+    assert screen_kernel_text(tables[1].data["base_details"].iat[0]) == (
+        "MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 30.0]\n"
+        "hcom_allReduce_ [duration: 5.0]\n")
+
+
+def test_screen_kernel_text_keeps_a_none_that_is_a_name() -> None:
+    """Only the placeholder fields go: a kernel or module called ``None`` stays."""
+    assert screen_kernel_text("None [duration: 1.0]\n") == "None [duration: 1.0]\n"
+    assert screen_kernel_text("k, None, None, [input shapes: 1] [duration: 2.0]") == (
+        "k, [input shapes: 1] [duration: 2.0]")
+    assert screen_kernel_text("/ None_0/ Linear_1") == "/ None_0/ Linear_1"
 
 
 def test_lcs_matches_more_than_longest_block() -> None:

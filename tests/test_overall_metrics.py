@@ -31,6 +31,7 @@ from perfcmp_core.compare.overall_metrics import (
     SideMetrics,
     overall_metrics,
 )
+from perfcmp_core.compare.result import SHOWN
 from perfcmp_core.errors import InputError
 from perfcmp_core.model import (
     COMM_OPS,
@@ -759,3 +760,24 @@ def test_real_gpu_summary_matches_the_reference_terminal_table(gpu_pair: tuple[P
     for col, (b, c) in expected.items():
         assert (f[col]["base_text"], f[col]["comparison_text"]) == (b, c), col
     assert np.isclose(f["Uncovered Communication Time(Wait Time)"]["base"], 0.087921)
+
+
+def test_screen_labels_name_groups_by_process_group() -> None:
+    """The workbook heads an unmatched group with its raw key (``tp: g9``); the screen label
+    (``_shown``) says ``tp: Communication``, as the gap sentence does; a name heading two
+    groups on one side keeps the key."""
+    base = side(uncovered_ns=30 * MS, groups={"10.0.0.1%eth_6000": GroupTime(5 * MS, 20 * MS),
+                                             "g9": GroupTime(0, 5 * MS)},
+                pg_names={"10.0.0.1%eth_6000": "dp", "g9": "tp"})
+    comp = side(kind="gpu", uncovered_ns=20 * MS, groups={"77": GroupTime(MS, 19 * MS)},
+                pg_names={"77": "dp"})
+    t = overall_table(base, comp, "b", "c")
+    assert t is not None
+    shown = dict(zip(t.data["index"], t.data[SHOWN]))
+    assert shown["\tdp: Communication"] == "\tdp: Communication"
+    assert shown["\ttp: g9"] == "\ttp: Communication"
+    twice = side(uncovered_ns=10 * MS, groups={"a": GroupTime(0, 5 * MS), "b": GroupTime(0, 5 * MS)},
+                 pg_names={"a": "tp", "b": "tp"})
+    t = overall_table(twice, side(kind="gpu"), "b", "c")
+    assert t is not None
+    assert sorted(s for s in t.data[SHOWN] if s.startswith("\ttp")) == ["\ttp (a)", "\ttp (b)"]

@@ -141,3 +141,27 @@ def test_module_fallback_is_the_reason_on_the_module_screen() -> None:
     finished = next(e for e in events("ms") if isinstance(e, Finished))
     assert reason in finished.notes
     assert tables("ms")["OperatorCompareStatistic"].export
+
+
+def test_notes_for_a_screen_are_those_that_concern_it() -> None:
+    """A loader's notes concern every screen; an absent table's reason its screen; a run note
+    the screens its comparison fills (or, unattributed, all); a table's own notes its screen."""
+    b = ResultBuilder("A", "B")
+    b.add(Loaded("base", {"notes": ["no memory_record.csv"]}))
+    b.add(Skipped(("KernelCompare",), "kernel comparison needs NPU"))
+    overall = declare(Table("OverallMetrics", COLS, pd.DataFrame({"name": ["E2E"], "d": [1.0]}),
+                            (0, 0), (1, 1), notes=["base: HCCL wait unknown"]))
+    b.add(TableReady(overall))
+    unlinked = "comparison: 5 kernels are linked to no host op"
+    b.add(Finished(1.0, notes=[unlinked, "run-wide"], screens={unlinked: ("operators", "modules")}))
+    assert b.notes_for("overall") == ["base: no memory_record.csv", "run-wide",
+                                      "base: HCCL wait unknown"]
+    assert b.notes_for("operators") == ["base: no memory_record.csv", unlinked, "run-wide"]
+    assert b.notes_for("kernels") == ["base: no memory_record.csv", "kernel comparison needs NPU",
+                                      "run-wide"]
+
+
+def test_run_notes_name_the_screens_of_the_comparison_that_made_them() -> None:
+    finished = next(e for e in events("npu") if isinstance(e, Finished))
+    unlinked = [n for n in finished.notes if "linked to no host op" in n]
+    assert unlinked and all(finished.screens[n] == ("modules", "operators") for n in unlinked)

@@ -16,19 +16,21 @@ import numpy as np
 import pytest
 from openpyxl import load_workbook
 from textual.command import CommandPalette
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, OptionList, Static
 
-from perfcmp_core.events import Event, Failed, Planned, TableReady
+from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
 from perfcmp_tui.app import PerfCmpApp, build_app
 from perfcmp_tui.screens.drill import DrillScreen
 from perfcmp_tui.screens.error import ErrorScreen
 from perfcmp_tui.screens.export_dialog import ExportDialog
-from perfcmp_tui.screens.help import KEYS, HelpScreen
+from perfcmp_tui.screens.help import KEYS, READING, HelpScreen
+from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
+from perfcmp_tui.widgets.key_bar import KeyBar
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, events, fits, frame, make_app, percent, plain, request, same,
-                         settle, shown, signed, tables, text_of)
+from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, replay,
+                         request, same, settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
 
@@ -140,8 +142,8 @@ async def test_overall_hierarchy_values_and_headline() -> None:
             assert r["Base Duration(ms)"] == plain(d["base_ms"])
             assert r["Comp Duration(ms)"] == plain(d["comp_ms"])
             arrow = "▲" if d["diff_ratio"] > 1 else "▼" if d["diff_ratio"] < 1 else ""
-            ratio = "INF" if np.isinf(d["diff_ratio"]) else percent(d["diff_ratio"])
-            assert r["Diff Ratio"] == arrow + ratio
+            # The screens read a ratio as the change in percent (the headline's "-54.9%").
+            assert r["Δ%"] == arrow + change(d["diff_ratio"])
         # Indentation follows the hierarchy: "Computing Time" > "Matmul" > "Matmul (Cube)".
         cells = [r["Index"] for r in rows]
         matmul = next(c for c in cells if label(c) == "Matmul")
@@ -197,7 +199,7 @@ async def test_operator_statistic_sort_drill_and_back() -> None:
         assert "Diff Duration(ms) ▼" in headers_of(app)
         # fixtures/README.md #1: the QKV MatMulV3 +30 µs per step → aten::linear +0.09 ms.
         linear = next(r for r in rows if r["Operator Name"] == "aten::linear")
-        assert linear["Diff Duration(ms)"] == "+0.09" and linear["Diff Ratio"].startswith("▲")
+        assert linear["Diff Duration(ms)"] == "+0.09" and linear["Δ%"].startswith("▲+")
         await pilot.press("d")
         assert same([r["Operator Name"] for r in shown(app)],
                     list(stat.sort_values("diff", ascending=True, kind="stable")["name"]))
@@ -302,11 +304,13 @@ async def test_module_tree_diff_of_the_slower_projection() -> None:
         await pilot.press("3")
         view = pane(app, "modules").view
         assert view is not None
-        view.expanded = view.parent_nodes()  # open everything
+        view.expanded = set(view.parent_nodes())  # open everything
         frame(app).refresh_data()
+        tree = tables("npu")["ModuleTree"].data
+        forward = ~tree.loc[tree["module"] == "Linear_4", "_path"].str.contains("BACKWARD")
         linear4 = [r for r in shown(app) if label(r["Module Name"]) == "Linear_4"]
-        assert len(linear4) == 3
-        assert all(r["Diff Total(us)"] == "+30.00" for r in linear4)
+        assert len(linear4) == len(forward) == 6  # 3 steps, forward and backward
+        assert [r["Diff Total(us)"] for r, fwd in zip(linear4, forward) if fwd] == ["+30.00"] * 3
 
 
 @aio
@@ -401,7 +405,7 @@ async def test_kernel_compare_npu_vs_npu() -> None:
         base = float(row["Base Total Duration(us)"].replace(",", ""))
         comp = float(row["Comp Total Duration(us)"].replace(",", ""))
         assert comp - base == pytest.approx(90.0, abs=0.01)
-        assert row["Diff Total Ratio"].startswith("▲")
+        assert row["Δ% Total"].startswith("▲+")
 
 
 @aio
@@ -416,7 +420,7 @@ async def test_kernel_type_compare() -> None:
         assert [r["Kernel Type"] for r in rows] == list(data["kernel_type"])
         # fixtures/README.md #2: the Cast exists only in the comparison (6 kernels over 3 steps).
         cast = next(r for r in rows if r["Kernel Type"] == "Cast")
-        assert cast["Comp Calls"] == "6" and cast["Diff Total Ratio"] == "▲INF"
+        assert cast["Comp Calls"] == "6" and cast["Δ% Total"] == "▲new"
 
 
 @aio
@@ -447,8 +451,16 @@ async def test_api_sort_picker() -> None:
         await pilot.press("s")
         picker = app.screen
         assert isinstance(picker, SortPicker)
-        position = picker.headers.index("Comp Calls")
-        await pilot.press("home", *["down"] * position, "enter")
+        # Typing narrows the list (text, a|b or a regex, as the filter); ↓ moves, Enter picks.
+        await pilot.press(*"calls")
+        assert [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys] \
+            == [h for h in picker.headers if "calls" in h.lower()]
+        await pilot.press("backspace", *"s$|^base t")
+        assert [h for h in picker.headers if h.endswith("Calls") or h.startswith("Base T")] \
+            == [picker.headers[[c.key for c in picker.columns].index(k)] for k in picker.keys]
+        await pilot.press(*["backspace"] * 20, *"comp c")
+        position = picker.keys.index("comp_calls")
+        await pilot.press(*["down"] * position, "enter")
         rows = shown(app)
         expected = data.sort_values("comp_calls", ascending=False, kind="stable")
         assert same([r["api name"] for r in rows], list(expected["name"]))
@@ -494,20 +506,23 @@ async def test_cursor_keys() -> None:
         assert f.cursor == n - 1 and f.scroll_offset.y > 0
         await pilot.press("g")
         assert f.cursor == 0 and f.scroll_offset.y == 0
-        page = f.size.height - 2
+        page = f.body_height - 1  # the rows under the header, less one kept from the last page
         await pilot.press("pagedown")
         assert f.cursor == page
         await pilot.press("pagedown", "pageup")
         assert f.cursor == page
         await pilot.press("end", "home")
         assert f.cursor == 0
+        # l / h move the cell cursor by whole columns; the name column stays pinned.
         first = f.row_cells(0)[0]
-        await pilot.press("l")
-        assert f.scroll_offset.x == 8
-        drawn = "".join(seg.text for seg in f.render_line(1))
-        assert drawn.startswith(first)  # the name column stays while the rest scrolls
-        await pilot.press("h")
-        assert f.scroll_offset.x == 0
+        drawn = [s.column for s in f.slots()]
+        await pilot.press(*["l"] * len(drawn))
+        assert f.col == drawn[-1] + 1 and f.col in [s.column for s in f.slots()]
+        line = "".join(seg.text for seg in f.render_line(f.header_height))
+        assert line.startswith(first)  # the name column stays while the rest scrolls
+        assert f.slots()[0].column == 0 and f.slots()[1].column > 1  # scrolled by whole columns
+        await pilot.press(*["h"] * len(drawn))
+        assert f.col == 0 and [s.column for s in f.slots()] == drawn
 
 
 @aio
@@ -578,9 +593,13 @@ async def test_help_lists_every_key() -> None:
         for key in ("question_mark", "f1"):
             await pilot.press(key)
             assert isinstance(app.screen, HelpScreen)
-            rows = [(text_of(k), text_of(w)) for k, w in zip(app.screen.query(".help-keys"),
-                                                             app.screen.query(".help-what"))]
-            assert rows == list(KEYS)
+            rows = []
+            for section in ("#help-keys", "#help-reading"):
+                grid = app.screen.query_one(section, Static).content
+                first, second = (list(c.cells) for c in grid.columns)
+                rows += list(zip(first, second))
+            # Every key, then how to read the screens (the ratio, Order Id / Top, units …).
+            assert rows == [*KEYS, *READING]
             await pilot.press("escape")
             assert not isinstance(app.screen, HelpScreen)
 
@@ -590,9 +609,11 @@ async def test_footer_shows_the_keys() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        app.query_one(Footer)
         shown_keys = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
         assert {"d", "s", "slash", "t", "v", "c", "e", "question_mark", "q", "enter"} <= shown_keys
+        line = str(app.query_one(KeyBar).render())
+        assert line.startswith("⏎ Open d Diff s Sort / Filter"), line
+        assert line.endswith("? Help q Quit"), line
 
 
 @aio
@@ -710,7 +731,7 @@ async def test_no_color_keeps_the_signs(monkeypatch: pytest.MonkeyPatch) -> None
     assert app.no_color and app.ansi_color
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        ratios = [r["Diff Ratio"] for r in shown(app)]
+        ratios = [r["Δ%"] for r in shown(app)]
         assert any(r.startswith("▲") for r in ratios)
 
 
@@ -747,3 +768,265 @@ async def test_export_while_tables_still_arrive_writes_what_was_there(
     (path,) = tmp_path.glob("performance_comparison_result_*.xlsx")
     assert load_workbook(path, read_only=True).sheetnames == ["OverallMetrics", "README"]
     assert any(m.startswith("workbook written:") and "partial" in m for m in messages), messages
+
+
+# -- notes --------------------------------------------------------------------------------------
+def run_notes(pair: str) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """The run's notes and the screens each concerns, straight from the core event stream."""
+    done = next(e for e in events(pair) if isinstance(e, Finished))
+    return done.notes, done.screens
+
+
+@aio
+async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
+    notes, screens = run_notes("npu")
+    # fixtures/README.md: 12 kernels per side carry no async_npu flow (linked to no host op).
+    unlinked = [n for n in notes if "linked to no host op" in n]
+    assert len(unlinked) == 2 and all(screens[n] == ("modules", "operators") for n in unlinked)
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        line = app.query_one("#pane-overall #notes-line", Static)
+        assert line.has_class("hidden")  # no note concerns the Overall screen
+        await pilot.press("2")
+        line = app.query_one("#pane-operators #notes-line", Static)
+        assert not line.has_class("hidden")
+        assert text_of(line) == f"note: {unlinked[0]} (+1 more)  · ! lists every note"
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, NotesScreen)
+        body = text_of(app.screen.query_one("#notes-text", Static))
+        for note in app.outcome.notes:
+            assert f"• {note}" in body
+        # Each note is listed once, under the first screen it concerns.
+        assert body.count(unlinked[0]) == 1 and "Operators (also: Modules)" in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NotesScreen)
+
+
+@aio
+async def test_notes_view_of_a_run_without_notes() -> None:
+    app = PerfCmpApp("a", "b", replay((Finished(0.1),)), timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, NotesScreen)
+        assert "no notes" in text_of(app.screen.query_one("#notes-text", Static))
+
+
+@aio
+async def test_c_says_where_the_stacks_are_when_the_profiles_have_them() -> None:
+    infos = [e.info for e in events("npu") if isinstance(e, Loaded)]
+    assert any(i["with_stack"] for i in infos)  # the fixture was collected with stacks
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "c")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert messages[-1].startswith("this view has no call stacks: the Modules screen (3)")
+        assert not any("collect with with_stack" in m for m in messages)
+
+
+@aio
+async def test_advisor_screen_reads_its_findings_first() -> None:
+    """fixtures/README.md: with FA the comparison's DiT FA and Vector shares trip their rules;
+    the screen's text above the shares names them with what to try and the top operators."""
+    advisor = tables("infer")["Advisor"]
+    app = make_app("infer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        extra = text_of(app.query_one("#pane-advisor #extra", Static))
+        assert extra.startswith("Findings")
+        assert "comparison: DiT FA share high: 32.93% of stage time > 30%" in extra
+        assert "    top: FlashAttentionScore 0.661 ms" in extra
+        assert "what grew: DiT FA grew 0.200 ms per step" in extra
+        assert extra.strip() == advisor.lead
+        # Then the shares: the table itself.
+        assert [r["Category"] for r in shown(app)][:2] == list(advisor.data["category"][:2])
+
+
+# -- pictures -----------------------------------------------------------------------------------
+@aio
+async def test_overall_bars_and_step_sparkline() -> None:
+    """The bars are the OverallMetrics parts on one scale; the sparkline the StepCompare E2E."""
+    from perfcmp_core.insight import time_parts
+    from perfcmp_tui.widgets.pictures import OverallPicture, cells
+
+    overall = tables("npu")["OverallMetrics"]
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        picture = app.query_one("#pane-overall #picture", OverallPicture)
+        assert not picture.has_class("hidden")  # 44 rows: shown without asking
+        lines = picture.render().plain.splitlines()
+        parts = time_parts(overall)
+        e2e = overall.data.set_index(overall.data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert lines[0].startswith("Base ") and lines[0].endswith(f" {e2e:,.3f} ms")
+        bar = lines[0].removeprefix("Base ").rsplit(" ", 2)[0]
+        width = picture.size.width - len("Base ") - len(" 00,000.000 ms")
+        scale = max(sum(p.base_ms for p in parts), sum(p.comp_ms for p in parts))
+        assert len(bar) == sum(cells([p.base_ms for p in parts], scale, width))
+        assert "Uncovered Communication 0.60→0.60" in lines[2] + lines[-2]
+        spark = lines[-1]
+        # One scale for both sides, 6.229 (base step 3) … 6.375 ms (comparison step 1), in 8
+        # levels: base 6.340, 6.317, 6.229 → levels 5.3, 4.2, 0 → ▆▅▁; comparison 6.375, 6.353,
+        # 6.265 → 7, 5.9, 1.7 → █▇▃ (StepCompare's E2E, rounded here by hand).
+        assert steps["base_e2e"].round(3).tolist() == [6.34, 6.317, 6.229]
+        assert steps["comp_e2e"].round(3).tolist() == [6.375, 6.353, 6.265]
+        assert spark == "E2E per step base ▆▅▁  comp █▇▃  (6.229–6.375 ms)"
+        await pilot.press("p")
+        assert picture.has_class("hidden")
+        await pilot.press("2", "p")
+        assert [n.message for n in app._notifications][-1].startswith("pictures are on the Overall")
+
+
+def test_bar_cells_add_up_and_degrade_to_glyphs() -> None:
+    from perfcmp_core.insight import Part
+    from perfcmp_tui.widgets.pictures import cells, stacked_bars
+
+    assert cells([1.0, 1.0, 1.0], 3.0, 10) == [3, 4, 3]  # rounded at the ends: 3 + 4 + 3 = 10
+    assert sum(cells([0.2, 0.2, 0.6], 2.0, 40)) == 20  # half the scale: half the bar
+    parts = [Part("Matmul", 2.0, 3.0), Part("Free", 2.0, 1.0)]
+    plain = stacked_bars(parts, 60, colour=False).plain.splitlines()
+    # Without colour each segment has its own glyph, named in the legend.
+    assert set(plain[0].split()[1]) == {"█", "▓"} and "█ Matmul 2.00→3.00" in plain[2]
+    assert "▓ Free 2.00→1.00" in plain[2]
+    coloured = stacked_bars(parts, 60, colour=True)
+    assert set(coloured.plain.splitlines()[0].split()[1]) == {"█"}
+
+
+# -- steps --------------------------------------------------------------------------------------
+def step_source(pair: str, *steps: int) -> Callable[[int | None, int | None],
+                                                    Callable[..., Iterator[Event]]]:
+    """The app's ``restart``: the pair's comparison cut to one of ``steps`` (or every step),
+    computed in this process before the app starts."""
+    from dataclasses import replace as with_
+
+    from perfcmp_core.pipeline import comparison_events
+
+    req = request(pair)
+    runs = {(None, None): events(pair)}
+    for step in steps:
+        cut = with_(req, base_opts=with_(req.base_opts, step=step),
+                    comp_opts=with_(req.comp_opts, step=step))
+        runs[(step, step)] = tuple(comparison_events(cut))
+    return lambda base_step, comp_step: replay(runs[(base_step, comp_step)])
+
+
+@aio
+async def test_step_picker_reruns_the_comparison_for_one_step() -> None:
+    from perfcmp_tui.screens.step_picker import StepPicker
+
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu", restart=step_source("npu", 2))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        overall = pane(app, "overall")
+        data = tables("npu")["OverallMetrics"].data
+        e2e = data.set_index(data["index"].str.strip())["base_ms"]["E2E Time"]
+        assert overall._headlines[0].base == f"{e2e:,.3f} ms"
+        await pilot.press("S")
+        assert isinstance(app.screen, StepPicker)
+        labels = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        assert labels == ["all steps  (now)", "step 1", "step 2", "step 3"]
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (2, 2)
+        # The Overall screen now is step 2 alone: StepCompare's row for step 2.
+        assert overall._headlines[0].base == f"{steps['base_e2e'].iloc[1]:,.3f} ms"
+        assert overall._headlines[0].comparison == f"{steps['comp_e2e'].iloc[1]:,.3f} ms"
+        assert "StepCompare" not in overall.tables  # one step a side: nothing per step
+        await pilot.press("S")
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (None, None) and overall._headlines[0].base == f"{e2e:,.3f} ms"
+
+
+@aio
+async def test_step_picker_without_steps_to_pick() -> None:
+    app = make_app("npu")  # no restart: a replayed run cannot be rerun
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("one step on each side")
+
+
+@aio
+async def test_step_picker_reruns_in_a_child_process() -> None:
+    """The real app's restart: a fresh child process on the chosen step (`--base-step 3
+    --comparison-step 3`), its figures StepCompare's row for step 3."""
+    from perfcmp_core.runner import prepare
+
+    prepare()
+    steps = tables("npu")["StepCompare"].data
+    app = build_app(request("npu"))
+    app.timings = False
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, timeout=120)
+        await pilot.press("S", "end", "enter")
+        await pilot.pause()
+        await settle(pilot, app, timeout=120)
+        assert app.failed is None and app.steps_now == (3, 3)
+        head = pane(app, "overall")._headlines[0]
+        assert head.base == f"{steps['base_e2e'].iloc[2]:,.3f} ms"
+        assert app.outcome.loaded["base"]["selected_step"] == 3
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+# -- kernels of a row ---------------------------------------------------------------------------
+@aio
+async def test_K_compares_the_kernels_of_an_operator() -> None:
+    """fixtures/README.md #1: layer 1's QKV MatMulV3 100 → 130 µs, +90 µs over the run; the
+    other kernels of aten::linear do not move, and they add up to the operator's device time."""
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    stat = tables("npu_ops")["OperatorCompareStatistic"].data.set_index("name")
+    app = make_app("npu_ops")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        names = [r["Operator Name"] for r in shown(app)]
+        await pilot.press(*["j"] * names.index("aten::linear"), "K")
+        assert isinstance(app.screen, KernelScreen)
+        k = app.screen.table.data.set_index("kernel")
+        assert app.screen.table.title == "Kernels of aten::linear"
+        assert k.index[0] == "aclnnAddmm_MatMulV3Common_MatMulV3"  # the largest difference first
+        assert k["diff_us"].iloc[0] == pytest.approx(90.0, abs=1.5)  # + the 0–499 ns fractions
+        assert (k["diff_us"].iloc[1:].abs() < 1e-9).all()
+        for side in ("base", "comp"):
+            assert k[f"{side}_us"].sum() / 1000 == pytest.approx(stat.loc["aten::linear", f"{side}_ms"],
+                                                                 abs=1e-6)
+        assert k["base_n"].iloc[0] == 15  # 5 linear layers × 3 steps launch MatMulV3
+        body = text_of(app.screen.query_one("#kernels-head", Static))
+        assert body.startswith("Kernels of aten::linear: 5 kernel names")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, KernelScreen)
+
+
+@aio
+async def test_K_on_a_module_row_shows_its_kernels_and_call_stacks() -> None:
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    detail = tables("npu")["ModuleCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3", "v", "v")
+        mods = pane(app, "modules")
+        assert mods.current == "ModuleCompare"
+        row = int(np.flatnonzero(~detail["_is_total"].to_numpy())[0])  # the first op row
+        await pilot.press(*["j"] * list(mods.view.order()).index(row), "K")
+        assert isinstance(app.screen, KernelScreen)
+        stacks = app.screen.stacks
+        assert stacks == (detail["base_stack"].iat[row], detail["comp_stack"].iat[row])
+        side = text_of(app.screen.query(".drill-side").first(Static))
+        assert side.startswith("Base call stack\n") and detail["base_stack"].iat[row].split(";")[0].strip() in side
+        await pilot.press("q")
+        await pilot.press("1", "K")
+        assert [n.message for n in app._notifications][-1].startswith("this row has no kernels")

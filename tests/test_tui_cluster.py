@@ -6,6 +6,7 @@ progress, and the workbook `e` writes."""
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -43,7 +44,9 @@ def make_request(base: Path, comp: Path) -> ClusterRequest:
 
 @functools.cache
 def fixture_request() -> ClusterRequest:
-    return make_request(ROOT / BASE, ROOT / COMP)
+    # Paths as a user types them from the repository root: the Ranks note line names them, and
+    # a snapshot must not hold the checkout's own path.
+    return make_request(*(Path(os.path.relpath(ROOT / p)) for p in (BASE, COMP)))
 
 
 _STREAMS: dict[tuple[int, int | None], tuple[ClusterRequest, tuple[Event, ...]]] = {}
@@ -174,8 +177,8 @@ async def test_progress_counts_the_ranks() -> None:
     seen: list[str] = []
     original = app.handle_event
 
-    def spy(event: Any) -> None:
-        original(event)
+    def spy(event: Any, view: Any = None) -> None:
+        original(event, view)
         seen.append(str(app.query_one("#phase-now", Static).visual))
 
     app.handle_event = spy  # type: ignore[method-assign]

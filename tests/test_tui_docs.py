@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perfcmp_tui.screens.help import KEYS
+from perfcmp_tui.screens.help import KEYS, READING
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "docs" / "tui.md", ROOT / "README.md")
@@ -22,6 +22,16 @@ def test_key_table_lists_every_key_of_the_help_screen(doc: Path) -> None:
     assert not missing, f"{doc.name} lacks key rows: {missing}"
     first = table.index(rows[0])
     assert table[first:first + len(rows)] == rows, f"{doc.name}: key table is out of order"
+
+
+def test_reading_table_is_the_help_screens() -> None:
+    """docs/tui.md's "Reading the screens" table lists the help's terms, in its order."""
+    text = (ROOT / "docs" / "tui.md").read_text(encoding="utf-8")
+    rows = [f"| {term} | {what} |" for term, what in READING]
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert rows[0] in table, "docs/tui.md lacks the Reading the screens table"
+    first = table.index(rows[0])
+    assert table[first:first + len(rows)] == rows
 
 
 @pytest.mark.parametrize("picture,snapshot", [

@@ -183,7 +183,9 @@ def test_bad_input_shows_the_error_and_restores_the_terminal(terminal_factory, t
     bad.write_text("{not json")
     term = terminal_factory(app_command(str(bad), NPU[1]))
     screen = term.wait("Cannot read the input")
-    assert "broken.pt" in screen and "is not valid JSON" in screen  # the path wraps
+    # The path wraps wherever the temporary folder's length puts it: read the dialog joined up.
+    joined = "".join(line.strip(" █") for line in screen.splitlines())
+    assert "broken.pt.trace.json: is not valid JSON" in joined
     term.keys("q")
     term.wait("EXIT:2")
     assert term.flags() == {"alternate_on": "0", "mouse_any_flag": "0", "cursor_flag": "1"}
@@ -193,13 +195,17 @@ def test_wide_terminal_and_resize(terminal_factory) -> None:
     """The pty's size wins over stale COLUMNS/LINES, and a resize re-lays the screen out."""
     term = terminal_factory(app_command(*NPU, env="TERM=xterm-256color COLUMNS=80 LINES=24"),
                             size=(200, 50))
-    screen = term.wait("Overall metrics", "Comp Number", absent="Esc / q cancels")
-    header = next(line for line in screen.splitlines() if line.startswith("Index"))
-    for name in ("Diff Duration(ms)", "Diff Ratio", "Base Duration(ms)", "Comp Duration(ms)",
-                 "Base Number", "Comp Number"):
-        assert name in header
+    screen = term.wait("Overall metrics", "Number", absent="Esc / q cancels")
+    lines = screen.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Index"))
+    # Headers wider than their column take two lines: "Diff" over "Duration(ms)", "Base" over
+    # "Number"; the ratio reads Δ% (the change).
+    first, second = lines[at].split(), lines[at + 1].split()
+    assert first[:6] == ["Index", "Diff", "Δ%", "Base", "Comp", "Base"]
+    assert second[:3] == ["Duration(ms)", "Duration(ms)", "Duration(ms)"]
+    assert second.count("Number") == 2
     term.tmux("resize-window", "-t", "e", "-x", "80", "-y", "24")
-    screen = term.wait("Diff Ratio", absent="Comp Number")
+    screen = term.wait("Δ%", absent="Number")
     assert len(screen.splitlines()) == 24 and max(len(line) for line in screen.splitlines()) <= 80
     term.keys("q")
     term.wait("EXIT:0")
@@ -219,3 +225,31 @@ def test_through_ssh(terminal_factory) -> None:
            "-o", "LogLevel=ERROR", f"{user}@127.0.0.1", remote]
     check_session(terminal_factory("env -u COLORTERM TERM=xterm-256color "
                                    + " ".join(map(shlex.quote, ssh))))
+
+
+def test_pictures_notes_kernels_and_a_step_rerun(terminal_factory) -> None:
+    """The new views in the installed app: Overall's bars and step sparkline (44 rows: shown),
+    a screen's note line and `!`, `K` on an operator, and `S` rerunning on step 1 — a fresh
+    child process whose E2E is StepCompare's first row (tests/test_step_compare.py)."""
+    term = terminal_factory(app_command(*NPU), size=(160, 44))
+    screen = term.wait("Overall metrics", "E2E per step", absent="Esc / q cancels")
+    assert re.search(r"^ Base █+.* ms$", screen, re.M) and re.search(r"^ Comp █+.* ms$", screen, re.M)
+    term.keys("2")
+    screen = term.wait("note: base: 12 kernels")
+    term.keys("!")
+    term.wait("Notes of this run", "Operators (also: Modules)")
+    term.keys("Escape", "K")
+    term.wait("Kernels of ", "largest difference first")
+    term.keys("q", "1", "S")
+    term.wait("Compare one step", "step 3")
+    term.keys("Down", "Enter")
+    # The header names the step each side is cut to.
+    screen = term.wait("Overall metrics", "NPU Text · step 1", absent="Esc / q cancels",
+                       timeout=120)
+    e2e = re.search(r"^ E2E +([\d.,]+) ms →", screen, re.M)
+    from tui_support import tables
+
+    step1 = tables("npu")["StepCompare"].data["base_e2e"].iloc[0]
+    assert e2e is not None and e2e.group(1) == f"{step1:,.3f}", screen
+    term.keys("q")
+    term.wait("EXIT:0")

@@ -65,3 +65,86 @@ def test_help(snap_compare: Callable[..., bool]) -> None:
     app = make_app("npu")
     assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24),
                         run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_notes_view(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("mixed")
+    assert snap_compare(app, press=["2", "exclamation_mark"], terminal_size=SIZES[size],
+                        run_before=finished(app))
+
+
+def test_overall_pictures_asked_for_at_80x24(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["p"], terminal_size=(80, 24), run_before=finished(app))
+
+
+def test_overall_pictures_without_colour(snap_compare: Callable[..., bool],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("mixed")
+    assert snap_compare(app, terminal_size=(160, 44), run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_step_table(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["v"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_advisor_findings(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("infer")
+    assert snap_compare(app, press=["8"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+def test_overall_pictures_in_256_colours(snap_compare: Callable[..., bool],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a 256-colour terminal the segments are told apart by colour (the legend names each);
+    on 16 colours (every other snapshot here: TERM=xterm) and without colour, by glyph."""
+    monkeypatch.setenv("TERM", "xterm-256color")
+    app = make_app("mixed")
+    assert app.console.color_system == "256"
+    assert snap_compare(app, terminal_size=(160, 44), run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_step_picker(snap_compare: Callable[..., bool], size: str) -> None:
+    from tui_support import events, replay
+
+    app = make_app("npu", restart=lambda b, c: replay(events("npu")))
+    assert snap_compare(app, press=["S"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_kernels_of_an_operator(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "K"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+def test_kernels_of_a_module_row_with_stacks(snap_compare: Callable[..., bool]) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["3", "v", "v", "j", "K"], terminal_size=(160, 44),
+                        run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_filter_hint_and_next_match(snap_compare: Callable[..., bool], size: str) -> None:
+    """A filter that matched only in the kernel lists says so; `n` puts the cursor on the match."""
+    app = make_app("npu_ops")
+    assert snap_compare(app, press=["2", "v", "slash", *"memcpy_async", "enter", "n"],
+                        terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_unchanged_rows_and_a_column_hidden(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["7", "u", "l", "minus"], terminal_size=SIZES[size],
+                        run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_sort_picker_narrowed(snap_compare: Callable[..., bool], size: str) -> None:
+    app = make_app("npu")
+    assert snap_compare(app, press=["7", "s", *"calls"], terminal_size=SIZES[size],
+                        run_before=finished(app))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table
+from perfcmp_core.compare.result import IS_TOTAL, LEVEL, NODE, PARENT, SHOWN, Column, Table
 from perfcmp_core.compare.result import tone as trend
 from perfcmp_core.insight import gap_sentence, headlines
 from perfcmp_core.view import (TableView, _level_links, display_columns, display_header,
@@ -55,8 +55,15 @@ def test_screen_text_signs_differences_only() -> None:
     assert screen_text(-1.0, DIFF) == "-1.00"
     assert screen_text(0.0, DIFF) == "0.00"
     assert screen_text(2.5, BASE) == "2.50"
-    assert screen_text(1.3, RATIO) == "130.00%"
-    assert screen_text(math.inf, RATIO) == "INF"
+    # A ratio (comparison ÷ base) reads as the change in percent on screen; the workbook's
+    # text keeps the reference's Diff Ratio.
+    assert screen_text(1.3, RATIO) == "+30.00%"
+    assert screen_text(0.4507, RATIO) == "-54.93%"
+    assert screen_text(1.0, RATIO) == "0.00%"
+    assert screen_text(0.99999, RATIO) == "0.00%"  # rounds to no change: no sign
+    assert screen_text(math.inf, RATIO) == "new"
+    assert format_value(1.3, RATIO) == "130.00%"
+    assert format_value(math.inf, RATIO) == "INF"
     assert screen_text(float("nan"), DIFF) == ""
     # Module sheets put "Diff" in the middle of the header: still a difference.
     assert screen_text(33.1, Column("d", "Device Total Time Diff(us)", "diff", "float")) == "+33.10"
@@ -85,11 +92,33 @@ def test_display_columns_put_names_then_differences_then_side_pairs() -> None:
     )
     table = Table("OperatorCompare", cols, pd.DataFrame({c.key: [] for c in cols}), (1, 3), (4, 6))
     order = [c.key for c in display_columns(table)]
-    assert order == ["base_name", "comp_name", "diff", "ratio", "base_shape", "comp_shape",
-                     "base_us", "comp_us", "order"]
+    # Numbers per side before text per side: the durations show before the shapes.
+    assert order == ["base_name", "comp_name", "diff", "ratio", "base_us", "comp_us",
+                     "base_shape", "comp_shape", "order"]
     headers = [display_header(c, table) for c in display_columns(table)]
-    assert headers[:2] == ["Base Operator Name", "Comp Operator Name"]
-    assert headers[2] == "Diff Duration(us)"
+    assert headers[:4] == ["Base Operator Name", "Comp Operator Name", "Diff Duration(us)", "Δ%"]
+    assert headers[4:6] == ["Base Device Duration(us)", "Comp Device Duration(us)"]
+
+
+def test_side_pairs_match_by_quantity_across_spellings() -> None:
+    """Module sheets spell the sides out ("Base Device Duration(ms)", "Comparison Device
+    Duration(ms)"): they are one quantity, adjacent on screen, and read "Base …" / "Comp …"."""
+    cols = (
+        Column("name", "Module Name", "key", "text"),
+        Column("b_self", "Base Self Time(ms)", "base", "float"),
+        Column("b_total", "Base Total Time(ms)", "base", "float"),
+        Column("c_self", "Comparison Self Time(ms)", "comparison", "float"),
+        Column("c_total", "Comparison Total Time(ms)", "comparison", "float"),
+        Column("diff", "Total Time Diff(ms)", "diff", "float"),
+        Column("ratio", "Total Time Diff Ratio", "ratio", "float"),
+    )
+    table = Table("M", cols, pd.DataFrame({c.key: [] for c in cols}), (1, 2), (3, 4))
+    shown = display_columns(table)
+    assert [c.key for c in shown] == ["name", "diff", "ratio", "b_self", "c_self", "b_total",
+                                      "c_total"]
+    assert [display_header(c, table) for c in shown] == [
+        "Module Name", "Total Time Diff(ms)", "Δ% Total Time", "Base Self Time(ms)",
+        "Comp Self Time(ms)", "Base Total Time(ms)", "Comp Total Time(ms)"]
 
 
 def test_label_column_prefers_bold_then_name() -> None:
@@ -253,8 +282,27 @@ def test_gap_sentence_names_largest_parts_with_short_group_labels() -> None:
             ("Free Time", 0, 0.0), ("\tSDMA", 1, 0.0), ("E2E Time", 0, 0.28)]
     data = pd.DataFrame(rows, columns=["index", LEVEL, "diff_ms"])
     text = gap_sentence(Table("OverallMetrics", (), data, (0, 0), (0, 0)))
+    # The figures add up as printed: Computing 0.47 = 0.66 − 0.30 + 0.08 + rest 0.03; the
+    # group's −0.72 rest; E2E 0.28 = 0.47 − 0.12 + rest −0.07.
     assert text == ("Where the gap comes from — E2E +0.28 ms: +0.47 ms Computing (AllGatherMatmul "
-                    "+0.66, Matmul -0.30, Other +0.08); -0.12 ms Uncovered Communication (dp +0.60)")
+                    "+0.66, Matmul -0.30, Other +0.08, rest +0.03); -0.12 ms Uncovered "
+                    "Communication (dp +0.60, rest -0.72); -0.07 ms rest")
+
+
+def test_gap_sentence_parts_add_up_and_use_the_screen_labels() -> None:
+    """Children under 0.005 ms and a fourth child are the part's rest; a group is named as the
+    screen names it (``_shown``)."""
+    rows = [("Computing Time", 0, 0.40, "Computing Time"), ("\tMatmul", 1, 0.20, "\tMatmul"),
+            ("\tVector", 1, 0.10, "\tVector"), ("\tCube", 1, 0.05, "\tCube"),
+            ("\tOther", 1, 0.04, "\tOther"), ("\tSDMA (Tensor Move)", 1, 0.004, "\tSDMA"),
+            ("Uncovered Communication Time", 0, -0.10, "Uncovered Communication Time"),
+            ("\ttp: Group 7 Communication", 1, -0.10, "\ttp: Communication"),
+            ("Free Time", 0, 0.001, "Free Time"), ("E2E Time", 0, 0.31, "E2E Time")]
+    data = pd.DataFrame(rows, columns=["index", LEVEL, "diff_ms", SHOWN])
+    text = gap_sentence(Table("OverallMetrics", (), data, (0, 0), (0, 0)))
+    assert text == ("Where the gap comes from — E2E +0.31 ms: +0.40 ms Computing (Matmul +0.20, "
+                    "Vector +0.10, Cube +0.05, rest +0.05); -0.10 ms Uncovered Communication "
+                    "(tp -0.10); +0.01 ms rest")
 
 
 @pytest.mark.parametrize("rows", [100_000])

@@ -12,6 +12,8 @@ import functools
 from pathlib import Path
 from typing import Awaitable, Callable, Iterator
 
+import numpy as np
+
 from perfcmp_core.compare.result import Table
 from perfcmp_core.events import Event, TableReady
 from perfcmp_core.options import CompareOptions, LoadOptions
@@ -35,6 +37,8 @@ PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
                   {"use_kernel_type": True}),
     "gpu": ("fixtures/gpu/base.pt.trace.json", "fixtures/gpu/comp.pt.trace.json", {}),
     "ms": ("fixtures/npu_ms/base_ascend_ms", "fixtures/npu_ms/comp_ascend_ms", {}),
+    # DiT + VAE inference, the comparison with FA (fixtures/README.md): advisor rules trip.
+    "infer": ("fixtures/npu_infer/dit_vae_ascend_pt", "fixtures/npu_infer/dit_vae_fa_ascend_pt", {}),
 }
 
 
@@ -128,8 +132,14 @@ def plain(value: float) -> str:
     return f"{value:,.2f}"
 
 
-def percent(value: float) -> str:
-    return f"{value * 100:,.2f}%"
+def change(ratio: float) -> str:
+    """A comparison ÷ base ratio as the screens print it: the change in percent, (ratio − 1) ×
+    100, signed; ``new`` when only the comparison has it (written here independently of the
+    app's formatter)."""
+    if np.isinf(ratio):
+        return "new"
+    text = f"{(ratio - 1) * 100:+,.2f}%"
+    return "0.00%" if text in ("+0.00%", "-0.00%") else text
 
 
 def same(cells: list[str], full: list[str]) -> bool:

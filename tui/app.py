@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -20,7 +21,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Input
+from textual.widgets import ContentSwitcher, Input
 from textual.worker import get_current_worker
 
 from perfcmp_core.collect import ResultBuilder
@@ -31,15 +32,20 @@ from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned
 from perfcmp_core.insight import headlines
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
+from perfcmp_core.view import TableView
 
 from .screens.drill import DrillScreen
 from .screens.error import ErrorScreen
 from .screens.export_dialog import ExportDialog, write_in_background
 from .screens.help import HelpScreen
+from .screens.kernels import KernelScreen
+from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
+from .screens.step_picker import Choice, StepPicker, step_choices
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
+from .widgets.key_bar import KeyBar
 from .widgets.pane import TablePane
 from .widgets.progress import RunProgress
 from .widgets.tab_bar import TabBar
@@ -47,6 +53,9 @@ from .widgets.tab_bar import TabBar
 #: ``source(should_stop)`` yields the events of one comparison run; ``should_stop`` turns True
 #: when the user cancels (the real source polls it and kills its child process).
 EventSource = Callable[[Callable[[], bool]], Iterator[Event]]
+#: ``restart(base_step, comp_step)``: the source of the same comparison cut to those steps
+#: (None: every step).
+Restart = Callable[[int | None, int | None], EventSource]
 #: Longest wait for a held key to come back up (see :meth:`PerfCmpApp.on_event`): a safety net
 #: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
 #: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
@@ -64,9 +73,23 @@ class PerfCmpApp(App[int]):
         Binding("s", "sort_pick", "Sort"),
         Binding("slash", "filter", "Filter"),
         Binding("t", "totals", "TOTAL"),
+        # The table's own keys (issue 16): unchanged rows, matches, copy, columns, the full row.
+        Binding("u", "unchanged", "Unchanged", show=False),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
+        Binding("y", "copy_cell", "Copy", show=False),
+        Binding("Y", "copy_row", "Copy row", show=False),
+        Binding("minus", "hide_column", "Hide column", show=False),
+        Binding("plus", "unhide_columns", "Show columns", show=False),
+        Binding("f", "full_row", "Full row", show=False),
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        Binding("p", "pictures", "Pictures", show=False),
+        Binding("S", "pick_step", "Steps", show=False),
+        Binding("K", "kernels", "Kernels of row", show=False),
+        # Not in the footer (full at 80 columns): the notes line names the key.
+        Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "cancel", "Cancel", show=False),
         Binding("q", "back", "Quit"),
@@ -76,10 +99,13 @@ class PerfCmpApp(App[int]):
     ]
 
     class Arrived(Message):
-        """One event of the comparison run, posted from the worker thread."""
+        """One event of the comparison run, posted from the worker thread; a table comes with
+        its view, prepared there (search text, clipped cells, sort keys) so no key pays for it."""
 
-        def __init__(self, event: Event) -> None:
+        def __init__(self, event: Event, view: TableView | None = None, run: int = 0) -> None:
             self.event = event
+            self.view = view
+            self.run = run  # which run of the app it belongs to (see PerfCmpApp.run_number)
             super().__init__()
 
     def __init__(
@@ -90,6 +116,7 @@ class PerfCmpApp(App[int]):
         *,
         out_dir: str = ".",
         timings: bool = True,
+        restart: Restart | None = None,
         screens: tuple[ScreenSpec, ...] = SCREENS,
     ) -> None:
         """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
@@ -100,6 +127,13 @@ class PerfCmpApp(App[int]):
         super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.base_path, self.comp_path = base, comp
         self.source = source
+        self.restart = restart
+        #: The steps of each side as the first full run found them (a rerun on one step loads
+        #: that step alone), and the steps compared now.
+        self.all_steps: dict[str, list[int]] = {}
+        self.steps_now: Choice = (None, None)
+        #: Counts the runs: events still queued from a run the user replaced are dropped.
+        self.run_number = 0
         self.screens = screens  # the first is shown at start (a cluster's adds its Ranks)
         self.out_dir = out_dir
         self.timings = timings
@@ -127,7 +161,7 @@ class PerfCmpApp(App[int]):
             for p in self.screens:
                 yield TablePane(p)
         yield RunProgress(self.timings, id="progress")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeyBar(id="keys")
 
     def inputs_bar(self) -> InputsBar:
         """The header naming both inputs."""
@@ -200,22 +234,24 @@ class PerfCmpApp(App[int]):
     def run_comparison(self) -> None:
         """Forward the run's events to the UI; never blocks on the UI (post_message queues)."""
         worker = get_current_worker()
+        run = self.run_number
         try:
             for event in self.source(lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return
-                self.post_message(self.Arrived(event))
+                view = TableView(event.table).prepare() if isinstance(event, TableReady) else None
+                self.post_message(self.Arrived(event, view, run))
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
             if not worker.is_cancelled:
                 self.post_message(self.Arrived(Failed(f"{type(exc).__name__}: {exc}",
                                                       is_input=False,
-                                                      detail=traceback.format_exc())))
+                                                      detail=traceback.format_exc()), run=run))
 
     def on_perf_cmp_app_arrived(self, message: Arrived) -> None:
-        if not self._screens_alive():
-            return  # the app is closing: late events from the worker have nowhere to go
+        if not self._screens_alive() or message.run != self.run_number:
+            return  # the app is closing, or the run was replaced: the event has nowhere to go
         try:
-            self.handle_event(message.event)
+            self.handle_event(message.event, message.view)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the session
             self.handle_event(Failed(f"{type(exc).__name__}: {exc}", is_input=False,
                                      detail=traceback.format_exc()))
@@ -226,8 +262,9 @@ class PerfCmpApp(App[int]):
         except Exception:  # noqa: BLE001 - no screen stack any more (shutting down)
             return False
 
-    def handle_event(self, event: Event) -> None:
-        """Fold the event into the run's results, then show what changed."""
+    def handle_event(self, event: Event, view: TableView | None = None) -> None:
+        """Fold the event into the run's results, then show what changed (``view``: a table's
+        prepared view)."""
         self.outcome.add(event)
         if isinstance(event, Planned):
             self.query_one(RunProgress).plan(event.phases)
@@ -235,8 +272,10 @@ class PerfCmpApp(App[int]):
             self.query_one(RunProgress).phase(event)
         elif isinstance(event, Loaded):
             self.query_one(InputsBar).show(self.outcome.loaded)
+            if event.info.get("selected_step") is None:
+                self.all_steps[event.side] = [int(s["step"]) for s in event.info.get("steps", ())]
         elif isinstance(event, TableReady):
-            self._add_table(event)
+            self._add_table(event, view)
         elif isinstance(event, Skipped):
             for pane_id in {screen_of(name) for name in event.names}:
                 self._pane(pane_id).add_reason(event.reason)
@@ -244,18 +283,44 @@ class PerfCmpApp(App[int]):
             for pane in self.query(TablePane):
                 if pane.spec.headlines:
                     pane.set_headlines(headlines(event.figures))
-        elif isinstance(event, Failed):
+        if isinstance(event, (Loaded, TableReady, Skipped, Finished)):
+            self._show_notes()
+        if isinstance(event, Failed):
             self._failed(event)
         elif isinstance(event, Finished):
             self._finished(event)
 
-    def _add_table(self, event: TableReady) -> None:
+    def _add_table(self, event: TableReady, view: TableView | None) -> None:
         table = event.table
         pane_id = screen_of(table.name)
-        self._pane(pane_id).add_table(table)
+        self._pane(pane_id).add_table(table, view)
         self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
             self.pane.frame.focus()
+
+    def _show_notes(self) -> None:
+        for pane in self.query(TablePane):
+            notes = self.outcome.notes_for(pane.spec.id)
+            if notes != pane.notes:
+                pane.set_notes(notes)
+
+    def action_kernels(self) -> None:
+        if self._no_table():
+            return
+        found = self.pane.row_kernels()
+        if found is None:
+            self.notify("this row has no kernels: K works on operator and module rows",
+                        severity="warning", timeout=3)
+            return
+        self.push_screen(KernelScreen(*found))
+
+    def action_pictures(self) -> None:
+        if not self.pane.toggle_pictures():
+            self.notify("pictures are on the Overall screen (1): E2E bars per side and a "
+                        "sparkline per step", timeout=3)
+
+    def action_notes(self) -> None:
+        self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in self.screens]))
 
     def _failed(self, event: Failed) -> None:
         self.running = False
@@ -273,16 +338,41 @@ class PerfCmpApp(App[int]):
         if self.timings:
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
 
+    def _rerun(self) -> None:
+        """Start the run again from nothing (a retry, or other steps)."""
+        self.run_number += 1
+        self.outcome = ResultBuilder(self.base_path, self.comp_path)
+        self.query_one(InputsBar).show(self.outcome.loaded)
+        for pane in self.query(TablePane):
+            pane.reset()
+        self.query_one(TabBar).reset()
+        self.query_one("#progress").remove_class("hidden")
+        self.running = True
+        self.run_comparison()
+
+    def action_pick_step(self) -> None:
+        base, comp = self.all_steps.get("base", []), self.all_steps.get("comparison", [])
+        if self.restart is None or len(base) < 2 and len(comp) < 2:
+            self.notify("one step on each side: there is no other step to pick",
+                        severity="warning", timeout=3)
+            return
+        self.push_screen(StepPicker(step_choices(base, comp), self.steps_now), self._steps_chosen)
+
+    def _steps_chosen(self, choice: Choice | None) -> None:
+        if choice is None or choice == self.steps_now or self.restart is None:
+            return
+        self.workers.cancel_group(self, "compare")  # the run under way is dropped
+        self.steps_now = choice
+        self.source = self.restart(*choice)
+        self._rerun()
+        what = "every step" if choice == (None, None) else (
+            f"step {choice[0]}" if choice[0] == choice[1] else
+            f"base step {choice[0]}, comparison step {choice[1]}")
+        self.notify(f"comparing {what}", timeout=3)
+
     def _after_error(self, choice: str | None) -> None:
         if choice == "retry":
-            self.outcome = ResultBuilder(self.base_path, self.comp_path)
-            self.query_one(InputsBar).show(self.outcome.loaded)
-            for pane in self.query(TablePane):
-                pane.reset()
-            self.query_one(TabBar).reset()
-            self.query_one("#progress").remove_class("hidden")
-            self.running = True
-            self.run_comparison()
+            self._rerun()
         elif choice == "quit":
             self.quit_with_code()
 
@@ -364,8 +454,65 @@ class PerfCmpApp(App[int]):
 
     def action_stacks(self) -> None:
         if not self._no_table() and not self.pane.toggle_stacks():
-            self.notify("no call stacks in this view (Modules screen; collect with "
-                        "with_stack=True)", severity="warning", timeout=3)
+            self.notify(self._no_stacks_message(), severity="warning", timeout=3)
+
+    def _no_stacks_message(self) -> str:
+        """Why `c` shows nothing here: this view has no stack columns (the profiles do), or
+        neither profile was collected with stacks."""
+        if any(info.get("with_stack") for info in self.outcome.loaded.values()):
+            return ("this view has no call stacks: the Modules screen (3) shows them, and "
+                    "ModuleCompare / ModuleCompareStatistic there (v)")
+        return "no call stacks in these profiles: collect with with_stack=True"
+
+    def action_unchanged(self) -> None:
+        if not self._no_table() and not self.pane.toggle_unchanged():
+            self.notify("this view has no Diff column: no row is unchanged", severity="warning",
+                        timeout=2)
+
+    def action_next_match(self, step: int) -> None:
+        if self._no_table():
+            return
+        if not self.pane.next_match(step):
+            self.notify("no filter match to go to (/ sets a filter)", severity="warning",
+                        timeout=2)
+
+    def action_copy_cell(self) -> None:
+        if not self._no_table():
+            self._copy(self.pane.frame.cell_full_text(), "cell")
+
+    def action_copy_row(self) -> None:
+        if not self._no_table():
+            self._copy(self.pane.frame.row_full_text(), "row")
+
+    def _copy(self, text: str, what: str) -> None:
+        """To the local clipboard through the terminal (OSC 52: works over SSH; tmux needs
+        ``set -g set-clipboard on``)."""
+        if not text:
+            self.notify(f"nothing to copy in this {what}", severity="warning", timeout=2)
+            return
+        self.copy_to_clipboard(text)
+        shown = text if len(text) <= 60 else text[:57] + "…"
+        self.notify(f"copied {what} ({len(text):,} characters): {shown}", timeout=2,
+                    markup=False)
+
+    def action_hide_column(self) -> None:
+        if self._no_table():
+            return
+        header = self.pane.hide_column()
+        if header is None:
+            self.notify("the name column stays (move with h / l to another column)",
+                        severity="warning", timeout=2)
+
+    def action_unhide_columns(self) -> None:
+        if not self._no_table() and not self.pane.unhide_columns():
+            self.notify("no column is hidden (- hides the cursor column)", timeout=2)
+
+    def action_full_row(self) -> None:
+        if self._no_table():
+            return
+        view, row = self.pane.view, self.pane.frame.current_row
+        if view is not None and row is not None:
+            self.push_screen(DrillScreen(view.table, row))
 
     def on_frame_view_activated(self, event: FrameView.Activated) -> None:
         pane = self.pane
@@ -437,7 +584,8 @@ class PerfCmpApp(App[int]):
         self.exit(code, return_code=code)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" panel repeats the key bar; "Keys (?)" below is the app's help.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         for p in self.screens:
             yield SystemCommand(f"Screen: {p.title} ({p.key})", f"show the {p.title} screen",
                                 lambda p=p: self.action_pane(p.id))
@@ -477,7 +625,15 @@ def build_app(
         run = pending.pop() if pending else start_comparison(request)
         return run.events(should_stop)
 
-    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)))
+    def restart(base_step: int | None, comp_step: int | None) -> EventSource:
+        """The same comparison on other steps (the app reads the first run at once, on mount,
+        so no run of the old steps is left pending)."""
+        cut = replace(request, base_opts=replace(request.base_opts, step=base_step),
+                      comp_opts=replace(request.comp_opts, step=comp_step))
+        return lambda should_stop: start_comparison(cut).events(should_stop)
+
+    return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)),
+                      restart=restart)
 
 
 def run_app(

@@ -24,14 +24,42 @@ if TYPE_CHECKING:
     from perfcmp_core.request import RunRequest
 
 PROG = "perfcmp-tui"
-SUBCOMMANDS = ("export", "summary", "info", "advise")
+#: The subcommands, each with the one line ``perfcmp-tui --help`` shows for it.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "export": ("BASE COMP -o DIR", "headless: summary, then the msprof-analyze workbook"),
+    "summary": ("BASE COMP", "headless: summary, top regressions, advisor findings"),
+    "info": ("PATH", "what a profile is: kind, steps, counts, files"),
+    "advise": ("PATH", "the bottleneck advisor on one profile"),
+}
+
+
+def _commands_text() -> str:
+    """The app's ``--help`` description: what it does, then every subcommand in one line."""
+    rows = [("BASE COMP", "the interactive app (its options below)")]
+    rows += [(f"{name} {args}", what) for name, (args, what) in SUBCOMMANDS.items()]
+    width = max(len(r[0]) for r in rows) + 2
+    lines = ["Compare BASE and COMP: why did the model get slower or hungrier?", "", "commands:"]
+    lines += [f"  {cmd:<{width}}{what}" for cmd, what in rows]
+    lines.append(f"\n`{PROG} COMMAND --help` lists a command's options.")
+    return "\n".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as UsageError (exit 2, one line) instead of exiting."""
+    """argparse that reports usage errors as UsageError (exit 2, one line) instead of exiting;
+    every command answers ``--version``."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.add_argument("--version", action="version", version=f"{PROG} {_version()}")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _version() -> str:
+    from perfcmp_core import __version__
+
+    return __version__
 
 
 def _flag(group: argparse._ArgumentGroup, name: str, help_text: str, **kw: object) -> None:
@@ -121,7 +149,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         "summary": "Print only the time distribution summary and the top regressions.",
         "tui": "Compare BASE and COMP interactively.",
     }[command]
-    p = _Parser(prog=PROG if command == "tui" else f"{PROG} {command}", description=desc)
+    if command == "tui":
+        p = _Parser(prog=PROG, description=_commands_text(),
+                    usage=f"{PROG} BASE COMP [options] | {PROG} COMMAND …",
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    else:
+        p = _Parser(prog=f"{PROG} {command}", description=desc)
     _add_pair(p)
     if command == "export":
         p.add_argument("-o", "--output", "--output_path", dest="output", default=".",
@@ -358,16 +391,30 @@ def _tolerant_streams() -> None:
 
 
 def _command(args: Sequence[str]) -> str:
-    return args[0] if args and args[0] in SUBCOMMANDS else "tui"
+    """The subcommand ``args`` start with, else ``tui`` (the app takes two paths).
+
+    A first word that is no subcommand and no existing path but close to a subcommand is a typo
+    (``exprot``): a usage error saying so, instead of "no such file" about a profile called
+    ``exprot``.
+    """
+    if args and args[0] in SUBCOMMANDS:
+        return args[0]
+    if args and not args[0].startswith("-") and not os.path.lexists(args[0]):
+        import difflib
+
+        close = difflib.get_close_matches(args[0], list(SUBCOMMANDS), n=1, cutoff=0.6)
+        if close:
+            raise UsageError(f"unknown command '{args[0]}' (did you mean '{close[0]}'?)")
+    return "tui"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     args = list(sys.argv[1:] if argv is None else argv)
-    command = _command(args)
-    rest = args[1:] if command != "tui" else args
-    debug = "--debug" in rest
+    debug = "--debug" in args
     try:
+        command = _command(args)
+        rest = args[1:] if command != "tui" else args
         ns = build_parser(command).parse_args(rest)
         return COMMANDS[command](ns)
     except InputError as exc:

@@ -24,6 +24,7 @@ from perfcmp_core.compare.result import ComparisonResult
 from perfcmp_core.errors import InputError
 from perfcmp_core.events import Event, Finished
 from perfcmp_core.runner import ChildRun
+from perfcmp_core.view import TableView
 
 from .app import EventSource, PerfCmpApp, run_in_terminal
 from .widgets.frame_view import FrameView
@@ -61,11 +62,12 @@ class ClusterApp(PerfCmpApp):
         bar.show(self.outcome.loaded if self.rank is not None else {})
 
     # -- events -------------------------------------------------------------------------------
-    def handle_event(self, event: Event | RankLoaded) -> None:  # type: ignore[override]
+    def handle_event(self, event: Event | RankLoaded,  # type: ignore[override]
+                     view: TableView | None = None) -> None:
         if isinstance(event, RankLoaded):
             self.query_one(RunProgress).count(event.done, event.total, "loading ranks")
             return
-        super().handle_event(event)
+        super().handle_event(event, view)
         if self.rank is None and isinstance(event, Finished):
             self._show_inputs()
             for pane in self.query(TablePane):

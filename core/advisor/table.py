@@ -7,6 +7,7 @@ operators that moved most in the row's direction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -176,29 +177,77 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
         notes.append("the sides' stages were found differently; compare the All rows first")
     if config_file:
         notes.append(f"rules from {config_file} on top of the defaults")
-    return [_table(rows, notes)]
+    table = _table(rows, notes)
+    return [replace(table, lead=findings_text(table))]
 
 
-def format_findings(table: Table) -> str:
-    """The advisor section of ``export`` / ``summary`` terminal output."""
+@dataclass(frozen=True)
+class Entry:
+    """One thing the advisor found: a rule that tripped on a side, or a row that grew."""
+
+    scope: str  # "base" | "comparison" | "diff"
+    headline: str  # "DiT MatMul share high: 52.08% of stage time > 50%", "DiT Vector grew …"
+    direction: str = ""  # what to try (rule findings)
+    evidence: str = ""  # share vs threshold (rules); what drove the growth (diff rows)
+    top: str = ""  # the stage and category's top operators with their times (rules)
+
+
+def entries(table: Table) -> tuple[list[Entry], list[str]]:
+    """The findings of an Advisor table, most telling first — each side's tripped rules, then
+    the three stage / category rows that grew most (Comm exposed left out: its Comm row says it)
+    — and the scopes where nothing was found."""
     df = table.data
-    lines = ["Advisor:"]
-    lines += [f"  {note}" for note in table.notes]
+    found: list[Entry] = []
+    quiet: list[str] = []
     for scope in ("base", "comparison"):
         hits = df[(df["scope"] == scope) & ~df[IS_TOTAL] & (df["finding"] != "")]
         if hits.empty:
-            lines.append(f"  {scope}: no rule tripped")
+            quiet.append(scope)
         for row in hits.itertuples(index=False):
-            lines.append(f"  {scope}: {row.finding} → {row.direction}")
-            lines.append(f"      {row.evidence}")
+            evidence, _, top = str(row.evidence).partition("top: ")
+            found.append(Entry(scope, row.finding, row.direction, evidence.rstrip("; "), top))
     diff = df[(df["scope"] == "diff") & ~df[IS_TOTAL] & (df["time_ms"] > 0)]
     if (diff["stage"] != ALL).any():
         diff = diff[diff["stage"] != ALL]
     diff = diff[diff["category"] != COMM_EXPOSED].sort_values("time_ms", ascending=False, kind="stable").head(3)
     if diff.empty:
-        lines.append("  diff: no stage / category grew")
+        quiet.append("diff")
     for row in diff.itertuples(index=False):
-        lines.append(f"  diff: {row.stage} {row.category} {row.finding}")
-        if row.evidence:
-            lines.append(f"      {row.evidence}")
+        found.append(Entry("diff", f"{row.stage} {row.category} {row.finding}", evidence=row.evidence))
+    return found, quiet
+
+
+def format_findings(table: Table) -> str:
+    """The advisor section of ``export`` / ``summary`` terminal output."""
+    found, quiet = entries(table)
+    lines = ["Advisor:"]
+    lines += [f"  {note}" for note in table.notes]
+    for scope in ("base", "comparison", "diff"):
+        if scope in quiet:
+            lines.append(f"  {scope}: " + ("no stage / category grew" if scope == "diff"
+                                           else "no rule tripped"))
+        for e in (e for e in found if e.scope == scope):
+            if scope == "diff":
+                lines.append(f"  diff: {e.headline}")
+                lines += [f"      {e.evidence}"] if e.evidence else []
+            else:
+                lines.append(f"  {scope}: {e.headline} → {e.direction}")
+                lines.append("      " + "; ".join(filter(None, (e.evidence, e.top and f"top: {e.top}"))))
+    return "\n".join(lines)
+
+
+def findings_text(table: Table) -> str:
+    """The findings as the Advisor screen shows them above its shares: each one's headline,
+    then what to try, the evidence and the top operators on lines of their own."""
+    found, quiet = entries(table)
+    label = {"base": "base", "comparison": "comparison", "diff": "what grew"}
+    lines = ["Findings (Enter on a row of the table shows its evidence in full)"]
+    for e in found:
+        lines.append(f"{label[e.scope]}: {e.headline}")
+        for name, text in (("try", e.direction), ("evidence", e.evidence), ("top", e.top)):
+            if text:
+                lines.append(f"    {name}: {text}")
+    if quiet:
+        lines.append("; ".join(f"{label[s]}: " + ("no stage / category grew" if s == "diff"
+                                                  else "no rule tripped") for s in quiet))
     return "\n".join(lines)

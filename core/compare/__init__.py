@@ -182,6 +182,13 @@ def _kernel_classes(ctx: Context) -> Outcome:
             kernel_op_compare(ctx.base, ctx.comp, ctx.opts, table, classes)]
 
 
+def _steps(ctx: Context) -> Outcome:
+    from .steps import compare_steps
+
+    table, reason = compare_steps(ctx.base, ctx.comp, ctx.masks())
+    return [table] if table is not None else reason
+
+
 # ---------------------------------------------------------------------------- the registry
 
 OVERALL = Screen("overall", "1", "Overall",
@@ -251,6 +258,9 @@ STEPS: tuple[Step, ...] = (
         Sheet("KernelOpCompare", KERNELS,
               "Device time per launching op and kernel class, for kernels whose names differ by "
               "vendor.", row_names=("op", "cls")))),
+    # Last: it measures every step again, and the Overall screen shows its totals first.
+    Step("StepCompare", "profiling", _steps, (
+        Sheet("StepCompare", OVERALL, export=False),)),
 )
 
 #: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the

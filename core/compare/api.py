@@ -26,7 +26,7 @@ from .equivalence import Equivalence
 from .masks import TextIndex, TextIndexes
 from .names import by_primitive, other_names, pairing_keys
 from .operators import MATCHED_AS
-from .result import Column, Table, ratio
+from .result import Column, Table, ratio, screen_diffs
 
 SHEET = "ApiCompare"
 
@@ -47,6 +47,8 @@ COLUMNS = (
     Column("calls_ratio", "Diff Calls Ratio", "ratio", "float", "", 20),
     MATCHED_AS,
 )
+#: The quantities whose absolute change the screens show beside the ratios (and `d` sorts by).
+DIFFED = tuple(c for c in COLUMNS if c.key in ("base_total", "base_self", "base_calls"))
 
 
 def self_ns(ops: pd.DataFrame) -> np.ndarray:
@@ -158,5 +160,7 @@ def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: 
     joined = both.to_numpy() & (cls.to_numpy() != "")
     cols["matched_as"] = [f"{k} (table): {n}" if j else "" for j, k, n in
                           zip(joined.tolist(), cls.tolist(), c_label.fillna("").tolist())]
-    return Table(name=SHEET, columns=COLUMNS, data=pd.DataFrame(cols), base_span=(2, 5), comp_span=(6, 9),
-                 title="API: host time per op name")
+    data = pd.DataFrame(cols)
+    diffs = screen_diffs(data, DIFFED)
+    return Table(name=SHEET, columns=COLUMNS, data=data, base_span=(2, 5), comp_span=(6, 9),
+                 title="API: host time per op name", default_sort=diffs[0].key, screen_columns=diffs)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
+from .result import IS_TOTAL, LEVEL, NODE, PARENT, SHOWN, Column, Table, diff, ratio
 
 #: NCCL collectives, longest first where one name contains another (first match wins).
 _NCCL_COLLECTIVE = r"(allreduce|allgather|reducescatter|alltoall|broadcast|sendrecv|reduce|send|recv)"
@@ -127,19 +127,21 @@ def compare_communication(base: Profile, comp: Profile, opts: CompareOptions) ->
     for key in keys:
         summary = len(rows)
         rows.append({**_cells("base", key, "", bo.get(key)), **_cells("comp", key, "", co.get(key)),
-                     IS_TOTAL: True, NODE: summary, PARENT: -1, LEVEL: 0})
+                     IS_TOTAL: True, NODE: summary, PARENT: -1, LEVEL: 0, SHOWN: key})
         names = [t for k, t in bt if k == key]
         names += [t for k, t in ct if k == key and (k, t) not in bt]
         for task in names:
             rows.append({**_cells("base", "|", task, bt.get((key, task))),
                          **_cells("comp", "|", task, ct.get((key, task))),
-                         IS_TOTAL: False, NODE: len(rows), PARENT: summary, LEVEL: 1})
+                         IS_TOTAL: False, NODE: len(rows), PARENT: summary, LEVEL: 1,
+                         # The screen's pinned label names the task, not the sheet's "|".
+                         SHOWN: task})
     df = pd.DataFrame(rows)
     df.insert(0, "order", np.arange(1, len(df) + 1))
     summary_rows = df[IS_TOTAL].to_numpy()
     df["diff"] = np.where(summary_rows, diff(df["base_total"], df["comp_total"]), np.nan)
     df["ratio"] = np.where(summary_rows, ratio(df["base_total"], df["comp_total"]), np.nan)
     visible = [c.key for c in COMMUNICATION_COLUMNS]
-    df = df[visible + [IS_TOTAL, NODE, PARENT, LEVEL]]
+    df = df[visible + [IS_TOTAL, NODE, PARENT, LEVEL, SHOWN]]
     return Table("CommunicationCompare", COMMUNICATION_COLUMNS, df, (1, 7), (8, 14),
                  title="Communication (µs)", default_sort="diff"), ""

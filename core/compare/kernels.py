@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from .result import Column, Table, ratio
+from .result import Column, Table, ratio, screen_diffs
 
 _SIDES = (("base", "base"), ("comp", "comparison"))
 
@@ -43,6 +43,8 @@ def _columns(key: str, key_header: str, second: str, second_header: str) -> tupl
 
 KERNEL_COLUMNS = _columns("kernel", "Kernel", "shape", "Input Shape")
 KERNEL_TYPE_COLUMNS = _columns("kernel_type", "Kernel Type", "core_type", "Core Type")
+#: The quantities whose absolute change the screens show beside the ratios (and `d` sorts by).
+DIFFED = tuple(c for c in KERNEL_COLUMNS if c.key in ("base_total", "base_avg"))
 
 
 def compare_kernels(base: Profile, comp: Profile, opts: CompareOptions) -> tuple[Table | None, str]:
@@ -94,8 +96,11 @@ def kernel_compare(base: Profile, comp: Profile) -> tuple[Table | None, str]:
     df["total_ratio"] = ratio(df["base_total"], df["comp_total"])
     df["avg_ratio"] = ratio(df["base_avg"], df["comp_avg"])
     df.insert(0, "order", np.arange(1, len(df) + 1))
-    return Table("KernelCompare", KERNEL_COLUMNS, df[[c.key for c in KERNEL_COLUMNS]], (3, 7), (8, 12),
-                 title="Kernels by type and input shape (µs)", default_sort="total_ratio"), ""
+    data = df[[c.key for c in KERNEL_COLUMNS]].copy()
+    diffs = screen_diffs(data, DIFFED)
+    return Table("KernelCompare", KERNEL_COLUMNS, data, (3, 7), (8, 12),
+                 title="Kernels by type and input shape (µs)", default_sort=diffs[0].key,
+                 screen_columns=diffs), ""
 
 
 def _outer(b: pd.DataFrame, c: pd.DataFrame, keys: list[str], zero_missing: bool = False) -> pd.DataFrame:
@@ -131,6 +136,8 @@ def kernel_type_compare(base: Profile, comp: Profile) -> tuple[Table | None, str
     df["avg_ratio"] = ratio(df["base_avg"], df["comp_avg"])
     df = df.iloc[np.argsort(-df["total_ratio"].to_numpy(), kind="stable")].reset_index(drop=True)
     df.insert(0, "order", np.arange(1, len(df) + 1))
-    return Table("KernelTypeCompare", KERNEL_TYPE_COLUMNS, df[[c.key for c in KERNEL_TYPE_COLUMNS]],
-                 (3, 7), (8, 12), title="Kernels by op type and core (µs)", default_sort="total_ratio",
-                 notes=notes), ""
+    data = df[[c.key for c in KERNEL_TYPE_COLUMNS]].copy()
+    diffs = screen_diffs(data, DIFFED)
+    return Table("KernelTypeCompare", KERNEL_TYPE_COLUMNS, data, (3, 7), (8, 12),
+                 title="Kernels by op type and core (µs)", default_sort=diffs[0].key, notes=notes,
+                 screen_columns=diffs), ""

@@ -37,7 +37,7 @@ from .optree import UNCOUNTED_TASK_TYPES
 
 #: Root placeholders in the pair tree: the synthetic forward and backward roots of a side.
 FWD_ROOT, BWD_ROOT = -1, -2
-_BACKWARD_PREFIX = "[ BACKWARD ]"
+BACKWARD_PREFIX = "[ BACKWARD ]"
 _STACK_SEP = ";\n"
 
 
@@ -186,7 +186,7 @@ def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fpar
         return empty
     rows = pairs["op"].to_numpy()
     df = pd.DataFrame({
-        "name": _BACKWARD_PREFIX + pd.Series(fpath[pairs["mod"].to_numpy()], dtype=object),
+        "name": BACKWARD_PREFIX + pd.Series(fpath[pairs["mod"].to_numpy()], dtype=object),
         "pid": ops["pid"].to_numpy()[rows], "tid": ops["tid"].to_numpy()[rows],
         "start": ops["start_ns"].to_numpy()[rows], "end": ops["end_ns"].to_numpy()[rows],
         "skey": pairs["skey"].to_numpy(),

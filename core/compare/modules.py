@@ -26,7 +26,7 @@ from ..model import Profile
 from ..options import CompareOptions
 from .align import align, fill_by_position
 from .equivalence import Equivalence
-from .module_forest import BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
+from .module_forest import BACKWARD_PREFIX, BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
@@ -190,6 +190,7 @@ rows."""
 MODULE_TREE_COLUMNS: tuple[Column, ...] = (
     Column("module_class", "Module Class", "key", "text", "", 20),
     Column("module", "Module Name", "key", "text", "", 35),
+    Column("step", "Step", "key", "text", "", 8),
     Column("base_self", "Base Self Time(us)", "base", "float", "us", 18),
     Column("base_total", "Base Total Time(us)", "base", "float", "us", 18),
     Column("comp_self", "Comparison Self Time(us)", "comparison", "float", "us", 18),
@@ -247,7 +248,78 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions,
     steps = _op_steps(pairs, b, c, structural)
     statistic = _statistic_table(pairs, order, b, c, steps, notes)
     detail = None if opts.disable_details else _detail_table(pairs, order, b, c, steps, notes)
-    return ModuleResult(statistic, detail, _tree_table(pairs, b, c, notes)), ""
+    module_steps = (step_of(b.start, base.steps), step_of(c.start, comp.steps))
+    return ModuleResult(statistic, detail, _tree_table(pairs, b, c, notes, module_steps)), ""
+
+
+def step_of(start: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """The id of the step whose window holds each start time; -1 outside every step."""
+    out = np.full(len(start), -1, dtype="int64")
+    if steps.empty or not len(start):
+        return out
+    lo = steps["start_ns"].to_numpy(dtype="int64")
+    hi = steps["end_ns"].to_numpy(dtype="int64")
+    at = np.searchsorted(lo, np.asarray(start, dtype="int64"), side="right") - 1
+    inside = (at >= 0) & (np.asarray(start) <= hi[np.maximum(at, 0)])
+    out[inside] = steps["step"].to_numpy(dtype="int64")[at[inside]]
+    return out
+
+
+def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
+    """The backward pseudo-modules as a tree the user can fold, one per step.
+
+    They come as flat roots, one per module a backward flow started in (``[ BACKWARD ]/
+    TransformerLM_0/ TransformerLayer_1/ MLP_1/ Linear_7``). Each step's run of them gets a
+    ``[ BACKWARD ]`` root, and each one nests under the nearest row before it whose path holds it,
+    labelled by the rest of its path (``MLP_1/ Linear_7``). Self time stays the row's own; total
+    time becomes the subtree's (the pseudo-modules' kernels are disjoint), as in the forward tree.
+    """
+    module = df["module"].astype(str).to_numpy()
+    level = df[LEVEL].to_numpy()
+    back = (level == 0) & np.char.startswith(module.astype(str), BACKWARD_PREFIX)
+    if not back.any():
+        return df
+    out_rows: list[dict[str, object]] = []
+    records = df.to_dict("records")
+    next_id = first_id
+    stack: list[tuple[str, int, dict[str, object]]] = []  # (path, node, row) of open ancestors
+    run_step: object = None
+    root: dict[str, object] | None = None
+    for i, row in enumerate(records):
+        if not back[i]:
+            root = None
+            out_rows.append(row)
+            continue
+        if root is None or row["step"] != run_step:
+            run_step = row["step"]
+            root = {**{k: "" for k in row}, "module": BACKWARD_PREFIX, "module_class": "",
+                    "step": row["step"], "base_self": 0.0, "comp_self": 0.0, "base_total": 0.0,
+                    "comp_total": 0.0, NODE: next_id, PARENT: -1, LEVEL: 0, "_path": ""}
+            next_id += 1
+            out_rows.append(root)
+            stack = []
+        path = str(row["module"])[len(BACKWARD_PREFIX):].strip()
+        while stack and not path.startswith(stack[-1][0] + "/"):
+            stack.pop()
+        parent_path, parent, _ = stack[-1] if stack else ("", int(root[NODE]), root)
+        row = {**row, PARENT: parent, LEVEL: len(stack) + 1,
+               "module": path[len(parent_path):].lstrip("/ ").strip() or path}
+        for ancestor in (root, *(r for _, _, r in stack)):
+            for side in ("base_total", "comp_total"):
+                ancestor[side] = float(ancestor[side]) + float(row[side])  # type: ignore[arg-type]
+        stack.append((path, int(row[NODE]), row))
+        out_rows.append(row)
+    return pd.DataFrame(out_rows, columns=df.columns).astype(df.dtypes.to_dict())
+
+
+def _step_labels(b_step: np.ndarray, c_step: np.ndarray) -> np.ndarray:
+    """``"2"`` when both sides' steps agree (or one side has none), ``"2 / 5"`` when not, ``""``
+    outside every step."""
+    def text(v: np.ndarray) -> np.ndarray:
+        return np.where(v >= 0, v.astype(str), "")
+    bt, ct = text(b_step), text(c_step)
+    same = (bt == ct) | (bt == "") | (ct == "")
+    return np.where(same, np.where(bt != "", bt, ct), np.char.add(np.char.add(bt, " / "), ct))
 
 
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
@@ -433,9 +505,11 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     return out
 
 
-def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str]) -> Table:
+def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
+                steps: tuple[np.ndarray, np.ndarray]) -> Table:
     """Depth-first pair tree for the TUI: hidden ``_node``/``_parent``/``_level`` links, the full
-    displayed path (``_path``) and both call stacks (``_base_stack``/``_comp_stack``)."""
+    displayed path (``_path``) and both call stacks (``_base_stack``/``_comp_stack``); ``Step``
+    tells apart the roots one model's steps repeat (``steps``: each side's step per module)."""
     kids: dict[int, list[int]] = {}
     for k, p in enumerate(pairs.parent):
         kids.setdefault(p, []).append(k)
@@ -455,6 +529,8 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str]) -
     df = pd.DataFrame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
         "module": own.str.replace("nn.Module:", "", regex=False).str.strip(),
+        "step": _step_labels(np.where(hb, steps[0][bi] if len(steps[0]) else -1, -1),
+                             np.where(hc, steps[1][ci] if len(steps[1]) else -1, -1)),
         "base_self": np.where(hb, b.self_ns[bi], 0) / _US, "base_total": np.where(hb, b.total_ns[bi], 0) / _US,
         "comp_self": np.where(hc, c.self_ns[ci], 0) / _US, "comp_total": np.where(hc, c.total_ns[ci], 0) / _US,
         NODE: idx, PARENT: np.asarray(pairs.parent, dtype="int64")[idx],
@@ -463,8 +539,9 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str]) -
         "_base_stack": np.where(hb, bstack[bi] if len(bstack) else "", ""),
         "_comp_stack": np.where(hc, cstack[ci] if len(cstack) else "", ""),
     })
+    df["matched_as"] = np.where(np.asarray(pairs.positional, dtype=bool)[idx], BY_POSITION, "")
+    df = _nest_backward(df, len(pairs.base))
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])
-    df["matched_as"] = np.where(np.asarray(pairs.positional, dtype=bool)[idx], BY_POSITION, "")
     return Table("ModuleTree", MODULE_TREE_COLUMNS, ordered(df, MODULE_TREE_COLUMNS), (2, 3), (4, 5),
                  title="Module tree (µs)", default_sort="diff_total", notes=list(notes))

@@ -23,6 +23,7 @@ Differences from the reference, on purpose:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -302,6 +303,17 @@ def kernel_lines(profile: Profile) -> np.ndarray:
     shapes = k["input_shapes"].to_numpy(dtype=object)
     shape = np.where(shapes != "", ", [input shapes: " + shapes + "]", "")
     return name + ", " + task_id + ", " + task_type + shape + tail
+
+
+#: The reference's placeholder for an NPU kernel line's missing task id / type (HCCL ops):
+#: ``hcom_allReduce__101_0_1, None, None [duration: 390.21]``.
+_PLACEHOLDERS = re.compile(r"(?:, None)+(?=, \[input shapes: | \[duration: )")
+
+
+def screen_kernel_text(text: str) -> str:
+    """A cell as screens show it: kernel lines without the reference's ``None`` placeholders
+    (the workbook keeps them, to stay a drop-in; a screen must not show Python's ``None``)."""
+    return _PLACEHOLDERS.sub("", text) if "None" in text and "[duration: " in text else text
 
 
 def float_text(values: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .overall_metrics import Bucket, SideMetrics
-from .result import LEVEL, Column, Table, diff, ratio
+from .result import LEVEL, SHOWN, Column, Table, diff, ratio
 
 TABLE_NAME = "OverallMetrics"
 SUMMARY_TITLE = "Model Profiling Time Distribution"
@@ -114,17 +114,29 @@ def _pg_groups(s: SideMetrics) -> dict[str, list[str]]:
     return out
 
 
-def _group_rows(base: SideMetrics, comp: SideMetrics) -> list[tuple[str, _Cell, _Cell]]:
+def _group_rows(base: SideMetrics, comp: SideMetrics,
+                shown: dict[str, str]) -> list[tuple[str, _Cell, _Cell]]:
     """Group blocks (header, Wait, Transmit), matched in three passes: a process-group name that
     names exactly one group on each side; then identical group keys (base order); then the
-    comparison-only groups."""
+    comparison-only groups.
+
+    The reference heads an unmatched group with its process-group name *and* its raw key
+    (``dp: Group 10.20.0.11%enp…_60000 Communication``); ``shown`` receives the screen label of
+    such a header: the name alone (``dp: Communication``), as the gap sentence says it, with the
+    key only when that name heads more than one group."""
     rows: list[tuple[str, _Cell, _Cell]] = []
     left_base = list(base.groups)
     left_comp = list(comp.groups)
+    names = [s.pg_names.get(g, "") for s in (base, comp) for g in s.groups]
 
     def emit(header: str, b_group: str | None, c_group: str | None) -> None:
         labels = (header, "\t\tWait", "\t\tTransmit")
         rows.extend(zip(labels, _group_block(base, b_group), _group_block(comp, c_group)))
+        side, group = (base, b_group) if b_group is not None else (comp, c_group)
+        pg = side.pg_names.get(group or "", "")
+        if pg and header.strip() != f"{pg}: Communication":
+            unique = names.count(pg) <= (2 if b_group and c_group else 1)
+            shown[header] = f"\t{pg}: Communication" if unique else f"\t{pg} ({group})"
 
     comp_pg = _pg_groups(comp)
     for pg, b_groups in _pg_groups(base).items():
@@ -187,7 +199,8 @@ def overall_table(base: SideMetrics, comp: SideMetrics, base_label: str, comp_la
         labels = (f"\t{name}", "\t\tComputing", "\t\tCommunication")
         rows += list(zip(labels, _mc2_block(base, name), _mc2_block(comp, name)))
     rows += _pairwise(_fixed_classes(base), _fixed_classes(comp))
-    rows += _group_rows(base, comp)
+    shown: dict[str, str] = {}
+    rows += _group_rows(base, comp, shown)
     rows += _merge(_overlap_cells(base), _overlap_cells(comp))
     rows += _pairwise(_fixed_tail(base), _fixed_tail(comp))
     rows = [r for r in rows if r[1].ns != 0 or r[2].ns != 0]
@@ -209,6 +222,8 @@ def overall_table(base: SideMetrics, comp: SideMetrics, base_label: str, comp_la
         "diff_ratio": ratio(b_ns, c_ns),
         LEVEL: np.array([len(label) - len(label.lstrip("\t")) for label in labels], dtype="int64"),
     })
+    if shown:
+        data[SHOWN] = [shown.get(label, label) for label in labels]
     notes = [f"{label}: {n}" for label, s in ((base_label, base), (comp_label, comp)) for n in s.notes]
     return Table(
         name=TABLE_NAME,

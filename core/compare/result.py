@@ -11,8 +11,9 @@ What the workbook holds has this one owner at both levels: a table is written wh
 :meth:`Table.sheet_columns` returns (a :attr:`Column.export` ``False`` column, such as ``Matched
 As``, is on the screens and in ``--json`` only, so the reference's sheets keep its columns).
 The workbook writer and the TUI both render a Table without knowing which comparison made it, so
-a number can never differ between the sheet and the screen: both ask :func:`number_format` how a
-column reads and :func:`tone` whether a ratio is worse.
+a number can never differ between the sheet and the screen: the workbook asks
+:func:`number_format` how a column reads, the screen :func:`screen_format` (the same, except that
+a ratio reads as the change in percent there), and both ask :func:`tone` whether a ratio is worse.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ LEVEL = "_level"  # indentation depth of the row (OverallMetrics hierarchy, tree
 NODE = "_node"  # stable id of the row's tree node
 PARENT = "_parent"  # id of the parent node, -1 for roots
 IS_TOTAL = "_is_total"  # True on `[ TOTAL ]` / summary rows
+#: The row's label as screens show it, where it differs from the workbook's (an OverallMetrics
+#: group header named by its process group, not by its raw id); absent: the label column itself.
+SHOWN = "_shown"
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,64 @@ def is_ratio(col: Column) -> bool:
 
 
 def number_format(col: Column) -> Fmt:
-    """How the cells of ``col`` read, on screen and in the workbook alike: the one definition.
+    """How the cells of ``col`` read in the workbook (and ``--json``'s text): the reference's.
 
     A ratio reads as a percentage (comparison ÷ base: 1.25 → 125.00%) whatever its column
     declares (the reference's API and kernel sheets declare plain numbers); any other column as
-    it declares.
+    it declares. The screens read ratios as the change instead (:func:`screen_format`).
     """
     return "percent" if is_ratio(col) else col.fmt
+
+
+#: How a cell reads on screen: as the workbook's :data:`Fmt`, except that a ratio reads as the
+#: change in percent (see :func:`screen_format`).
+ScreenFmt = Literal["int", "float", "percent", "text", "bold", "change"]
+#: The screen's name for the change in percent, (comparison − base) ÷ base.
+CHANGE = "Δ%"
+
+
+def screen_format(col: Column) -> ScreenFmt:
+    """How the cells of ``col`` read on screen: the one definition of "%" in the app.
+
+    A ratio column reads as the change in percent, (comparison − base) ÷ base — the figure the
+    headline prints ("Computing 468.154 ms → 210.998 ms −54.9%") and the one people say ("54.9 %
+    faster"): a ratio of 0.4507 reads −54.93%, 3.49 reads +249.00%, comparison-only rows read
+    ``new``. The workbook keeps the reference's Diff Ratio, comparison ÷ base
+    (:func:`number_format`). Any other column reads as it declares.
+    """
+    return "change" if is_ratio(col) else col.fmt
+
+
+def change_percent(ratio: float) -> float:
+    """The change in percent of a comparison ÷ base ratio: (ratio − 1) × 100 (inf stays inf)."""
+    return (ratio - 1.0) * 100.0
+
+
+def change_text(ratio: object, digits: int = 2) -> str:
+    """A ratio as the screen prints it: ``+12.34%`` / ``-54.93%`` / ``0.00%``; ``new`` when only
+    the comparison has it (base 0: the ratio is inf); empty when missing."""
+    try:
+        v = float(ratio)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(ratio) if ratio is not None else ""
+    if v != v:  # NaN
+        return ""
+    if v == float("inf"):
+        return "new"
+    pct = change_percent(v)
+    text = f"{pct:+,.{digits}f}%"
+    # -0.00% / +0.00% for a change that rounds to nothing: it reads as no change.
+    return f"{0:.{digits}f}%" if text[1:].strip("0.,%") == "" else text
+
+
+def screen_header(col: Column) -> str:
+    """A column's header on screen: a ratio column says what its cells are, the change in
+    percent (``Diff Ratio`` → ``Δ%``, ``Diff Total Ratio`` → ``Δ% Total``); any other column
+    keeps the workbook's header."""
+    if not is_ratio(col):
+        return col.header
+    words = col.header.replace("Diff", " ").replace("Ratio", " ").split()
+    return " ".join([CHANGE, *words])
 
 
 def tone(value: object, col: Column) -> int:
@@ -158,13 +213,17 @@ class Table:
     drill: Drill | None = None
     stacks: tuple[str, str] | None = None
     lead: str = ""  # a sentence reading the table, shown above it ("where the gap comes from")
+    #: Columns the screens show after the workbook's, which the workbook (the reference's
+    #: drop-in) does not hold: absolute differences where the sheet has only ratios. Their data
+    #: keys start with ``_`` (see :func:`screen_diffs`).
+    screen_columns: tuple[Column, ...] = ()
 
     @property
     def empty(self) -> bool:
         return self.data.empty
 
     def column(self, key: str) -> Column:
-        for c in self.columns:
+        for c in (*self.columns, *self.screen_columns):
             if c.key == key:
                 return c
         raise KeyError(key)
@@ -201,6 +260,19 @@ class ComparisonResult:
 def diff(base: pd.Series | np.ndarray, comp: pd.Series | np.ndarray) -> np.ndarray:
     """comparison − base (unrounded; display rounding is the renderer's job)."""
     return np.asarray(comp, dtype="float64") - np.asarray(base, dtype="float64")
+
+
+def screen_diffs(data: pd.DataFrame, quantities: tuple[Column, ...]) -> tuple[Column, ...]:
+    """Add comparison − base of each base column in ``quantities`` (data keys ``base_<q>`` /
+    ``comp_<q>``) to ``data`` as ``_diff_<q>``, and return their screen columns (``Diff`` +
+    the quantity's header): the absolute change beside the reference's ratios, which put a
+    kernel that grew 1 µs → 3 µs above one that grew 10 ms → 15 ms."""
+    out = []
+    for col in quantities:
+        q = col.key.removeprefix("base_")
+        data[f"_diff_{q}"] = diff(data[f"base_{q}"], data[f"comp_{q}"])
+        out.append(Column(f"_diff_{q}", f"Diff {col.header}", "diff", col.fmt, col.unit, col.width))
+    return tuple(out)
 
 
 def ratio(base: pd.Series | np.ndarray, comp: pd.Series | np.ndarray) -> np.ndarray:

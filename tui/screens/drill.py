@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from perfcmp_core.compare.result import Column, Table
+from perfcmp_core.compare.result import Column, Table, screen_header
 from perfcmp_core.view import screen_text
 
 
@@ -22,7 +22,7 @@ def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Te
     text = Text(title + "\n" if title else "", style="bold underline")
     for i, c in enumerate(columns):
         value = screen_text(table.data[c.key].iat[row], c).replace("\r", "")
-        text.append(("\n" if i else "") + c.header, style="bold")
+        text.append(("\n" if i else "") + screen_header(c), style="bold")
         text.append(("\n" if "\n" in value else ": ") + (value or "—"), style="")
     return text
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -16,23 +17,59 @@ KEYS: tuple[tuple[str, str], ...] = (
      "Advisor"),
     ("j / k, ↓ / ↑", "move the cursor"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
-    ("h / l, ← / →", "scroll wide tables sideways (the name column stays)"),
-    ("d", "sort by Diff (descending; again to flip)"),
-    ("s", "pick a sort column"),
-    ("/", "filter rows by text (live; Enter keeps, Esc reverts, empty clears)"),
+    ("h / l, ← / →", "cell cursor one column left / right; wide tables scroll by whole "
+                     "columns (the name column stays)"),
+    ("< / >", "narrower / wider name column"),
+    ("- / +", "hide the cursor column / show the hidden columns again"),
+    ("d", "sort by Diff (descending; again to flip); Kernels, API: by the total's Diff"),
+    ("s", "pick a sort column (type to narrow the list; the column comes into view)"),
+    ("/", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
+          "reverts, empty clears)"),
+    ("n / N", "next / previous cell the filter matched (kernel lists and hidden columns too)"),
     ("t", "toggle [ TOTAL ]-only rows"),
+    ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
      "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
      "pair; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
+    ("y / Y", "copy the cell / the row (tab-separated) to the clipboard (OSC 52: over SSH too)"),
+    ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
+    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
+    ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
+    ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
+    ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),
     ("Ctrl+P", "command palette"),
     ("q", "back from matched rows; cancel loading; else quit"),
     ("Ctrl+Q", "quit"),
 )
+
+#: (term, what it means) — how to read what the screens show; docs/tui.md lists the same.
+READING: tuple[tuple[str, str], ...] = (
+    ("Δ%", "the change, (comparison − base) ÷ base: ▲ +25.0% the comparison takes 25% more "
+           "(worse), ▼ −20.0% less (better); the workbook keeps the reference's Diff Ratio"),
+    ("Diff", "comparison − base, in the unit its header names"),
+    ("Order Id, Top", "the row's place in the workbook (execution order; rank by Diff): the "
+                      "last columns, `s` on them restores the workbook's order"),
+    ("Cube, Matmul (Cube)", "Matmul (Cube) is matmul work on the Cube unit; Cube is the other "
+                            "Cube-unit kernels (neither matmul, flash attention nor conv)"),
+    ("Units", "as in the workbook: statistic tables and Overall in ms, the matched rows and "
+              "kernels of a drill in µs (the reference's detail sheets); headers name the unit"),
+)
+
+
+def _grid(rows: tuple[tuple[str, str], ...]) -> Table:
+    """Two columns, the first bold: one renderable for a whole section (a widget per row made
+    opening the help cost a third of a second)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", width=22, no_wrap=False)
+    grid.add_column(ratio=1)
+    for first, second in rows:
+        grid.add_row(first, second)
+    return grid
 
 
 class HelpScreen(ModalScreen[None]):
@@ -41,12 +78,11 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog"):
             yield Static(Text("perfcmp-tui keys  (Esc / q / ? closes)\n", style="bold"))
-            for keys, what in KEYS:
-                with Horizontal(classes="help-row"):
-                    yield Static(Text(keys, style="bold"), classes="help-keys")
-                    yield Static(Text(what), classes="help-what")
-            yield Static(Text("\nColours only repeat the signs: ▲ ratio > 1 (worse), ▼ ratio < 1 "
-                              "(better), + / − on differences."))
+            yield Static(_grid(KEYS), id="help-keys")
+            yield Static(Text("\nReading the screens", style="bold"))
+            yield Static(_grid(READING), id="help-reading")
+            yield Static(Text("\nColours only repeat the signs: ▲ worse, ▼ better, + / − on "
+                              "differences."))
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

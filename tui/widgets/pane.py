@@ -10,17 +10,24 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
-from perfcmp_core.insight import Headline
+from perfcmp_core.insight import Headline, time_parts
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
+from .pictures import OverallPicture
+
+#: Terminal rows from which the Overall pictures show without asking (`p` toggles them): below,
+#: the bars would leave the table a handful of rows.
+PICTURE_MIN_ROWS = 36
 
 
 class FilterBox(Input):
@@ -58,14 +65,21 @@ class TablePane(Vertical):
         self._stacks: Horizontal | None = None
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
+        self.notes: list[str] = []  # the run's notes that concern this screen
+        #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
+        self.pictures: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
         yield Static("", id="extra", classes="hidden")
+        if self.spec.headlines:  # the Overall screen
+            yield OverallPicture(id="picture", classes="hidden")
+        yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
+        yield Static("", id="cell-line", classes="status hidden")
         yield FilterBox(self.apply_filter,
-                        placeholder="filter: type to narrow the rows, Enter keeps, Esc reverts",
+                        placeholder="filter: text, a|b or a regex; Enter keeps, Esc reverts",
                         id="filter", classes="hidden")
 
     @property
@@ -81,14 +95,17 @@ class TablePane(Vertical):
         return [t for t in self.spec.sheets if t in self.tables]
 
     # -- data arrival -------------------------------------------------------------------------
-    def add_table(self, table: Table) -> None:
+    def add_table(self, table: Table, view: TableView | None = None) -> None:
+        """A table arrived; ``view`` is its view already prepared off the UI thread
+        (:meth:`~perfcmp_core.view.TableView.prepare`), else one is made here."""
         self.tables[table.name] = table
-        self.views[table.name] = TableView(table)
+        self.views[table.name] = view if view is not None else TableView(table)
         names = self.names()
         if table.name in names and (self.current not in names or
                                     (not self._chosen and names[0] == table.name)):
             self.show(names[0])
         self._show_extra()
+        self._show_picture()
 
     def reset(self) -> None:
         """Forget every table (a retried run starts from nothing)."""
@@ -101,9 +118,13 @@ class TablePane(Vertical):
         self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
         self.frame.add_class("hidden")
+        self.query_one("#cell-line").add_class("hidden")
         self.query_one("#message").remove_class("hidden")
         self._headlines = []
+        self.notes = []
         self._show_extra()
+        self._show_notes()
+        self._show_picture()
         self._status()
 
     def set_headlines(self, headlines: list[Headline]) -> None:
@@ -119,6 +140,56 @@ class TablePane(Vertical):
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
         extra.set_class(not text.plain.strip(), "hidden")
+
+    # -- pictures -----------------------------------------------------------------------------
+    def _show_picture(self) -> None:
+        """The Overall bars (OverallMetrics) and step sparkline (StepCompare), when on."""
+        found = self.query("#picture")
+        if not found:
+            return
+        picture = found.first(OverallPicture)
+        overall = self.tables.get("OverallMetrics")
+        on = overall is not None and self.pictures_on()
+        picture.set_class(not on, "hidden")
+        if on and overall is not None:
+            steps = self.tables.get("StepCompare")
+            series = ((steps.data["base_e2e"].tolist(), steps.data["comp_e2e"].tolist())
+                      if steps is not None else ([], []))
+            picture.set_data(time_parts(overall), series)
+
+    def pictures_on(self) -> bool:
+        return self.pictures if self.pictures is not None else (
+            self.app.size.height >= PICTURE_MIN_ROWS)
+
+    def toggle_pictures(self) -> bool:
+        """`p`: pictures on / off (False: this screen has none)."""
+        if not self.query("#picture") or "OverallMetrics" not in self.tables:
+            return False
+        self.pictures = not self.pictures_on()
+        self._show_picture()
+        return True
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.pictures is None:
+            self._show_picture()
+
+    def set_notes(self, notes: list[str]) -> None:
+        """The run's notes about this screen: the first on one line above the table, all of
+        them one key (``!``) away."""
+        self.notes = notes
+        self._show_notes()
+
+    def _show_notes(self) -> None:
+        line = self.query_one("#notes-line", Static)
+        # Without a table the screen's message already says why (the absent-table notes).
+        shown = bool(self.notes) and self.current is not None
+        line.set_class(not shown, "hidden")
+        if shown:
+            more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+            text = Text("note: ", style="bold")
+            text.append(self.notes[0])
+            text.append(f"{more}  · ! lists every note", style="dim")
+            line.update(text)
 
     def add_reason(self, reason: str) -> None:
         """Why a table of this screen is missing (shown while the screen has no table)."""
@@ -142,8 +213,11 @@ class TablePane(Vertical):
         self.frame.set_view(self.views[name])
         self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
+        self.query_one("#cell-line").remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
+        self._show_notes()
+        self._cell_line()
         self.update_stacks()
 
     def activate(self) -> None:
@@ -176,18 +250,53 @@ class TablePane(Vertical):
         if view.focus_label:
             parts.append(f"rows of {view.focus_label} (q: back)")
         if view.filter_text:
-            parts.append(f"filter “{view.filter_text}”")
+            parts.append(self._filter_status(view))
         if view.totals_only:
             parts.append("[ TOTAL ] only")
+        if view.hide_unchanged:
+            parts.append("unchanged hidden (u)")
+        if view.hidden:
+            parts.append(f"{len(view.hidden)} hidden column{'s' if len(view.hidden) > 1 else ''} (+)")
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))
         status.update(Text("  ·  ".join(parts)))
 
+    def _filter_status(self, view: TableView) -> str:
+        """The filter, and whether some rows matched only in text not on screen (kernel lists,
+        columns scrolled away or hidden): `n` takes the cursor there."""
+        search = view.search
+        kind = "regex " if search is not None and search.is_regex else ""
+        text = f"filter {kind}“{view.filter_text}”"
+        if not len(view):
+            return text + ": no row matches"
+        shown = [c.key for c in self.frame.visible_columns()]
+        count, where = view.matched_elsewhere(shown)
+        if count:
+            headers = ", ".join(display_header(view.table.column(k), view.table) for k in where)
+            rows = "all rows" if count == len(view) else f"{count:,} row{'s' if count > 1 else ''}"
+            text += f" ({rows} only in {headers}; n: next match)"
+        return text
+
+    def _cell_line(self) -> None:
+        """Under the table: the cursor cell's full header and text (names cut in the middle on
+        screen read in full here)."""
+        line = self.query_one("#cell-line", Static)
+        frame = self.frame
+        col, row = frame.current_column, frame.current_row
+        if self.view is None or col is None or row is None:
+            line.update("")
+            return
+        header = frame.headers[frame.col]
+        text = Text(header + ": ", style="bold")
+        text.append(self.view.cell(row, col) or "—")
+        line.update(text)
+
     def refresh_view(self, keep_row: int | None = None) -> None:
         if self.view is not None:
             self.frame.refresh_data(keep_row=keep_row)
         self._status()
+        self._cell_line()
         self.update_stacks()
 
     # -- actions (called by the app) ----------------------------------------------------------
@@ -211,10 +320,39 @@ class TablePane(Vertical):
         return True
 
     def sort_column(self, key: str) -> None:
-        """Sort by ``key`` (descending; the current sort column flips)."""
+        """Sort by ``key`` (descending; the current sort column flips), the cell cursor on it:
+        a column sorted by is always on screen."""
         if self.view is not None:
             self.view.sort_by(key)
+            self.frame.show_column(key)
             self.refresh_view(keep_row=self.frame.current_row)
+
+    def toggle_unchanged(self) -> bool:
+        """`u`: hide / show the rows whose differences are all 0 (ratios 1)."""
+        view = self.view
+        if view is None or not view.toggle_unchanged():
+            return False
+        self.refresh_view(keep_row=self.frame.current_row)
+        return True
+
+    def hide_column(self) -> str | None:
+        """`-`: hide the cursor column; its header, or None (the label cannot be hidden)."""
+        col = self.frame.hide_column() if self.view is not None else None
+        self.refresh_view(keep_row=self.frame.current_row)
+        return display_header(col, self.view.table) if col is not None and self.view else None
+
+    def unhide_columns(self) -> int:
+        """`+`: show the hidden columns again; how many there were."""
+        n = self.frame.unhide_columns()
+        self.refresh_view(keep_row=self.frame.current_row)
+        return n
+
+    def next_match(self, step: int) -> bool:
+        """`n` / `N`: the next / previous cell the filter matched."""
+        if self.view is None or not self.frame.goto_match(step):
+            return False
+        self._status()
+        return True
 
     def toggle_totals(self) -> bool:
         view = self.view
@@ -255,7 +393,6 @@ class TablePane(Vertical):
         holds the keys behind the ``/`` until this ran, then they land in the box."""
         if self.view is None:
             return False
-        self.view.ready_filter()
         box = self.query_one("#filter", Input)
         self._filter_before = self.view.filter_text
         box.value = self.view.filter_text
@@ -331,7 +468,7 @@ class TablePane(Vertical):
         for side, title, stack in (("base", "Base call stack", base),
                                    ("comp", "Comparison call stack", comp)):
             texts[side] = Text(title + "\n", style="bold")
-            texts[side].append(_stack_text(stack), style="")
+            texts[side].append(stack_text(stack), style="")
         if self._stacks is None:  # first opened: build the panel with its texts
             self._stack_texts = {side: Static(text, id=f"stack-{side}")
                                  for side, text in texts.items()}
@@ -343,7 +480,42 @@ class TablePane(Vertical):
         for side, text in texts.items():
             self._stack_texts[side].update(text)
 
+    # -- kernels of a row ---------------------------------------------------------------------
+    def row_kernels(self) -> tuple[Table, tuple[str, str] | None] | None:
+        """`K`: the kernel comparison of the cursor row (its own ``Kernel Details``, or those of
+        the rows Enter would open) and the row's call stacks; None when the row has neither."""
+        view, row = self.view, self.frame.current_row
+        if view is None or row is None:
+            return None
+        table = view.table
+        keys = detail_keys(table)
+        label = str(table.data[self.frame.columns[0].key].iat[row]).strip()
+        if keys is not None:
+            source, rows = table, [row]
+            if IS_TOTAL in table.data and bool(table.data[IS_TOTAL].iat[row]):
+                # A module instance's [ TOTAL ] row: its kernels are those of its op rows below.
+                totals = np.flatnonzero(table.data[IS_TOTAL].to_numpy(dtype=bool))
+                end = next((int(t) for t in totals if t > row), len(table.data))
+                rows = list(range(row + 1, end))
+        elif table.drill is not None and table.drill.target in self.tables:
+            source = self.tables[table.drill.target]
+            keys = detail_keys(source)
+            conditions, label = view.drill(row)
+            rows = list(rows_matching(source.data, conditions))
+        if keys is None:
+            return None
+        df = source.data
+        kernels = op_kernels(df[keys[0]].iloc[rows], df[keys[1]].iloc[rows], label)
+        stacks = None
+        if table.stacks is not None:
+            stacks = (_text(table.data[table.stacks[0]].iat[row]),
+                      _text(table.data[table.stacks[1]].iat[row]))
+        return kernels, stacks
+
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
+        if self.view is not None and self.view.filter_text:
+            self._status()  # the columns on screen may have changed: so may the filter's hint
+        self._cell_line()
         self.update_stacks()
 
 
@@ -365,7 +537,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _stack_text(stack: str) -> str:
+def stack_text(stack: str) -> str:
     """One frame per line (the sheets join frames with ``;`` and a newline)."""
     frames = [f.strip() for f in stack.replace(";\n", "\n").replace(";", "\n").splitlines()]
     frames = [f for f in frames if f and f not in ("nan", "N/A")]

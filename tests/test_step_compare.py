@@ -1,0 +1,91 @@
+"""StepCompare: each step measured as the Overall screen measures a run cut to that step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfcmp_core.compare.masks import DEFAULT_MASKS
+from perfcmp_core.compare.steps import compare_steps
+from perfcmp_core.load import load_profile
+from perfcmp_core.options import LoadOptions
+from tui_support import PAIRS, ROOT, tables
+
+
+@pytest.mark.parametrize("pair", ["npu", "gpu", "ms"])
+def test_each_step_carries_the_designed_difference(pair: str) -> None:
+    """fixtures/README.md: +36 µs of device work per step (MatMul +30, Cast +30, dropout −24),
+    the same in each of the three steps; nothing else moves."""
+    data = tables(pair)["StepCompare"].data
+    assert list(data["step"]) == ["1", "2", "3"]
+    d_comp = data["comp_computing"] - data["base_computing"]
+    assert np.allclose(d_comp, 0.036, atol=0.001)  # each kernel adds its 0–499 ns fraction
+    assert np.allclose(data["diff_e2e"], d_comp, atol=1e-9)  # E2E moves by the compute alone
+    assert np.allclose(data["comp_uncovered"], data["base_uncovered"])
+
+
+@pytest.mark.parametrize("pair", ["npu", "mixed"])
+def test_steps_add_up_to_the_run(pair: str) -> None:
+    """The fixtures' device work lies inside the steps: the steps' computing and uncovered
+    communication add up to the Overall screen's, and each step's parts to its E2E."""
+    data = tables(pair)["StepCompare"].data
+    overall = tables(pair)["OverallMetrics"].data.set_index("index")
+    for side in ("base", "comp"):
+        for key, row in (("computing", "Computing Time"), ("uncovered", "Uncovered Communication Time")):
+            assert data[f"{side}_{key}"].sum() == pytest.approx(overall.loc[row, f"{side}_ms"], abs=1e-6)
+        parts = data[f"{side}_computing"] + data[f"{side}_uncovered"] + data[f"{side}_free"]
+        assert np.allclose(parts, data[f"{side}_e2e"], atol=1e-6)
+
+
+def test_a_step_row_is_that_step_loaded_alone() -> None:
+    """Row 2 equals the Overall figures of `--base-step 2 --comparison-step 2`."""
+    base, comp, _ = PAIRS["npu"]
+    data = tables("npu")["StepCompare"].data
+    cut = tables_for_step(base, comp, 2)
+    overall = cut.set_index("index")
+    assert data["base_e2e"].iloc[1] == pytest.approx(overall.loc["E2E Time", "base_ms"], abs=1e-9)
+    assert data["comp_computing"].iloc[1] == pytest.approx(overall.loc["Computing Time", "comp_ms"],
+                                                           abs=1e-9)
+
+
+def tables_for_step(base: str, comp: str, step: int):  # type: ignore[no-untyped-def]
+    from perfcmp_core.compare.overall import overall_table
+    from perfcmp_core.compare.overall_metrics import overall_metrics
+
+    opts = LoadOptions(use_cache=False, step=step)
+    b, c = (load_profile(str(ROOT / p), opts) for p in (base, comp))
+    t = overall_table(overall_metrics(b, DEFAULT_MASKS), overall_metrics(c, DEFAULT_MASKS), "b", "c")
+    assert t is not None
+    return t.data
+
+
+def test_without_steps_says_why() -> None:
+    from perfcmp_core.model import Profile, ProfileMeta
+
+    empty = Profile(meta=ProfileMeta(kind="gpu", source="x"))
+    table, reason = compare_steps(empty, empty, DEFAULT_MASKS)
+    assert table is None and reason == "per-step times need ProfilerStep markers: base has none"
+
+
+def test_module_tree_roots_carry_their_step_and_backward_folds_per_step() -> None:
+    """fixtures/README.md: three steps, each one forward of TransformerLM_0, the optimizer and a
+    backward. The three forward roots read steps 1, 2, 3; each step's backward pseudo-modules
+    fold under one ``[ BACKWARD ]`` root whose total is their own times summed."""
+    from perfcmp_core.compare.result import LEVEL, NODE, PARENT
+
+    tree = tables("npu")["ModuleTree"].data
+    roots = tree[tree[LEVEL] == 0]
+    lm = roots[roots["module"] == "TransformerLM_0"]
+    assert lm["step"].tolist() == ["1", "2", "3"]
+    back = roots[roots["module"] == "[ BACKWARD ]"]
+    assert back["step"].tolist() == ["1", "2", "3"]
+    pseudo = tree[tree["_path"].str.startswith("/[ BACKWARD ]")]
+    assert (pseudo[LEVEL] >= 1).all()  # no backward row left flat at the top
+    for node, step, total in zip(back[NODE], back["step"], back["base_total"]):
+        own = pseudo.loc[pseudo["step"] == step, "base_self"].sum()
+        assert total == pytest.approx(own, abs=1e-9)
+        assert (tree.loc[tree[PARENT] == node, "_path"].str.startswith("/[ BACKWARD ]")).all()
+    # A nested row is named by the rest of its path below its parent's.
+    row = pseudo[pseudo["_path"].str.endswith("TransformerLayer_1/ MLP_1/ Linear_7")].iloc[0]
+    parent = tree[tree[NODE] == row[PARENT]].iloc[0]
+    assert parent["_path"].endswith("TransformerLayer_1") and row["module"] == "MLP_1/ Linear_7"

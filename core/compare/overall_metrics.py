@@ -195,20 +195,18 @@ class SideMetrics:
         return f"{pg}: {group}" if pg else group
 
 
+#: The tables :func:`step_times` reads; a step's cut for it needs no other (see
+#: :func:`perfcmp_core.compare.steps.step_parts`).
+STEP_TIME_TABLES = ("kernels", "comm_ops", "overlap")
+
+
 def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = None) -> SideMetrics:
     """Compute one side's OverallMetrics (the profile is already step-filtered).
 
     ``texts`` are the profile's text-column indexes when the caller shares them with other
     steps; by default they are built here.
     """
-    texts = TextIndexes(profile) if texts is None else texts
-    kind = profile.meta.kind
-    if kind == "gpu":
-        side = _gpu(profile, masks, texts)
-    elif kind == "npu_text":
-        side = _npu_text(profile, masks, texts)
-    else:
-        side = _npu_db(profile, masks, texts)
+    side = _side(profile, masks, TextIndexes(profile) if texts is None else texts, times_only=False)
     side.memory_gb = _memory_gb(profile)
     if side.is_npu:
         side.rdma_bandwidth_gbps = float(profile.meta.rdma_bandwidth_gbps)
@@ -217,12 +215,29 @@ def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = 
     return side
 
 
+def step_times(profile: Profile, masks: Masks) -> SideMetrics:
+    """The E2E, computing, uncovered communication and LCCL times of :func:`overall_metrics`
+    (hence its free time), computed by the same code, without the kernel classes, MC2 times,
+    communication groups and memory that a per-step row does not show: on a run of a hundred
+    steps those were most of the StepCompare's cost. Reads only :data:`STEP_TIME_TABLES`."""
+    return _side(profile, masks, TextIndexes(profile), times_only=True)
+
+
+def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: bool) -> SideMetrics:
+    kind = profile.meta.kind
+    if kind == "gpu":
+        return _gpu(profile, masks, texts, times_only)
+    if kind == "npu_text":
+        return _npu_text(profile, masks, texts, times_only)
+    return _npu_db(profile, masks, texts, times_only)
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-kind pipelines
 # ---------------------------------------------------------------------------------------------
 
 
-def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
+def _gpu(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="gpu")
     task = texts("kernels", "task_type")
@@ -253,6 +268,8 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     comm_spans = Spans.of(start[comm], end[comm])
     side.compute_ns = busy.length
     side.uncovered_ns = comm_spans.length - (comm_spans & busy).length
+    if times_only:
+        return side
 
     n = int(compute.sum())
     sub_names = names.subset(compute)
@@ -266,7 +283,7 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
     return side
 
 
-def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
+def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="npu_text")
     # Ascend Hardware tasks (HCCL ops may also be listed as is_comm kernels; they are counted
@@ -297,6 +314,8 @@ def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics
         side.e2e_ns = int(o_end.max() - o_start.min())
     else:
         side.notes.append("no Overlap Analysis data: compute, uncovered communication and E2E are 0")
+    if times_only:
+        return side
     uncovered = Spans.of(o_start[not_overlapped], o_end[not_overlapped])
 
     if not profile.meta.has_pmu:
@@ -315,7 +334,7 @@ def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics
     return side
 
 
-def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
+def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="npu_db")
     hw = k["in_trace"].to_numpy()
@@ -348,6 +367,8 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes) -> SideMetrics:
         side.e2e_ns = int(hi.max() - lo.min())
     else:
         side.notes.append("no compute task, communication op or device task: E2E is 0")
+    if times_only:
+        return side
 
     classified = det
     if profile.meta.has_pmu:

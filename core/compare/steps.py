@@ -13,7 +13,7 @@ does not carry it (the reference has no such sheet).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ import pandas as pd
 from ..load.steps import select_step, step_ids
 from ..model import Profile
 from .masks import Masks
-from .overall_metrics import overall_metrics
+from .overall_metrics import STEP_TIME_TABLES, step_times
 from .result import Column, Table, diff, ratio
 
 TABLE_NAME = "StepCompare"
@@ -42,11 +42,21 @@ COLUMNS: tuple[Column, ...] = (
 
 def step_parts(profile: Profile, step: int, masks: Masks) -> dict[str, float]:
     """One step's E2E / computing / uncovered communication / free time in ms, measured as the
-    Overall screen measures a run cut to that step."""
+    Overall screen measures a run cut to that step (:func:`step_times` is that measure's code).
+
+    ``profile`` may be :func:`lean`: the cut then only filters the tables the times read."""
     cut = select_step(replace(profile, meta=replace(profile.meta)), step)  # meta stays the run's
-    m = overall_metrics(cut, masks)
+    m = step_times(cut, masks)
     return {"e2e": m.e2e_ns / _NS_PER_MS, "computing": m.compute_ns / _NS_PER_MS,
             "uncovered": m.uncovered_ns / _NS_PER_MS, "free": m.free_time_ns / _NS_PER_MS}
+
+
+def lean(profile: Profile) -> Profile:
+    """``profile`` with only :data:`STEP_TIME_TABLES` (and its steps) left: every other table
+    is emptied once here instead of being filtered again for each step by the cut."""
+    keep = {*STEP_TIME_TABLES, "steps"}
+    return replace(profile, **{f.name: getattr(profile, f.name).iloc[:0] for f in fields(profile)
+                               if f.name != "meta" and f.name not in keep})
 
 
 def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | None, str]:
@@ -57,6 +67,7 @@ def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | N
             return None, f"per-step times need ProfilerStep markers: {side} has none"
     if len(b_ids) == 1 and len(c_ids) == 1:
         return None, "per-step times: one step on each side (the Overall screen is that step)"
+    base, comp = lean(base), lean(comp)
     n = max(len(b_ids), len(c_ids))
     rows: dict[str, list[float]] = {f"{s}_{k}": [] for k, _ in PARTS for s in ("base", "comp")}
     labels = []

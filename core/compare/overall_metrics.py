@@ -195,7 +195,7 @@ class SideMetrics:
         return f"{pg}: {group}" if pg else group
 
 
-#: The tables :func:`step_times` reads; a step's cut for it needs no other (see
+#: The tables :func:`step_times` reads: a step's cut for it needs no other (see
 #: :func:`perfcmp_core.compare.steps.step_parts`).
 STEP_TIME_TABLES = ("kernels", "comm_ops", "overlap")
 

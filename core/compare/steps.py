@@ -13,12 +13,12 @@ does not carry it (the reference has no such sheet).
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from ..load.steps import select_step, step_ids
+from ..load.steps import step_ids, step_window, window_rows
 from ..model import Profile
 from .masks import Masks
 from .overall_metrics import STEP_TIME_TABLES, step_times
@@ -42,21 +42,15 @@ COLUMNS: tuple[Column, ...] = (
 
 def step_parts(profile: Profile, step: int, masks: Masks) -> dict[str, float]:
     """One step's E2E / computing / uncovered communication / free time in ms, measured as the
-    Overall screen measures a run cut to that step (:func:`step_times` is that measure's code).
-
-    ``profile`` may be :func:`lean`: the cut then only filters the tables the times read."""
-    cut = select_step(replace(profile, meta=replace(profile.meta)), step)  # meta stays the run's
+    Overall screen measures a run cut to that step: :func:`step_times` is that measure's code,
+    and the tables it reads are cut to the step's window as ``select_step`` cuts them (their
+    links, which it does not read, are left as they are; the other tables are not cut at all)."""
+    hit, lo, hi = step_window(profile, step)
+    cut = replace(profile, meta=replace(profile.meta, selected_step=step), steps=hit.reset_index(drop=True),
+                  **{name: window_rows(profile, name, lo, hi) for name in STEP_TIME_TABLES})
     m = step_times(cut, masks)
     return {"e2e": m.e2e_ns / _NS_PER_MS, "computing": m.compute_ns / _NS_PER_MS,
             "uncovered": m.uncovered_ns / _NS_PER_MS, "free": m.free_time_ns / _NS_PER_MS}
-
-
-def lean(profile: Profile) -> Profile:
-    """``profile`` with only :data:`STEP_TIME_TABLES` (and its steps) left: every other table
-    is emptied once here instead of being filtered again for each step by the cut."""
-    keep = {*STEP_TIME_TABLES, "steps"}
-    return replace(profile, **{f.name: getattr(profile, f.name).iloc[:0] for f in fields(profile)
-                               if f.name != "meta" and f.name not in keep})
 
 
 def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | None, str]:
@@ -67,7 +61,6 @@ def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | N
             return None, f"per-step times need ProfilerStep markers: {side} has none"
     if len(b_ids) == 1 and len(c_ids) == 1:
         return None, "per-step times: one step on each side (the Overall screen is that step)"
-    base, comp = lean(base), lean(comp)
     n = max(len(b_ids), len(c_ids))
     rows: dict[str, list[float]] = {f"{s}_{k}": [] for k, _ in PARTS for s in ("base", "comp")}
     labels = []

@@ -49,17 +49,32 @@ def no_such_step(source: str, step: int, known: list[int]) -> InputError:
     return InputError(source, f"has no step {step}; available steps: {listed}")
 
 
-def select_step(profile: Profile, step: int) -> Profile:
-    """Return ``profile`` restricted to step ``step`` (raises InputError when it does not exist)."""
+def step_window(profile: Profile, step: int) -> tuple[pd.DataFrame, int, int]:
+    """The ``steps`` row of ``step`` and its window ``[lo, hi]`` in ns (InputError when the
+    profile has no such step)."""
     steps = profile.steps
     hit = steps[steps["step"] == step]
     if hit.empty:
         raise no_such_step(profile.meta.source, step, step_ids(profile))
-    lo, hi = int(hit["start_ns"].iloc[0]), int(hit["end_ns"].iloc[0])
-    keep: dict[str, np.ndarray] = {}
-    for name, col in _START.items():
-        t = getattr(profile, name)[col].to_numpy()
-        keep[name] = (t >= lo) & (t <= hi)
+    return hit, int(hit["start_ns"].iloc[0]), int(hit["end_ns"].iloc[0])
+
+
+def _in_window(profile: Profile, table: str, lo: int, hi: int) -> np.ndarray:
+    """The rows of ``profile.<table>`` (one of ``_START``) that start inside ``[lo, hi]``."""
+    t = getattr(profile, table)[_START[table]].to_numpy()
+    return (t >= lo) & (t <= hi)
+
+
+def window_rows(profile: Profile, table: str, lo: int, hi: int) -> pd.DataFrame:
+    """The rows of ``profile.<table>`` that :func:`select_step` keeps for the window ``[lo, hi]``,
+    with their link columns as they are (not renumbered: for readers of durations only)."""
+    return getattr(profile, table)[_in_window(profile, table, lo, hi)].reset_index(drop=True)
+
+
+def select_step(profile: Profile, step: int) -> Profile:
+    """Return ``profile`` restricted to step ``step`` (raises InputError when it does not exist)."""
+    hit, lo, hi = step_window(profile, step)
+    keep = {name: _in_window(profile, name, lo, hi) for name in _START}
     om = profile.op_memory
     rel = om["release_ns"].to_numpy()
     keep_om = (om["alloc_ns"].to_numpy() <= hi) & ((rel < 0) | (rel >= lo))

@@ -1067,6 +1067,36 @@ async def test_K_compares_the_kernels_of_an_operator() -> None:
 
 
 @aio
+async def test_K_at_80_columns_cuts_kernel_names_in_the_middle() -> None:
+    """c10d::allreduce_'s six kernels differ only at their ends (``hcom_allReduce__…_0_1``): at
+    80 columns each is cut as the tables cut names (frame_view.shorten), so they stay apart."""
+    import html
+
+    from perfcmp_tui.screens.kernels import KernelScreen
+    from perfcmp_tui.widgets.frame_view import shorten
+
+    app = make_app("npu_ops")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "K")
+        assert isinstance(app.screen, KernelScreen)
+        kernels = app.screen.table.data["kernel"].astype(str).tolist()
+        assert app.screen.table.title == "Kernels of c10d::allreduce_" and len(kernels) == 6
+        assert min(map(len, kernels)) > 20  # too long for the name column at 80 columns
+        screen = html.unescape(app.export_screenshot()).replace("\xa0", " ")
+        drawn = []
+        for width in range(12, 40):  # the name column's width: the one where every name is drawn
+            cut = [shorten(k, width) for k in kernels]
+            if all(c in screen for c in cut) and all(c != k for c, k in zip(cut, kernels)):
+                drawn = cut
+        assert drawn, screen
+        assert len(set(drawn)) == len(set(kernels))  # told apart, as the full names are
+        for name, cut in zip(kernels, drawn):
+            head, _, tail = cut.partition("…")
+            assert name.startswith(head) and name.endswith(tail) and tail
+
+
+@aio
 async def test_K_on_a_module_row_shows_its_kernels_and_call_stacks() -> None:
     from perfcmp_tui.screens.kernels import KernelScreen
 

@@ -10,8 +10,10 @@ reference's figures (``summary_figures``) unchanged.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 import textwrap
 from typing import Any
 
@@ -30,25 +32,35 @@ PIPE_WIDTH = 120
 _GAP = "  "
 
 
-def terminal_width() -> int:
-    """Columns of the terminal the report goes to (``COLUMNS`` wins), :data:`PIPE_WIDTH` when
-    it goes to no terminal."""
+def terminal_width() -> int | None:
+    """Columns of the terminal the report goes to (``COLUMNS`` wins), ``None`` when it goes to
+    no terminal (a pipe, a file)."""
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        return None
     return max(MIN_WIDTH, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
 
 
 def terminal_report(result: ComparisonResult, width: int | None = None) -> str:
     """The whole report, one line per line (no trailing newline), at most ``width`` columns
-    (default: the terminal's)."""
-    width = max(MIN_WIDTH, width or terminal_width())
+    (default: the terminal's).
+
+    To no terminal, the tables are :data:`PIPE_WIDTH` wide and prose (findings, notes) is left
+    unfolded: one note per line, whole, for ``grep`` and scripts.
+    """
+    width = width or terminal_width()
+    tables_width = max(MIN_WIDTH, width or PIPE_WIDTH)
     figures = result.summary.get("figures")
-    parts = [summary_table(figures, width) if figures else NO_SUMMARY, "",
-             top_regressions(result, width=width)]
+    parts = [summary_table(figures, tables_width) if figures else NO_SUMMARY, "",
+             top_regressions(result, width=tables_width)]
     advice = result.tables.get(ADVISOR.name)
     if advice is not None and not advice.empty:
         from .advisor import format_findings
 
         parts += ["", format_findings(advice)]
     parts += [f"note: {note}" for note in result.notes]
+    if width is None:
+        return "\n".join(parts)
+    width = max(MIN_WIDTH, width)
     return "\n".join(line for part in parts for line in wrap(part, width))
 
 

@@ -250,3 +250,26 @@ def test_summary_fits_the_terminal_and_speaks_milliseconds(
     row = next(line for line in out.splitlines() if line.startswith("Computing Time"))
     assert row.split()[2:7:2] == [f"{b:,.3f}", f"{c:,.3f}", f"{c - b:+,.3f}"]
     assert "0.000s" not in out and "Model Profiling Time Distribution" in out
+
+
+@pytest.mark.parametrize("columns", [None, 80])
+def test_notes_stay_whole_in_a_pipe_and_fold_in_a_terminal(monkeypatch: pytest.MonkeyPatch,
+                                                           columns: int | None) -> None:
+    """Piped (no terminal, no COLUMNS), a note longer than any width stays one greppable line;
+    in an 80-column terminal it folds, every piece within 80 columns, nothing lost."""
+    from perfcmp_core.compare.result import ComparisonResult
+    from perfcmp_core.report import terminal_report
+
+    note = "comparison: /very/long/" + "folder/" * 30 + "kernel_details.csv points outside the profile"
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", str(columns))
+    text = terminal_report(ComparisonResult("a", "b", notes=[note]))  # pytest's stdout: no tty
+    lines = text.splitlines()
+    if columns is None:
+        assert f"note: {note}" in lines
+    else:
+        folded = lines[next(i for i, ln in enumerate(lines) if ln.startswith("note: ")):]
+        assert max(len(ln) for ln in folded) <= columns and len(folded) > 1
+        assert "".join(ln.strip() for ln in folded).replace(" ", "") == f"note: {note}".replace(" ", "")

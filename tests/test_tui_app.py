@@ -897,6 +897,63 @@ def test_bar_cells_add_up_and_degrade_to_glyphs() -> None:
     assert set(coloured.plain.splitlines()[0].split()[1]) == {"█"}
 
 
+@aio
+async def test_advisor_share_bars_follow_the_advisor_table() -> None:
+    """Each stage's bars are the Advisor table's category shares of that stage, per side: every
+    segment as long as its share of the bar (rounded at the segment ends), base beside comparison,
+    without colour one glyph per category."""
+    from perfcmp_tui.widgets.pictures import GLYPHS, SHARE_CATEGORIES, AdvisorPicture, cells
+
+    advisor = tables("infer")["Advisor"].data
+    app = make_app("infer")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        picture = app.query_one("#pane-advisor #picture", AdvisorPicture)
+        assert not picture.has_class("hidden")  # 44 rows: shown without asking
+        lines = picture.render().plain.splitlines()
+        assert lines[0] == "Category shares of each stage's busy time"
+        assert lines[-1] == "  ".join(f"{g} {c}" for g, c in zip(GLYPHS, SHARE_CATEGORIES))
+        width = picture.size.width
+        bar_width = (width - len("Other") - len(" base ") - len("  comp ")) // 2
+        stages = [line.split()[0] for line in lines[1:-1]]
+        assert stages == ["DiT", "VAE", "Other", "All"]  # the table's stages, All last
+        for line, stage in zip(lines[1:-1], stages):
+            base_bar = line[len("Other") + len(" base "):][:bar_width]
+            comp_bar = line[len("Other") + len(" base ") + bar_width + len("  comp "):]
+            for side, bar in (("base", base_bar), ("comparison", comp_bar)):
+                rows = advisor[(advisor["scope"] == side) & (advisor["stage"] == stage)]
+                shares = rows.set_index("category")["share"]
+                want = cells([float(shares[c]) for c in SHARE_CATEGORIES], 1.0, bar_width)
+                got = [bar.count(GLYPHS[i]) for i in range(len(SHARE_CATEGORIES))]
+                assert got == want, (stage, side, bar)
+        # DiT by hand, 70 cells a side: base FA 22.96% → 16, FA + MatMul 76.89% → 54 (MatMul
+        # 38); comparison FA 32.93% → 23, FA + MatMul 60.94% → 43 (MatMul 20).
+        assert bar_width == 70
+        base_dit, comp_dit = lines[1][11:81], lines[1][88:]
+        assert (base_dit.count("█"), base_dit.count("▓")) == (16, 38)
+        assert (comp_dit.count("█"), comp_dit.count("▓")) == (23, 20)
+        await pilot.press("p")
+        assert picture.has_class("hidden")
+
+
+def test_share_bars_in_colour_and_without() -> None:
+    import pandas as pd
+
+    from perfcmp_core.compare.result import IS_TOTAL
+    from perfcmp_tui.widgets.pictures import share_bars
+
+    rows = [(s, "A", c, v, False) for s, vals in (("base", (0.5, 0, 0, 0, 0.5)),
+                                                  ("comparison", (0.25, 0, 0, 0.75, 0)))
+            for c, v in zip(("FA", "MatMul", "Vector", "Comm", "Other"), vals)]
+    data = pd.DataFrame(rows, columns=["scope", "stage", "category", "share", IS_TOTAL])
+    plain = share_bars(data, 52, colour=False).plain.splitlines()
+    # 52 - 1 - 6 - 7 = 38 cells, 19 per side: base FA 10 (9.5 rounded), Other 9; comp 5 FA, 14 Comm.
+    assert plain[1] == "A base " + "█" * 10 + "#" * 9 + "  comp " + "█" * 5 + "░" * 14
+    coloured = share_bars(data, 52, colour=True)
+    assert set(coloured.plain.splitlines()[1].split()[2]) == {"█"}
+
+
 # -- steps --------------------------------------------------------------------------------------
 def step_source(pair: str, *steps: int) -> Callable[[int | None, int | None],
                                                     Callable[..., Iterator[Event]]]:
@@ -1007,6 +1064,36 @@ async def test_K_compares_the_kernels_of_an_operator() -> None:
         assert body.startswith("Kernels of aten::linear: 5 kernel names")
         await pilot.press("escape")
         assert not isinstance(app.screen, KernelScreen)
+
+
+@aio
+async def test_K_at_80_columns_cuts_kernel_names_in_the_middle() -> None:
+    """c10d::allreduce_'s six kernels differ only at their ends (``hcom_allReduce__…_0_1``): at
+    80 columns each is cut as the tables cut names (frame_view.shorten), so they stay apart."""
+    import html
+
+    from perfcmp_tui.screens.kernels import KernelScreen
+    from perfcmp_tui.widgets.frame_view import shorten
+
+    app = make_app("npu_ops")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "K")
+        assert isinstance(app.screen, KernelScreen)
+        kernels = app.screen.table.data["kernel"].astype(str).tolist()
+        assert app.screen.table.title == "Kernels of c10d::allreduce_" and len(kernels) == 6
+        assert min(map(len, kernels)) > 20  # too long for the name column at 80 columns
+        screen = html.unescape(app.export_screenshot()).replace("\xa0", " ")
+        drawn = []
+        for width in range(12, 40):  # the name column's width: the one where every name is drawn
+            cut = [shorten(k, width) for k in kernels]
+            if all(c in screen for c in cut) and all(c != k for c, k in zip(cut, kernels)):
+                drawn = cut
+        assert drawn, screen
+        assert len(set(drawn)) == len(set(kernels))  # told apart, as the full names are
+        for name, cut in zip(kernels, drawn):
+            head, _, tail = cut.partition("…")
+            assert name.startswith(head) and name.endswith(tail) and tail
 
 
 @aio

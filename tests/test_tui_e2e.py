@@ -253,3 +253,88 @@ def test_pictures_notes_kernels_and_a_step_rerun(terminal_factory) -> None:
     assert e2e is not None and e2e.group(1) == f"{step1:,.3f}", screen
     term.keys("q")
     term.wait("EXIT:0")
+
+
+def test_search_next_unchanged_notes_step_and_kernels(terminal_factory) -> None:
+    """The keys of issue 16 in the installed app, each screen checked against core's tables:
+    `/` with alternatives and `n`, `u`, `!`, `K` and `S` choosing step 2."""
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp_core.compare.kernel_drill import op_kernels
+    from perfcmp_core.view import screen_text
+    from tui_support import tables
+
+    core = tables("npu")
+    stat = core["OperatorCompareStatistic"]
+    term = terminal_factory(app_command(*NPU), size=(160, 44))
+    term.wait("Overall metrics", "E2E per step", absent="Esc / q cancels")
+
+    # `/ a|b`: the rows whose text matches either alternative (counted here from core's table).
+    term.keys("2")
+    term.wait("Operators: device time per name", f"{len(stat.data)}/{len(stat.data)} rows")
+    either = re.compile("aten::linear|aten::gelu", re.I)
+    text = stat.data[["name", "matched_as"]].astype(str)
+    hits = text["name"].str.contains(either) | text["matched_as"].str.contains(either)
+    assert hits.sum() == 2
+    term.keys("/")
+    term.tmux("send-keys", "-t", "e", "-l", "aten::linear|aten::gelu")
+    term.keys("Enter")
+    screen = term.wait(f"{hits.sum()}/{len(stat.data)} rows")
+    for name in stat.data.loc[hits, "name"]:
+        assert re.search(rf"^ *{re.escape(name)} ", screen, re.M), screen
+    # `n` / `N`: the cell cursor on the next / previous matching cell after the cursor (on the
+    # first row), named in full on the line under the table.
+    order = stat.data.loc[hits].sort_values("diff", ascending=False, kind="stable")["name"].tolist()
+    term.keys("n")
+    term.wait(f"Operator Name: {order[1]}")
+    term.keys("N")
+    term.wait(f"Operator Name: {order[0]}")
+
+    # `u` on API: only the rows with a difference stay (every Diff 0 and Δ% 0 hidden).
+    api = core["ApiCompare"]
+    changed = np.zeros(len(api.data), dtype=bool)
+    for col in api.columns:
+        if col.role in ("diff", "ratio"):
+            v = pd.to_numeric(api.data[col.key], errors="coerce").to_numpy(dtype="float64")
+            changed |= ~np.isnan(v) & (v != (1.0 if col.role == "ratio" else 0.0))
+    term.keys("7")
+    term.wait(f"{len(api.data)}/{len(api.data)} rows")
+    term.keys("u")
+    term.wait(f"{int(changed.sum())}/{len(api.data)} rows")
+
+    # `!`: every note of the operator tables, in full.
+    term.keys("!")
+    screen = term.wait("Notes of this run")
+    flat = " ".join(" ".join(line.strip(" █").split()) for line in screen.splitlines())
+    for note in stat.notes:
+        assert " ".join(note.split()) in flat, screen
+    term.keys("Escape")
+
+    # `K` on the cursor row (aten::linear, still filtered): its kernels, base vs comparison, as
+    # core's kernel drill makes them from the operator's matched rows.
+    term.keys("2")
+    term.wait(f"Operator Name: {order[0]}")
+    pairs = core["OperatorCompare"].data
+    rows = pairs[pairs["base_name"] == order[0]]
+    want = op_kernels(rows["base_details"], rows["comp_details"], order[0])
+    term.keys("K")
+    screen = term.wait(f"Kernels of {order[0]}: {len(want.data)} kernel names")
+    diff_col = want.column("diff_us")
+    for kernel, d in zip(want.data["kernel"], want.data["diff_us"]):
+        assert re.search(rf"^ *█ {re.escape(kernel)} +{re.escape(screen_text(d, diff_col))} ",
+                         screen, re.M), (kernel, screen)
+    assert want.data["kernel"].iloc[0] == "aclnnAddmm_MatMulV3Common_MatMulV3"  # the +90 µs
+
+    # `S` → step 2: a rerun whose E2E is StepCompare's second row on both sides.
+    term.keys("q", "1", "S")
+    term.wait("Compare one step", "step 3")
+    term.keys("Down", "Down", "Enter")
+    screen = term.wait("Overall metrics", "NPU Text · step 2", absent="Esc / q cancels",
+                       timeout=120)
+    e2e = re.search(r"^ E2E +([\d.,]+) ms → +([\d.,]+) ms", screen, re.M)
+    steps = core["StepCompare"].data
+    assert e2e is not None, screen
+    assert e2e.groups() == (f"{steps['base_e2e'].iloc[1]:,.3f}", f"{steps['comp_e2e'].iloc[1]:,.3f}")
+    term.keys("q")
+    term.wait("EXIT:0")

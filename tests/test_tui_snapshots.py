@@ -98,6 +98,20 @@ def test_advisor_findings(snap_compare: Callable[..., bool], size: str) -> None:
     assert snap_compare(app, press=["8"], terminal_size=SIZES[size], run_before=finished(app))
 
 
+@pytest.mark.parametrize("size", list(SIZES))
+def test_advisor_share_bars(snap_compare: Callable[..., bool], size: str,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Category shares per stage, base beside comparison: at 80×24 asked for with `p` (hidden
+    there by default) on 16 colours, so one glyph per category; at 44 rows shown without asking,
+    on 256 colours, so one colour per category (the 16-colour wide picture is
+    test_advisor_findings[wide])."""
+    if size == "wide":
+        monkeypatch.setenv("TERM", "xterm-256color")
+    app = make_app("infer")
+    press = ["8", "p"] if size == "80x24" else ["8"]
+    assert snap_compare(app, press=press, terminal_size=SIZES[size], run_before=finished(app))
+
+
 def test_overall_pictures_in_256_colours(snap_compare: Callable[..., bool],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """On a 256-colour terminal the segments are told apart by colour (the legend names each);

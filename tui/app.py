@@ -317,7 +317,8 @@ class PerfCmpApp(App[int]):
     def action_pictures(self) -> None:
         if not self.pane.toggle_pictures():
             self.notify("pictures are on the Overall screen (1): E2E bars per side and a "
-                        "sparkline per step", timeout=3)
+                        "sparkline per step; and on the Advisor screen (8): category shares "
+                        "per stage", timeout=3)
 
     def action_notes(self) -> None:
         self.push_screen(NotesScreen([(p.title, self.outcome.notes_for(p.id)) for p in self.screens]))

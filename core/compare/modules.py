@@ -30,6 +30,7 @@ from .module_forest import BACKWARD_PREFIX, BWD_ROOT, FWD_ROOT, ModuleSide, buil
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
+from .step_column import STEP, step_labels, step_of
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +167,7 @@ MODULE_COMPARE_COLUMNS: tuple[Column, ...] = (
     Column("base_stack", "Base Call Stack", "base", "text", "", 30),
     Column("comp_stack", "Comparison Call Stack", "comparison", "text", "", 30),
     MATCHED_AS,
+    STEP,
 )
 """``ModuleCompare`` (µs). ``ratio`` is total/total on TOTAL rows and self/self on op rows."""
 
@@ -246,23 +248,11 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions,
     order = _walk_order(pairs, b, c)
     notes = b.notes + c.notes
     steps = _op_steps(pairs, b, c, structural)
-    statistic = _statistic_table(pairs, order, b, c, steps, notes)
-    detail = None if opts.disable_details else _detail_table(pairs, order, b, c, steps, notes)
     module_steps = (step_of(b.start, base.steps), step_of(c.start, comp.steps))
+    statistic = _statistic_table(pairs, order, b, c, steps, notes)
+    detail = None if opts.disable_details else _detail_table(pairs, order, b, c, steps, notes,
+                                                             module_steps)
     return ModuleResult(statistic, detail, _tree_table(pairs, b, c, notes, module_steps)), ""
-
-
-def step_of(start: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
-    """The id of the step whose window holds each start time; -1 outside every step."""
-    out = np.full(len(start), -1, dtype="int64")
-    if steps.empty or not len(start):
-        return out
-    lo = steps["start_ns"].to_numpy(dtype="int64")
-    hi = steps["end_ns"].to_numpy(dtype="int64")
-    at = np.searchsorted(lo, np.asarray(start, dtype="int64"), side="right") - 1
-    inside = (at >= 0) & (np.asarray(start) <= hi[np.maximum(at, 0)])
-    out[inside] = steps["step"].to_numpy(dtype="int64")[at[inside]]
-    return out
 
 
 def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
@@ -312,19 +302,11 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
     return pd.DataFrame(out_rows, columns=df.columns).astype(df.dtypes.to_dict())
 
 
-def _step_labels(b_step: np.ndarray, c_step: np.ndarray) -> np.ndarray:
-    """``"2"`` when both sides' steps agree (or one side has none), ``"2 / 5"`` when not, ``""``
-    outside every step."""
-    def text(v: np.ndarray) -> np.ndarray:
-        return np.where(v >= 0, v.astype(str), "")
-    bt, ct = text(b_step), text(c_step)
-    same = (bt == ct) | (bt == "") | (ct == "")
-    return np.where(same, np.where(bt != "", bt, ct), np.char.add(np.char.add(bt, " / "), ct))
-
-
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
-                  notes: list[str]) -> Table:
-    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing key.
+                  notes: list[str], module_steps: tuple[np.ndarray, np.ndarray]) -> Table:
+    """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing key;
+    every row's ``step`` is its module pair's (``module_steps``: each side's step per module;
+    a module's top-layer ops run inside it).
 
     The loop only lays out row indices (pair, base op, comparison op); every column is then one
     vectorised gather."""
@@ -375,6 +357,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
                             take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_cls, dtype=object), rc, ""), pos)
     df["matched_as"] = np.where(total, np.where(pos, BY_POSITION, ""), op_matched)
+    df["step"] = step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1))
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes))
 
@@ -529,7 +512,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     df = pd.DataFrame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
         "module": own.str.replace("nn.Module:", "", regex=False).str.strip(),
-        "step": _step_labels(np.where(hb, steps[0][bi] if len(steps[0]) else -1, -1),
+        "step": step_labels(np.where(hb, steps[0][bi] if len(steps[0]) else -1, -1),
                              np.where(hc, steps[1][ci] if len(steps[1]) else -1, -1)),
         "base_self": np.where(hb, b.self_ns[bi], 0) / _US, "base_total": np.where(hb, b.total_ns[bi], 0) / _US,
         "comp_self": np.where(hc, c.self_ns[ci], 0) / _US, "comp_total": np.where(hc, c.total_ns[ci], 0) / _US,

@@ -37,6 +37,7 @@ from .equivalence import Equivalence
 from .names import matched_as, side_keys
 from .optree import OpForest, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
+from .step_column import STEP, step_labels
 
 STAT_SHEET = "OperatorCompareStatistic"
 DETAIL_SHEET = "OperatorCompare"
@@ -199,6 +200,7 @@ DETAIL_COLUMNS = (
     Column("diff", "Diff Duration(us)", "diff", "float", "us", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
     MATCHED_AS,
+    STEP,
 )
 
 
@@ -349,7 +351,8 @@ def side_text(ops: pd.DataFrame, rows: np.ndarray, column: str) -> np.ndarray:
 
 
 def detail_table(match: OperatorMatch) -> Table:
-    """``OperatorCompare``: one row per pair, with each op's subtree kernels."""
+    """``OperatorCompare``: one row per pair, with each op's subtree kernels and the step each
+    side's op ran in."""
     p = match.pairs
     b, c = p["base_row"].to_numpy(), p["comp_row"].to_numpy()
     bops, cops = match.base.profile.ops, match.comp.profile.ops
@@ -371,6 +374,8 @@ def detail_table(match: OperatorMatch) -> Table:
         "diff": diff(base_us, comp_us),
         "ratio": ratio(base_us, comp_us),
         "matched_as": p["matched_as"].astype(str),
+        "step": step_labels(take_rows(bops["step"].to_numpy(dtype="int64"), b, -1),
+                            take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,
         "_comp_row": c,
     })

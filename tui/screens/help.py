@@ -37,7 +37,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
-    ("p", "pictures on / off: Overall's E2E bars per side and E2E per step (on from 36 rows)"),
+    ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
+           "category shares per stage (on from 36 rows)"),
     ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),

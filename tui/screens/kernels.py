@@ -20,6 +20,7 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Column, Table, tone
 from perfcmp_core.view import display_header, screen_text
 
+from ..widgets.frame_view import shorten
 from ..widgets.pane import stack_text
 from ..widgets.pictures import cells, draws_colour
 
@@ -32,7 +33,8 @@ def bar_cells(width: int) -> int:
 def kernel_text(table: Table, colour: bool, bar: int, width: int) -> RichTable:
     """The kernel comparison as a Rich table, each side's total also as a bar on one scale
     (``bar`` cells for the largest) in ``width`` cells: numbers are never cut, a long kernel
-    name is."""
+    name is, in the middle as the tables cut names (both ends tell kernels apart:
+    ``aclnnAddmm_Tran…Data_TransData``)."""
     data = table.data
     out = RichTable(box=None, pad_edge=False, show_edge=False, header_style="bold")
     texts = {col.key: [_cell(data[col.key].iat[i], col) for i in range(len(data))]
@@ -42,10 +44,12 @@ def kernel_text(table: Table, colour: bool, bar: int, width: int) -> RichTable:
                           + [len(w) for w in display_header(c, table).split()])
                for c in table.columns if c.key != "kernel"}
     rest = sum(w + 2 for w in numbers.values()) + (2 * bar + 3 if bar else 0)
+    name_width = max(12, width - rest)
+    if "kernel" in texts:
+        texts["kernel"] = [shorten(t, name_width) for t in texts["kernel"]]
     for col in table.columns:
         if col.key == "kernel":
-            out.add_column(display_header(col, table), width=max(12, width - rest), no_wrap=True,
-                           overflow="ellipsis")
+            out.add_column(display_header(col, table), width=name_width, no_wrap=True)
         else:  # a number is never cut: its column is as wide as its widest cell
             out.add_column(display_header(col, table), justify="right", width=numbers[col.key])
     if bar:

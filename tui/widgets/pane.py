@@ -17,16 +17,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from perfcmp_core.advisor.table import TABLE_NAME as ADVISOR
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
-from .pictures import OverallPicture
+from .pictures import AdvisorPicture, OverallPicture
 
-#: Terminal rows from which the Overall pictures show without asking (`p` toggles them): below,
-#: the bars would leave the table a handful of rows.
+#: Terminal rows from which the pictures (Overall, Advisor) show without asking (`p` toggles
+#: them): below, the bars would leave the table a handful of rows.
 PICTURE_MIN_ROWS = 36
 
 
@@ -74,6 +75,8 @@ class TablePane(Vertical):
         yield Static("", id="extra", classes="hidden")
         if self.spec.headlines:  # the Overall screen
             yield OverallPicture(id="picture", classes="hidden")
+        elif ADVISOR in self.spec.sheets:
+            yield AdvisorPicture(id="picture", classes="hidden")
         yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
@@ -142,20 +145,30 @@ class TablePane(Vertical):
         extra.set_class(not text.plain.strip(), "hidden")
 
     # -- pictures -----------------------------------------------------------------------------
+    def _picture_table(self) -> Table | None:
+        """The table this screen's picture draws (None: it has no picture, or not yet)."""
+        overall = self.tables.get("OverallMetrics")
+        return overall if overall is not None else self.tables.get(ADVISOR)
+
     def _show_picture(self) -> None:
-        """The Overall bars (OverallMetrics) and step sparkline (StepCompare), when on."""
+        """When on: the Overall bars (OverallMetrics) and step sparkline (StepCompare), or the
+        Advisor's share bars (the Advisor table)."""
         found = self.query("#picture")
         if not found:
             return
-        picture = found.first(OverallPicture)
-        overall = self.tables.get("OverallMetrics")
-        on = overall is not None and self.pictures_on()
+        picture = found.first()
+        table = self._picture_table()
+        on = table is not None and self.pictures_on()
         picture.set_class(not on, "hidden")
-        if on and overall is not None:
+        if not on or table is None:
+            return
+        if isinstance(picture, AdvisorPicture):
+            picture.set_data(table.data)
+        elif isinstance(picture, OverallPicture):
             steps = self.tables.get("StepCompare")
             series = ((steps.data["base_e2e"].tolist(), steps.data["comp_e2e"].tolist())
                       if steps is not None else ([], []))
-            picture.set_data(time_parts(overall), series)
+            picture.set_data(time_parts(table), series)
 
     def pictures_on(self) -> bool:
         return self.pictures if self.pictures is not None else (
@@ -163,7 +176,7 @@ class TablePane(Vertical):
 
     def toggle_pictures(self) -> bool:
         """`p`: pictures on / off (False: this screen has none)."""
-        if not self.query("#picture") or "OverallMetrics" not in self.tables:
+        if not self.query("#picture") or self._picture_table() is None:
             return False
         self.pictures = not self.pictures_on()
         self._show_picture()

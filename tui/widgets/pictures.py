@@ -1,9 +1,10 @@
 """Pictures above a table, for what people would rather see than read: the Overall screen's E2E
 of both sides as stacked bars on one scale (what the time went to) and its E2E per step as a
-sparkline (a slow step stands out).
+sparkline (a slow step stands out); the Advisor screen's category shares of each stage as bars,
+base beside comparison (which kind of work a stage's time moved to).
 
 Every number drawn comes from :mod:`perfcmp_core` (:func:`~perfcmp_core.insight.time_parts`,
-the StepCompare table); this module only turns them into cells. Colour never carries meaning
+the StepCompare table, the Advisor table's shares); this module only turns them into cells. Colour never carries meaning
 alone, and without it (``NO_COLOR``, a 16-colour terminal) each segment has its own fill glyph,
 named in the legend.
 """
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import pandas as pd
 from rich.text import Text
 from textual.app import App
 from textual.widget import Widget
 
+from perfcmp_core.advisor.rules import ALL, COMM_EXPOSED, ROW_CATEGORIES
+from perfcmp_core.compare.result import IS_TOTAL
 from perfcmp_core.insight import Part
 
 #: Segment colours (256-colour and true-colour terminals) and, without colour, fill glyphs.
@@ -97,6 +101,73 @@ def step_sparklines(base: Sequence[float], comp: Sequence[float], width: int) ->
     text.append(sparkline(comp, lo, hi, room), style="dark_orange")
     text.append(f"  ({lo:,.3f}–{hi:,.3f} ms)")
     return text
+
+
+#: The categories a stage's busy time splits into (their shares add up to 1); ``Comm exposed``
+#: is the part of ``Comm`` nothing overlaps, so it is no segment of its own.
+SHARE_CATEGORIES = tuple(c for c in ROW_CATEGORIES if c != COMM_EXPOSED)
+
+
+def stage_shares(advisor: pd.DataFrame) -> list[tuple[str, list[float], list[float]]]:
+    """(stage, base shares, comparison shares) per stage of an Advisor table, in its order, the
+    shares of :data:`SHARE_CATEGORIES` of the stage's busy time; stages idle on both sides are
+    left out, the whole run (``All``) comes last."""
+    rows = advisor[~advisor[IS_TOTAL] & advisor["scope"].isin(("base", "comparison"))]
+    out = []
+    for stage in pd.unique(rows["stage"]):
+        sel = rows[rows["stage"] == stage]
+        sides = []
+        for scope in ("base", "comparison"):
+            got = sel[sel["scope"] == scope].set_index("category")["share"]
+            sides.append([float(got.get(c, 0.0)) for c in SHARE_CATEGORIES])
+        if any(sides[0]) or any(sides[1]):
+            out.append((str(stage), sides[0], sides[1]))
+    return sorted(out, key=lambda s: s[0] == ALL)
+
+
+def share_bars(advisor: pd.DataFrame, width: int, colour: bool) -> Text:
+    """One line per stage: its category shares as a bar per side (a full bar is the stage's
+    busy time), base beside comparison, then the legend."""
+    text = Text()
+    stages = stage_shares(advisor)
+    if not stages or width < 40:
+        return text
+    name_width = max(len(s[0]) for s in stages)
+    bar_width = (width - name_width - len(" base ") - len("  comp ")) // 2
+    text.append("Category shares of each stage's busy time\n", style="bold")
+    for stage, base, comp in stages:
+        text.append(f"{stage:<{name_width}}", style="bold")
+        for side, shares in (("base", base), ("comp", comp)):
+            text.append(f" {side} " if side == "base" else f"  {side} ")
+            for i, n in enumerate(cells(shares, 1.0, bar_width)):
+                glyph = "█" if colour else GLYPHS[i % len(GLYPHS)]
+                text.append(glyph * n, style=COLOURS[i % len(COLOURS)] if colour else "")
+            text.append(" " * (bar_width - sum(cells(shares, 1.0, bar_width))))
+        text.append("\n")
+    for i, cat in enumerate(SHARE_CATEGORIES):
+        glyph = "█" if colour else GLYPHS[i % len(GLYPHS)]
+        text.append(("  " if i else "") + glyph, style=COLOURS[i % len(COLOURS)] if colour else "")
+        text.append(f" {cat}")
+    return text
+
+
+class AdvisorPicture(Widget):
+    """The Advisor screen's share bars, redrawn for the width it gets."""
+
+    DEFAULT_CSS = "AdvisorPicture { height: auto; padding: 0 1; }"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.advisor = pd.DataFrame()
+
+    def set_data(self, advisor: pd.DataFrame) -> None:
+        self.advisor = advisor
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        if self.advisor.empty:
+            return Text()
+        return share_bars(self.advisor, max(self.size.width, 40), draws_colour(self.app))
 
 
 class OverallPicture(Widget):

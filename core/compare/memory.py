@@ -86,14 +86,14 @@ def attach(ops: pd.DataFrame, place_ns: np.ndarray) -> np.ndarray:
     return best
 
 
+#: The µs text's fraction per remainder of ns ÷ 1000: "" for 0, else ``.5``, ``.204``, ``.001``.
+_FRACTIONS = np.array([""] + [f".{f:03d}".rstrip("0") for f in range(1, 1000)], dtype=object)
+
+
 def _us_text(ns: np.ndarray) -> np.ndarray:
     """ns → µs text without float noise: 131000 → ``131``, 1704161511422904204 → ``…904.204``."""
-    whole, frac = np.divmod(ns, 1000)
-    out = whole.astype(str).astype(object)
-    odd = frac != 0
-    if odd.any():
-        out[odd] = [f"{w}.{f:03d}".rstrip("0") for w, f in zip(whole[odd].tolist(), frac[odd].tolist())]
-    return out
+    whole, frac = np.divmod(np.asarray(ns, dtype="int64"), 1000)
+    return whole.astype(str).astype(object) + _FRACTIONS[frac]
 
 
 def record_table(profile: Profile) -> pd.DataFrame:
@@ -118,10 +118,12 @@ def detail_lines(records: pd.DataFrame, is_npu: bool) -> np.ndarray:
     never = "0" if is_npu else "None"
     release = records["release_ns"].to_numpy()
     release_text = np.where(release > 0, _us_text(np.maximum(release, 0)), never)
-    lines = (records["name"].to_numpy(dtype=object) + ", (" + _us_text(records["alloc_ns"].to_numpy()) + ", "
-             + release_text + "), [duration: " + float_text(records["lifetime_ns"].to_numpy() / 1000.0)
-             + "], [size: " + float_text(records["size_bytes"].to_numpy() / 1024.0) + "]\n")
-    return np.asarray(lines, dtype=object)
+    parts = (records["name"].tolist(), _us_text(records["alloc_ns"].to_numpy()).tolist(), release_text.tolist(),
+             float_text(records["lifetime_ns"].to_numpy() / 1000.0).tolist(),
+             float_text(records["size_bytes"].to_numpy() / 1024.0).tolist())
+    out = np.empty(len(records), dtype=object)
+    out[:] = [f"{n}, ({a}, {r}), [duration: {d}], [size: {s}]\n" for n, a, r, d, s in zip(*parts)]
+    return out
 
 
 class _SideMemory:
@@ -143,14 +145,9 @@ class _SideMemory:
                                                           minlength=n).round().astype("int64"))
 
     def details(self, rows: np.ndarray) -> list[str]:
+        """Concatenated subtree ``Allocated Details`` lines per op row ("" without records)."""
         lines = detail_lines(self.records, self.forest.profile.meta.is_npu)
-        out: list[str] = []
-        for r in rows.tolist():
-            if r < 0 or self.count[r] == 0:
-                out.append("")
-            else:
-                out.append("".join(lines[self.forest.subtree_items(self.items, r)].tolist()))
-        return out
+        return self.forest.subtree_texts(self.items, rows, lines).tolist()
 
 
 def _absent(label: str, profile: Profile) -> str:

@@ -124,7 +124,8 @@ class ModuleSide:
 
 def _optimizer_ops(ops: pd.DataFrame) -> np.ndarray:
     """Host ops named ``Optimizer…`` (any case): pseudo-modules, never ops inside modules."""
-    return ops["name"].str.match("(?i)optimizer").to_numpy(dtype=bool)
+    codes, names = pd.factorize(ops["name"], use_na_sentinel=False)  # a few hundred distinct names
+    return pd.Series(names).str.match("(?i)optimizer").to_numpy(dtype=bool)[codes]
 
 
 def _module_frames(profile: Profile, optimizer: np.ndarray) -> pd.DataFrame:

@@ -264,42 +264,59 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
     labelled by the rest of its path (``MLP_1/ Linear_7``). Self time stays the row's own; total
     time becomes the subtree's (the pseudo-modules' kernels are disjoint), as in the forward tree.
     """
-    module = df["module"].astype(str).to_numpy()
     level = df[LEVEL].to_numpy()
-    back = (level == 0) & np.char.startswith(module.astype(str), BACKWARD_PREFIX)
+    back = (level == 0) & df["module"].str.startswith(BACKWARD_PREFIX).to_numpy(dtype=bool)
     if not back.any():
         return df
-    out_rows: list[dict[str, object]] = []
-    records = df.to_dict("records")
-    next_id = first_id
-    stack: list[tuple[str, int, dict[str, object]]] = []  # (path, node, row) of open ancestors
-    run_step: object = None
-    root: dict[str, object] | None = None
-    for i, row in enumerate(records):
-        if not back[i]:
-            root = None
-            out_rows.append(row)
-            continue
-        if root is None or row["step"] != run_step:
-            run_step = row["step"]
-            root = {**{k: "" for k in row}, "module": BACKWARD_PREFIX, "module_class": "",
-                    "step": row["step"], "base_self": 0.0, "comp_self": 0.0, "base_total": 0.0,
-                    "comp_total": 0.0, NODE: next_id, PARENT: -1, LEVEL: 0, "_path": ""}
-            next_id += 1
-            out_rows.append(root)
+    rows = np.flatnonzero(back)
+    module = df["module"].to_numpy(dtype=object).copy()
+    node = df[NODE].to_numpy()
+    parent = df[PARENT].to_numpy().copy()
+    level = level.copy()
+    totals = {side: df[side].to_numpy(dtype="float64").copy() for side in ("base_total", "comp_total")}
+    # Only the backward rows are walked (in Python: a stack of open ancestors by path prefix);
+    # every column is then rebuilt with one gather, the step roots inserted before their runs.
+    firsts: list[int] = []  # df row before which each run's root goes
+    root_steps: list[object] = []
+    root_totals: dict[str, list[float]] = {"base_total": [], "comp_total": []}
+    stack: list[tuple[str, int, int]] = []  # (path, node, df row) of open ancestors
+    prev, run_step = -2, None
+    for r, text, step in zip(rows.tolist(), module[rows].tolist(), df["step"].to_numpy(dtype=object)[rows].tolist()):
+        if r != prev + 1 or step != run_step:
+            run_step = step
+            firsts.append(r)
+            root_steps.append(step)
+            for side in root_totals:
+                root_totals[side].append(0.0)
             stack = []
-        path = str(row["module"])[len(BACKWARD_PREFIX):].strip()
+        prev = r
+        path = str(text)[len(BACKWARD_PREFIX):].strip()
         while stack and not path.startswith(stack[-1][0] + "/"):
             stack.pop()
-        parent_path, parent, _ = stack[-1] if stack else ("", int(root[NODE]), root)
-        row = {**row, PARENT: parent, LEVEL: len(stack) + 1,
-               "module": path[len(parent_path):].lstrip("/ ").strip() or path}
-        for ancestor in (root, *(r for _, _, r in stack)):
-            for side in ("base_total", "comp_total"):
-                ancestor[side] = float(ancestor[side]) + float(row[side])  # type: ignore[arg-type]
-        stack.append((path, int(row[NODE]), row))
-        out_rows.append(row)
-    return pd.DataFrame(out_rows, columns=df.columns).astype(df.dtypes.to_dict())
+        parent_path, parent_node = (stack[-1][0], stack[-1][1]) if stack else ("", first_id + len(firsts) - 1)
+        parent[r] = parent_node
+        level[r] = len(stack) + 1
+        module[r] = path[len(parent_path):].lstrip("/ ").strip() or path
+        for side, values in totals.items():
+            own = float(values[r])
+            root_totals[side][-1] = root_totals[side][-1] + own
+            for _, _, a in stack:
+                values[a] = float(values[a]) + own
+        stack.append((path, int(node[r]), r))
+    n_roots = len(firsts)
+    root_values: dict[str, object] = {
+        "module": BACKWARD_PREFIX, "module_class": "", "step": root_steps, "base_self": 0.0,
+        "comp_self": 0.0, "base_total": root_totals["base_total"], "comp_total": root_totals["comp_total"],
+        NODE: np.arange(first_id, first_id + n_roots), PARENT: -1, LEVEL: 0, "_path": "",
+    }
+    changed = {"module": module, PARENT: parent, LEVEL: level, **totals}
+    cols = {}
+    for col in df.columns:
+        values = changed[col] if col in changed else df[col].to_numpy()
+        fill = root_values.get(col, "")
+        cols[col] = np.insert(values.astype(object), firsts, np.asarray(fill, dtype=object)
+                              if isinstance(fill, list) else fill)
+    return pd.DataFrame(cols, columns=df.columns).astype(df.dtypes.to_dict())
 
 
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
@@ -450,22 +467,22 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     spans = [(path, side.op_span[m]) for path, ms in groups.items() for m in ms if m in side.op_span]
     if not spans:
         return {}
-    rows = np.concatenate([np.arange(lo, hi) for _, (lo, hi) in spans])
-    owner = np.concatenate([np.full(hi - lo, g, dtype="int64") for g, (_, (lo, hi)) in enumerate(spans)])
-    path_of = [p for p, _ in spans]
     # Group number per path (first-seen), so a path's instances aggregate together.
-    gid = {p: i for i, p in enumerate(dict.fromkeys(path_of))}
-    keys = np.asarray(side.op_key, dtype=object)[rows]
-    moved = np.zeros(len(rows), dtype=bool)
+    gid = {p: i for i, p in enumerate(dict.fromkeys(p for p, _ in spans))}
+    lo = np.array([a for _, (a, _) in spans], dtype="int64")
+    counts = np.array([b for _, (_, b) in spans], dtype="int64") - lo
+    rows = np.arange(int(counts.sum())) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    path_ids = np.repeat(np.array([gid[p] for p, _ in spans], dtype="int64"), counts)
+    all_keys = np.asarray(side.op_key, dtype=object)
+    all_moved = np.zeros(len(all_keys), dtype=bool)
     if key_of:
-        for pos, r in enumerate(rows.tolist()):
-            if r in key_of:
-                keys[pos] = key_of[r]
-                moved[pos] = True
-    ops = pd.DataFrame({"path": np.array([gid[path_of[o]] for o in owner], dtype="int64"),
-                        "seq": np.arange(len(rows)), "row": rows, "name": keys,
+        all_keys = all_keys.copy()
+        moved_rows = np.fromiter(key_of, dtype="int64", count=len(key_of))
+        all_keys[moved_rows] = np.array(list(key_of.values()), dtype=object)
+        all_moved[moved_rows] = True
+    ops = pd.DataFrame({"path": path_ids, "seq": np.arange(len(rows)), "row": rows, "name": all_keys[rows],
                         "label": np.asarray(side.op_label, dtype=object)[rows],
-                        "cls": np.asarray(side.op_cls, dtype=object)[rows], "moved": moved,
+                        "cls": np.asarray(side.op_cls, dtype=object)[rows], "moved": all_moved[rows],
                         "dev_ns": np.asarray(side.op_dev, dtype="int64")[rows]})
     ops["group"] = ops.groupby(["path", "name"], sort=False).ngroup()
     agg = ops.groupby("group", sort=True).agg(path=("path", "first"), name=("name", "first"),

@@ -35,7 +35,7 @@ from ..options import CompareOptions
 from .align import align, fill_by_position
 from .equivalence import Equivalence
 from .names import matched_as, side_keys
-from .optree import OpForest, forest_of, segment_pairs
+from .optree import OpForest, derived, forest_of, segment_pairs
 from .result import Column, Table, diff, ratio
 from .step_column import STEP, step_labels
 
@@ -291,8 +291,12 @@ def kernel_lines(profile: Profile) -> np.ndarray:
 
     GPU: ``<name> [duration: <µs>]``; NPU: ``<name>, <task id>, <task type>[, [input shapes:
     <shapes>]] [duration: <µs>]`` with ``None`` for a missing task id/type (HCCL ops), as the
-    reference prints them.
+    reference prints them. Built once per profile (the operator and module sheets both use it).
     """
+    return derived(profile, "kernel_lines", _kernel_lines)
+
+
+def _kernel_lines(profile: Profile) -> np.ndarray:
     k = profile.kernels
     # Durations repeat (a few hundred distinct in 75k kernels): build each tail once.
     durations, inverse = np.unique(k["dur_ns"].to_numpy(), return_inverse=True)
@@ -300,11 +304,14 @@ def kernel_lines(profile: Profile) -> np.ndarray:
     name = k["name"].to_numpy(dtype=object)
     if not profile.meta.is_npu:
         return name + tail
-    task_id = np.where(k["task_id"].to_numpy(dtype=object) == "", "None", k["task_id"].to_numpy(dtype=object))
-    task_type = np.where(k["task_type"].to_numpy(dtype=object) == "", "None", k["task_type"].to_numpy(dtype=object))
-    shapes = k["input_shapes"].to_numpy(dtype=object)
-    shape = np.where(shapes != "", ", [input shapes: " + shapes + "]", "")
-    return name + ", " + task_id + ", " + task_type + shape + tail
+    # One f-string per kernel: task ids are nearly all distinct, and one pass over Python lists
+    # costs a third of chained object-array additions.
+    lines = [f"{n}, {i or 'None'}, {t or 'None'}{f', [input shapes: {s}]' if s else ''}{e}"
+             for n, i, t, s, e in zip(name.tolist(), k["task_id"].tolist(), k["task_type"].tolist(),
+                                      k["input_shapes"].tolist(), tail.tolist())]
+    out = np.empty(len(lines), dtype=object)
+    out[:] = lines
+    return out
 
 
 #: The reference's placeholder for an NPU kernel line's missing task id / type (HCCL ops):
@@ -331,16 +338,9 @@ def float_text(values: np.ndarray) -> np.ndarray:
     return text[inverse.reshape(-1)]
 
 
-def _details(forest: OpForest, rows: np.ndarray, lines: np.ndarray, counts: np.ndarray) -> list[str]:
-    """Concatenated subtree lines per op row ("" for absent rows and ops without items)."""
-    out: list[str] = []
-    items = forest.kernels
-    for r in rows.tolist():
-        if r < 0 or counts[r] == 0:
-            out.append("")
-        else:
-            out.append("".join(lines[forest.subtree_items(items, r)].tolist()))
-    return out
+def _details(forest: OpForest, rows: np.ndarray, lines: np.ndarray) -> list[str]:
+    """Concatenated subtree kernel lines per op row ("" for absent rows and ops without kernels)."""
+    return forest.subtree_texts(forest.kernels, rows, lines).tolist()
 
 
 def side_text(ops: pd.DataFrame, rows: np.ndarray, column: str) -> np.ndarray:
@@ -364,12 +364,12 @@ def detail_table(match: OperatorMatch) -> Table:
         "base_name": p["base_name"].astype(str),
         "base_shape": side_text(bops, b, "input_dims"),
         "base_type": side_text(bops, b, "input_types"),
-        "base_details": _details(match.base, b, b_lines, match.base.kernel_num),
+        "base_details": _details(match.base, b, b_lines),
         "base_us": base_us,
         "comp_name": p["comp_name"].astype(str),
         "comp_shape": side_text(cops, c, "input_dims"),
         "comp_type": side_text(cops, c, "input_types"),
-        "comp_details": _details(match.comp, c, c_lines, match.comp.kernel_num),
+        "comp_details": _details(match.comp, c, c_lines),
         "comp_us": comp_us,
         "diff": diff(base_us, comp_us),
         "ratio": ratio(base_us, comp_us),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, fields
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,8 @@ from ..timeline import thread_groups
 
 #: Kernel task types that never count as operator device time (the reference ignores memsets).
 UNCOUNTED_TASK_TYPES = ("gpu_memset",)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,29 @@ class OpForest:
         order = np.argsort(self.depth[items.op[lo:hi]], kind="stable")
         return items.rows[lo:hi][order]
 
+    def subtree_texts(self, items: Items, rows: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        """Per op row (-1: none), the ``lines`` of its subtree's items (``lines[item row]``)
+        concatenated in :meth:`subtree_items` order; "" without items. All rows' items are
+        gathered and ordered at once (by row, depth, preorder), leaving one join per row that
+        has more than one item."""
+        rows = np.asarray(rows, dtype="int64")
+        out = np.full(len(rows), "", dtype=object)
+        if len(self.pre) == 0:  # no ops: every row is absent
+            return out
+        r = np.maximum(rows, 0)
+        lo = np.where(rows >= 0, items.ptr[self.pre[r]], 0)
+        counts = np.where(rows >= 0, items.ptr[self.pre[r] + self.size[r]], 0) - lo
+        first = np.cumsum(counts) - counts  # each row's first slot in the gathered items
+        group = np.repeat(np.arange(len(rows)), counts)
+        pos = np.arange(len(group)) + np.repeat(lo - first, counts)
+        picked = lines[items.rows[pos[np.lexsort((pos, self.depth[items.op[pos]], group))]]]
+        one = counts == 1
+        out[one] = picked[first[one]]
+        many = np.flatnonzero(counts > 1)
+        texts = picked.tolist()
+        out[many] = ["".join(texts[a:b]) for a, b in zip(first[many].tolist(), (first + counts)[many].tolist())]
+        return out
+
     def subtree_sum(self, per_op: np.ndarray) -> np.ndarray:
         """Σ of a per-op value over each op's subtree (vectorised prefix-sum difference)."""
         return subtree_sum(self.pre, self.size, per_op)
@@ -106,22 +132,36 @@ def subtree_sum(pre: np.ndarray, size: np.ndarray, per_op: np.ndarray) -> np.nda
 # Building
 # ---------------------------------------------------------------------------------------------
 
-#: id(profile) → (weak reference to it, the forest's arrays). The arrays are kept without the
-#: profile so that the cache never keeps a profile alive; the entry goes when the profile does.
+#: id(profile) → (weak reference to it, what was derived from it by name). Values never refer to
+#: the profile (the forest is kept as its arrays), so the cache never keeps a profile alive; the
+#: entry goes when the profile does.
 _CACHE: dict[int, tuple[weakref.ref[Profile], dict[str, object]]] = {}
 
 
-def forest_of(profile: Profile) -> OpForest:
-    """The forest of ``profile``, built once and reused while the profile lives (the operator,
-    memory and TUI drill-in views all ask for it)."""
+def derived(profile: Profile, name: str, build: Callable[[Profile], T]) -> T:
+    """``build(profile)``, computed once per live profile and ``name`` (the operator, module and
+    memory comparisons and the TUI drill-in views all ask for the same forest and kernel lines).
+    The value must not refer to the profile."""
     key = id(profile)
     hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is profile:
-        return OpForest(profile=profile, **hit[1])  # type: ignore[arg-type]
+    if hit is None or hit[0]() is not profile:
+        hit = (weakref.ref(profile, lambda _ref, k=key, cache=_CACHE: cache.pop(k, None)), {})
+        _CACHE[key] = hit
+    values = hit[1]
+    if name not in values:
+        values[name] = build(profile)
+    return values[name]  # type: ignore[return-value]
+
+
+def forest_of(profile: Profile) -> OpForest:
+    """The forest of ``profile``, built once and reused while the profile lives."""
+    arrays = derived(profile, "forest", _forest_arrays)
+    return OpForest(profile=profile, **arrays)  # type: ignore[arg-type]
+
+
+def _forest_arrays(profile: Profile) -> dict[str, object]:
     forest = build_forest(profile)
-    arrays = {f.name: getattr(forest, f.name) for f in fields(forest) if f.name != "profile"}
-    _CACHE[key] = (weakref.ref(profile, lambda _ref, k=key, cache=_CACHE: cache.pop(k, None)), arrays)
-    return forest
+    return {f.name: getattr(forest, f.name) for f in fields(forest) if f.name != "profile"}
 
 
 def build_forest(profile: Profile) -> OpForest:

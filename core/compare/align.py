@@ -32,6 +32,8 @@ from bisect import bisect_left
 from collections import Counter
 from typing import Hashable, Sequence
 
+import numpy as np
+
 #: Largest edit distance searched exactly by one Myers run (work ≈ MAX_D² / 2 steps).
 MAX_D = 2000
 
@@ -53,6 +55,53 @@ def align(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable], *, max_d
     b = [ids.setdefault(k, len(ids)) for k in comp_keys]
     matches = _solve(a, b, max(1, max_d))
     return _layout(matches, len(a), len(b))
+
+
+def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: np.ndarray, c_lo: np.ndarray,
+               c_n: np.ndarray, structural: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Many alignments at once: run ``p`` aligns ``b_codes[b_lo[p] : b_lo[p] + b_n[p]]`` with
+    ``c_codes[c_lo[p] : c_lo[p] + c_n[p]]`` (int key codes, equal codes = equal keys) by
+    :func:`align`, then, when ``structural``, :func:`fill_by_position`.
+
+    The module comparison aligns the sub-modules and the top-layer ops of every module pair
+    (130k runs on a 32-layer × 42-step profile), and nearly all of them are identical sequences:
+    those are recognised with a few array operations and paired one to one; only the others go
+    through :func:`align`. Returns ``(ptr, b_pos, c_pos, by_position)``: run ``p``'s entries are
+    ``[ptr[p], ptr[p + 1])``, positions index ``b_codes`` / ``c_codes`` (-1: absent on that side).
+    """
+    b_lo, b_n, c_lo, c_n = (np.asarray(x, dtype="int64") for x in (b_lo, b_n, c_lo, c_n))
+    identical = b_n == c_n
+    cand = np.flatnonzero(identical & (b_n > 0))
+    t, owner = _offsets(b_n[cand])
+    differs = b_codes[b_lo[cand][owner] + t] != c_codes[c_lo[cand][owner] + t]
+    identical[cand[np.bincount(owner[differs], minlength=len(cand)) > 0]] = False
+    counts = np.where(identical, b_n, 0)
+    slow: dict[int, tuple[list[Pair], list[bool]]] = {}
+    for p in np.flatnonzero(~identical).tolist():
+        steps = align(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(), c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist())
+        slow[p] = fill_by_position(steps) if structural else (steps, [False] * len(steps))
+        counts[p] = len(slow[p][0])
+    ptr = np.concatenate(([0], np.cumsum(counts))).astype("int64")
+    b_pos = np.full(int(ptr[-1]), -1, dtype="int64")
+    c_pos = np.full(int(ptr[-1]), -1, dtype="int64")
+    by_position = np.zeros(int(ptr[-1]), dtype=bool)
+    fast = np.flatnonzero(identical & (b_n > 0))
+    t, owner = _offsets(b_n[fast])
+    dest = ptr[fast][owner] + t
+    b_pos[dest] = b_lo[fast][owner] + t
+    c_pos[dest] = c_lo[fast][owner] + t
+    for p, (steps, flags) in slow.items():
+        lo, hi = int(ptr[p]), int(ptr[p + 1])
+        b_pos[lo:hi] = [-1 if i is None else int(b_lo[p]) + i for i, _ in steps]
+        c_pos[lo:hi] = [-1 if j is None else int(c_lo[p]) + j for _, j in steps]
+        by_position[lo:hi] = flags
+    return ptr, b_pos, c_pos, by_position
+
+
+def _offsets(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For runs of ``counts`` items laid end to end: each item's offset in its run and its run."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return np.arange(len(owner)) - (np.cumsum(counts) - counts)[owner], owner
 
 
 def lcs_length(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable]) -> int:

@@ -25,6 +25,7 @@ this module turns those frames into a forest per side and charges device time to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -33,10 +34,8 @@ from ..model import Profile
 from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
 from .operators import kernel_lines
-from .optree import UNCOUNTED_TASK_TYPES
+from .optree import UNCOUNTED_TASK_TYPES, children_csr
 
-#: Root placeholders in the pair tree: the synthetic forward and backward roots of a side.
-FWD_ROOT, BWD_ROOT = -1, -2
 BACKWARD_PREFIX = "[ BACKWARD ]"
 _STACK_SEP = ";\n"
 
@@ -73,10 +72,22 @@ def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, np.r_[lo[1:], len(keys)]
 
 
-def concat_runs(keys: np.ndarray, texts: list[str]) -> tuple[list[int], list[str]]:
-    """The texts of each run of equal consecutive ``keys``, concatenated (one join per run)."""
+def concat_runs(keys: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The texts of each run of equal consecutive ``keys``, concatenated: (run keys, object
+    array of texts); a run of one keeps its text, longer runs take one join each."""
     lo, hi = _runs(keys)
-    return keys[lo].tolist(), ["".join(texts[a:b]) for a, b in zip(lo.tolist(), hi.tolist())]
+    texts = np.asarray(texts, dtype=object)
+    out = texts[lo]
+    many = np.flatnonzero(hi - lo > 1)
+    items = texts.tolist()
+    out[many] = ["".join(items[a:b]) for a, b in zip(lo[many].tolist(), hi[many].tolist())]
+    return keys[lo], out
+
+
+def _per_distinct(values: np.ndarray, text: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """``text`` of every value, computed once per distinct value (module paths repeat every step)."""
+    codes, distinct = pd.factorize(values)
+    return text(pd.Series(distinct, dtype=object)).to_numpy(dtype=object)[codes]
 
 
 def _classes(paths: pd.Series) -> pd.Series:
@@ -85,9 +96,9 @@ def _classes(paths: pd.Series) -> pd.Series:
     return paths.str.rsplit("/", n=1).str[-1].str.replace(r"_[0-9]+$", "", regex=True)
 
 
-def _displays(paths: pd.Series) -> np.ndarray:
+def _displays(paths: pd.Series) -> pd.Series:
     """Displayed Module Name of every path: ``nn.Module:`` removed (``/ Net_0/ Linear_0``)."""
-    return paths.str.replace("nn.Module:", "", regex=False).to_numpy(dtype=object)
+    return paths.str.replace("nn.Module:", "", regex=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,17 +118,22 @@ class ModuleSide:
     start: np.ndarray
     self_ns: np.ndarray
     total_ns: np.ndarray
-    stack: list[str]
-    children: dict[int, list[int]]  # FWD_ROOT / BWD_ROOT / module id → child ids in start order
-    # Top-layer ops, ordered by (module, start); ``op_span`` maps a module id to its [lo, hi).
-    op_name: list[str]
-    op_key: list[str]  # the op's pairing key (:func:`.names.pairing_keys`)
-    op_label: list[str]  # the op's pairing name (what rows are labelled with)
-    op_cls: list[str]  # label of the equivalence class behind the key, ""
-    op_details: list[str]  # Kernel Details text of the op's own kernels
-    op_dev: list[int]  # device ns of the op's kernels
-    op_stack: list[str]  # "Call stack" arg, "N/A" when absent
-    op_span: dict[int, tuple[int, int]]
+    stack: np.ndarray  # call stack text of each module (object)
+    # Children in start order as CSR arrays over the module ids plus two synthetic roots, the
+    # forward root (id ``len(name)``) and the backward root (``len(name) + 1``): the children
+    # of node ``v`` are ``child_idx[child_ptr[v] : child_ptr[v + 1]]``.
+    child_ptr: np.ndarray
+    child_idx: np.ndarray
+    # Top-layer ops, ordered by (module, start); module ``m``'s are ``[op_lo[m], op_hi[m])``.
+    op_name: np.ndarray  # (object arrays of str, ints for op_dev)
+    op_key: np.ndarray  # the op's pairing key (:func:`.names.pairing_keys`)
+    op_label: np.ndarray  # the op's pairing name (what rows are labelled with)
+    op_cls: np.ndarray  # label of the equivalence class behind the key, ""
+    op_details: np.ndarray  # Kernel Details text of the op's own kernels
+    op_dev: np.ndarray  # device ns of the op's kernels
+    op_stack: np.ndarray  # "Call stack" arg, "N/A" when absent
+    op_lo: np.ndarray
+    op_hi: np.ndarray
     op_kernels: pd.DataFrame  # kernels credited to top-layer ops: op (index above), kernel, dur_ns
     notes: list[str]
 
@@ -329,39 +345,37 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     top_rows = top_rows[np.argsort(placed[top_rows], kind="stable")]  # by module, then start
     top_pos = np.full(len(ops), -1, dtype="int64")
     top_pos[top_rows] = np.arange(len(top_rows))
-    kc = pd.DataFrame({
-        "op": top_pos[top_of[lrow[credited]]],
-        "kernel": k["name"].to_numpy()[credited],
-        "dur_ns": kdur[credited],
-        "line": kernel_lines(profile)[linked][credited],
-        "ts": lts[credited],
-        "kstart": k["start_ns"].to_numpy()[credited],
-    }).sort_values(["op", "ts", "kstart"], kind="stable").reset_index(drop=True)
+    kop = top_pos[top_of[lrow[credited]]]
+    order = np.lexsort((k["start_ns"].to_numpy()[credited], lts[credited], kop))  # by op, launch, start
+    kc = pd.DataFrame({"op": kop[order], "kernel": k["name"].to_numpy()[credited][order],
+                       "dur_ns": kdur[credited][order]})
     op_dev = np.zeros(len(top_rows), dtype="int64")
     np.add.at(op_dev, kc["op"].to_numpy(), kc["dur_ns"].to_numpy())
-    op_details = [""] * len(top_rows)
-    for op, text in zip(*concat_runs(kc["op"].to_numpy(), kc["line"].tolist())):
-        op_details[op] = text
+    op_details = np.full(len(top_rows), "", dtype=object)
+    ops_with, texts = concat_runs(kc["op"].to_numpy(), kernel_lines(profile)[linked][credited][order])
+    op_details[ops_with] = texts
     stacks = ops["call_stack"].to_numpy(dtype=object)[top_rows]
     mods = placed[top_rows]
     lo, hi = _runs(mods)
-    op_span = {int(mods[a]): (int(a), int(b)) for a, b in zip(lo, hi)}
+    op_lo = np.zeros(n, dtype="int64")
+    op_hi = np.zeros(n, dtype="int64")
+    op_lo[mods[lo]], op_hi[mods[lo]] = lo, hi
 
     # Call stacks: python frames around the module start, else the module-name chain.
     frames_stack = _frame_stacks(profile, frames["skey"].to_numpy(dtype="int64"), start)
     default = _paths(names, forest.parent, forest.depth, _STACK_SEP, "")
-    stack = [f if f else str(dflt) for f, dflt in zip(frames_stack, default)]
+    stack = np.empty(n, dtype=object)
+    stack[:] = [f if f else str(dflt) for f, dflt in zip(frames_stack, default.tolist())]
 
-    children: dict[int, list[int]] = {FWD_ROOT: [], BWD_ROOT: []}
-    for i, p in enumerate(forest.parent.tolist()):
-        children.setdefault(p if p >= 0 else (BWD_ROOT if i >= nf else FWD_ROOT), []).append(i)
-    paths = pd.Series(forest.path, dtype=object)
-    return ModuleSide(path=forest.path, shown=_displays(paths), cls=_classes(paths).to_numpy(dtype=object),
-                 depth=forest.depth, start=start, self_ns=self_ns,
-                 total_ns=_subtree_sums(self_ns, forest.parent, forest.depth), stack=stack,
-                 children=children, name=names, op_name=ops["name"].to_numpy(dtype=object)[top_rows].tolist(),
-                 op_key=op_keys.key[top_rows].tolist(), op_label=op_keys.name[top_rows].tolist(),
-                 op_cls=op_keys.cls[top_rows].tolist(),
-                 op_details=op_details, op_dev=op_dev.tolist(),
-                 op_stack=np.where(stacks == "", "N/A", stacks).tolist(), op_span=op_span,
-                 op_kernels=kc[["op", "kernel", "dur_ns"]], notes=notes)
+    # Roots hang off the synthetic forward (id n) and backward (id n + 1) roots.
+    tree_parent = np.where(forest.parent >= 0, forest.parent, np.where(np.arange(n) >= nf, n + 1, n))
+    child_ptr, child_idx = children_csr(np.concatenate([tree_parent, [-1, -1]]))
+    return ModuleSide(path=forest.path, shown=_per_distinct(forest.path, _displays),
+                      cls=_per_distinct(forest.path, _classes), depth=forest.depth, start=start,
+                      self_ns=self_ns, total_ns=_subtree_sums(self_ns, forest.parent, forest.depth),
+                      stack=stack, child_ptr=child_ptr, child_idx=child_idx, name=names,
+                      op_name=ops["name"].to_numpy(dtype=object)[top_rows], op_key=op_keys.key[top_rows],
+                      op_label=op_keys.name[top_rows], op_cls=op_keys.cls[top_rows],
+                      op_details=op_details, op_dev=op_dev,
+                      op_stack=np.where(stacks == "", "N/A", stacks).astype(object), op_lo=op_lo, op_hi=op_hi,
+                      op_kernels=kc, notes=notes)

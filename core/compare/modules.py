@@ -16,7 +16,6 @@ must stay identical for a drop-in workbook.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +23,12 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from .align import align, fill_by_position
+from .align import align_runs
 from .equivalence import Equivalence
-from .module_forest import BACKWARD_PREFIX, BWD_ROOT, FWD_ROOT, ModuleSide, build_side, concat_runs
+from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side, concat_runs
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
+from .optree import children_csr, preorder, subtree_sizes, tree_levels
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, Column, Table, diff, ratio
 from .step_column import STEP, step_labels, step_of
 
@@ -40,51 +40,66 @@ from .step_column import STEP, step_labels, step_of
 
 @dataclass
 class _Pairs:
-    base: list[int | None]
-    comp: list[int | None]
-    parent: list[int]  # index of the parent pair, -1 for top-level pairs
-    depth: list[int]
-    positional: list[bool]  # paired by position (:func:`.align.fill_by_position`)
+    """Module pairs in breadth-first order (arrays, one entry per pair)."""
+
+    base: np.ndarray  # base module id, -1 when the pair has none
+    comp: np.ndarray  # comparison module id, -1 when the pair has none
+    parent: np.ndarray  # index of the parent pair, -1 for top-level pairs
+    depth: np.ndarray
+    positional: np.ndarray  # paired by position (:func:`.align.fill_by_position`)
 
 
-def _align(base_keys: list, comp_keys: list, structural: bool) -> tuple[list[tuple[int | None, int | None]],
-                                                                        list[bool]]:
-    """:func:`align` (the common case of identical sequences answered directly), then the
-    structural pairing of one-each leftovers when ``structural``."""
-    if base_keys == comp_keys:
-        return [(i, i) for i in range(len(base_keys))], [False] * len(base_keys)
-    steps = align(base_keys, comp_keys)
-    return fill_by_position(steps) if structural else (steps, [False] * len(steps))
+def _codes(b_keys: np.ndarray, c_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys of both sides as int codes (equal codes = equal keys)."""
+    codes, _ = pd.factorize(np.concatenate([np.asarray(b_keys, dtype=object), np.asarray(c_keys, dtype=object)]))
+    return codes[: len(b_keys)], codes[len(b_keys):]
+
+
+def _one_sided(b_n: np.ndarray, c_n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Runs laid out without aligning (``--disable-details``): all base items, then all
+    comparison items, as :func:`.align.align_runs` returns them (positions relative to each run)."""
+    counts = b_n + c_n
+    ptr = np.concatenate(([0], np.cumsum(counts))).astype("int64")
+    t = np.arange(int(ptr[-1])) - np.repeat(ptr[:-1], counts)
+    nb = np.repeat(b_n, counts)
+    return ptr, np.where(t < nb, t, -1), np.where(t >= nb, t - nb, -1), np.zeros(len(t), dtype=bool)
 
 
 def _match(b: ModuleSide, c: ModuleSide, b_keys: np.ndarray, c_keys: np.ndarray, one_sided: bool,
            structural: bool) -> _Pairs:
     """Breadth-first pairing from the two root pairs (§3.7): the children of a module pair are
     aligned by their own names' pairing keys (``b_keys`` / ``c_keys``; siblings share the parent's
-    path, so this is the reference's pairing by full path), then one-each leftovers by position."""
-    out = _Pairs([], [], [], [], [])
-    queue: deque[tuple[int | None, int | None, int, int]] = deque(
-        [(FWD_ROOT, FWD_ROOT, -1, 0), (BWD_ROOT, BWD_ROOT, -1, 0)]
-    )
-    while queue:
-        bn, cn, pidx, d = queue.popleft()
-        kb = b.children.get(bn, []) if bn is not None else []
-        kc = c.children.get(cn, []) if cn is not None else []
+    path, so this is the reference's pairing by full path), then one-each leftovers by position.
+
+    Breadth-first order is level order, so each level's pairs are aligned in one
+    :func:`.align.align_runs` call."""
+    nb, nc = len(b.name), len(c.name)
+    bk, ck = _codes(b_keys, c_keys)
+    b_item_codes, c_item_codes = bk[b.child_idx], ck[c.child_idx]  # key of each child slot
+    lb, lc = np.array([nb, nb + 1]), np.array([nc, nc + 1])  # forward roots, backward roots
+    lidx, d = np.array([-1, -1]), 0
+    parts: list[tuple[np.ndarray, ...]] = []
+    total = 0
+    while len(lb):
+        b_lo = np.where(lb >= 0, b.child_ptr[np.maximum(lb, 0)], 0)
+        c_lo = np.where(lc >= 0, c.child_ptr[np.maximum(lc, 0)], 0)
+        b_n = np.where(lb >= 0, b.child_ptr[np.maximum(lb, 0) + 1], 0) - b_lo
+        c_n = np.where(lc >= 0, c.child_ptr[np.maximum(lc, 0) + 1], 0) - c_lo
         if one_sided:
-            steps = [(i, None) for i in range(len(kb))] + [(None, j) for j in range(len(kc))]
-            flags = [False] * len(steps)
+            ptr, ob, oc, flags = _one_sided(b_n, c_n)
+            run = np.repeat(np.arange(len(b_n)), np.diff(ptr))
+            ob = np.where(ob >= 0, b_lo[run] + ob, -1)
+            oc = np.where(oc >= 0, c_lo[run] + oc, -1)
         else:
-            steps, flags = _align([b_keys[i] for i in kb], [c_keys[j] for j in kc], structural)
-        for (i, j), flag in zip(steps, flags):
-            bi = kb[i] if i is not None else None
-            cj = kc[j] if j is not None else None
-            out.base.append(bi)
-            out.comp.append(cj)
-            out.parent.append(pidx)
-            out.depth.append(d)
-            out.positional.append(flag)
-            queue.append((bi, cj, len(out.base) - 1, d + 1))
-    return out
+            ptr, ob, oc, flags = align_runs(b_item_codes, b_lo, b_n, c_item_codes, c_lo, c_n, structural)
+        bi = np.where(ob >= 0, b.child_idx[np.maximum(ob, 0)] if len(b.child_idx) else -1, -1)
+        cj = np.where(oc >= 0, c.child_idx[np.maximum(oc, 0)] if len(c.child_idx) else -1, -1)
+        parent = np.repeat(lidx, np.diff(ptr))
+        parts.append((bi, cj, parent, np.full(len(bi), d, dtype="int64"), flags))
+        lb, lc, lidx, d = bi, cj, total + np.arange(len(bi)), d + 1
+        total += len(bi)
+    base, comp, parent, depth, positional = (np.concatenate(x) for x in zip(*parts))
+    return _Pairs(base.astype("int64"), comp.astype("int64"), parent.astype("int64"), depth, positional.astype(bool))
 
 
 def _module_keys(side: ModuleSide, opts: CompareOptions, equivalence: Equivalence | None) -> np.ndarray:
@@ -94,33 +109,44 @@ def _module_keys(side: ModuleSide, opts: CompareOptions, equivalence: Equivalenc
     return pairing_keys(pd.Series(side.name, dtype=object), opts, equivalence=equivalence).key
 
 
-#: Per module pair: its aligned top-layer ops (base op, comparison op — indices into the sides'
-#: op lists, -1 when absent — and whether they were paired by position).
-OpSteps = dict[int, list[tuple[int, int, bool]]]
+@dataclass
+class _OpSteps:
+    """Per module pair ``k``: its aligned top-layer ops, entries ``[ptr[k], ptr[k + 1])`` — base
+    op, comparison op (indices into the sides' op arrays, -1 when absent) and whether they were
+    paired by position."""
+
+    ptr: np.ndarray
+    base: np.ndarray
+    comp: np.ndarray
+    positional: np.ndarray
 
 
-def _op_steps(pairs: _Pairs, b: ModuleSide, c: ModuleSide, structural: bool) -> OpSteps:
-    out: OpSteps = {}
-    for k, (bm, cm) in enumerate(zip(pairs.base, pairs.comp)):
-        blo, bhi = b.op_span.get(bm, (0, 0)) if bm is not None else (0, 0)
-        clo, chi = c.op_span.get(cm, (0, 0)) if cm is not None else (0, 0)
-        steps, flags = _align(b.op_key[blo:bhi], c.op_key[clo:chi], structural)
-        out[k] = [(-1 if i is None else blo + i, -1 if j is None else clo + j, f) for (i, j), f in zip(steps, flags)]
-    return out
+def _op_steps(pairs: _Pairs, b: ModuleSide, c: ModuleSide, structural: bool) -> _OpSteps:
+    bk, ck = _codes(b.op_key, c.op_key)
+    b_lo = np.where(pairs.base >= 0, b.op_lo[np.maximum(pairs.base, 0)] if len(b.op_lo) else 0, 0)
+    b_n = np.where(pairs.base >= 0, b.op_hi[np.maximum(pairs.base, 0)] if len(b.op_hi) else 0, 0) - b_lo
+    c_lo = np.where(pairs.comp >= 0, c.op_lo[np.maximum(pairs.comp, 0)] if len(c.op_lo) else 0, 0)
+    c_n = np.where(pairs.comp >= 0, c.op_hi[np.maximum(pairs.comp, 0)] if len(c.op_hi) else 0, 0) - c_lo
+    return _OpSteps(*align_runs(bk, b_lo, b_n, ck, c_lo, c_n, structural))
 
 
 def _walk_order(pairs: _Pairs, b: ModuleSide, c: ModuleSide) -> list[int]:
     """Pair indices in sheet order (§3.8): pairs with a base module by base start, comparison-only
     pairs slotted in before the first matched pair whose comparison module starts later."""
-    idx = range(len(pairs.base))
-    with_base = sorted((k for k in idx if pairs.base[k] is not None), key=lambda k: b.start[pairs.base[k]])
-    comp_only = sorted((k for k in idx if pairs.base[k] is None), key=lambda k: c.start[pairs.comp[k]])
+    has_base = pairs.base >= 0
+    with_base = np.flatnonzero(has_base)
+    with_base = with_base[np.argsort(b.start[pairs.base[with_base]], kind="stable")].tolist()
+    comp_only = np.flatnonzero(~has_base)
+    comp_only = comp_only[np.argsort(c.start[pairs.comp[comp_only]], kind="stable")]
+    comp_start = (c.start[pairs.comp[comp_only]] if len(comp_only) else np.zeros(0, dtype="int64")).tolist()
+    comp_only = comp_only.tolist()
+    cstart = np.where(pairs.comp >= 0, c.start[np.maximum(pairs.comp, 0)] if len(c.start) else 0, 0).tolist()
+    has_comp = (pairs.comp >= 0).tolist()
     order: list[int] = []
     pending = 0
     for k in with_base:
-        cj = pairs.comp[k]
-        if cj is not None:
-            while pending < len(comp_only) and c.start[pairs.comp[comp_only[pending]]] < c.start[cj]:
+        if has_comp[k]:
+            while pending < len(comp_only) and comp_start[pending] < cstart[k]:
                 order.append(comp_only[pending])
                 pending += 1
         order.append(k)
@@ -243,7 +269,7 @@ def compare_modules(base: Profile, comp: Profile, opts: CompareOptions,
     structural = not opts.exact_names
     pairs = _match(b, c, _module_keys(b, opts, equivalence), _module_keys(c, opts, equivalence),
                    one_sided=opts.disable_details, structural=structural)
-    if not pairs.base:
+    if not len(pairs.base):
         return None, "no modules to compare"
     order = _walk_order(pairs, b, c)
     notes = b.notes + c.notes
@@ -319,31 +345,27 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
     return pd.DataFrame(cols, columns=df.columns).astype(df.dtypes.to_dict())
 
 
-def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
+def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: _OpSteps,
                   notes: list[str], module_steps: tuple[np.ndarray, np.ndarray]) -> Table:
     """``ModuleCompare``: per pair a TOTAL row, then its top-layer ops aligned by pairing key;
     every row's ``step`` is its module pair's (``module_steps``: each side's step per module;
     a module's top-layer ops run inside it).
 
-    The loop only lays out row indices (pair, base op, comparison op); every column is then one
-    vectorised gather."""
-    row_pair: list[int] = []
-    row_b: list[int] = []
-    row_c: list[int] = []
-    row_pos: list[bool] = []
-    for k in order:
-        steps = op_steps[k]
-        row_pair.extend([k] * (len(steps) + 1))
-        row_b.append(-1)
-        row_c.append(-1)
-        row_pos.append(pairs.positional[k])
-        row_b.extend(i for i, _, _ in steps)
-        row_c.extend(j for _, j, _ in steps)
-        row_pos.extend(f for _, _, f in steps)
-    rp, rb, rc = (np.asarray(x, dtype="int64") for x in (row_pair, row_b, row_c))
-    total = np.r_[True, rp[1:] != rp[:-1]] if len(rp) else np.zeros(0, dtype=bool)
-    pb = np.array([-1 if m is None else m for m in pairs.base], dtype="int64")[rp]
-    pc = np.array([-1 if m is None else m for m in pairs.comp], dtype="int64")[rp]
+    The rows' indices (pair, base op, comparison op) are laid out with array arithmetic over
+    the op steps; every column is then one vectorised gather."""
+    order_k = np.asarray(order, dtype="int64")
+    n_ops = np.diff(op_steps.ptr)[order_k]
+    # Per pair in sheet order: its TOTAL row (slot -1), then its op steps.
+    rp = np.repeat(order_k, n_ops + 1)
+    first = np.cumsum(n_ops + 1) - (n_ops + 1)
+    slot = np.arange(len(rp)) - np.repeat(first, n_ops + 1) - 1
+    flat = np.where(slot >= 0, op_steps.ptr[rp] + slot, 0)
+    total = slot < 0
+    rb = np.where(total, -1, op_steps.base[flat] if len(op_steps.base) else -1)
+    rc = np.where(total, -1, op_steps.comp[flat] if len(op_steps.comp) else -1)
+    pos = np.where(total, pairs.positional[rp], op_steps.positional[flat] if len(op_steps.positional) else False)
+    pb, pc = pairs.base[rp], pairs.comp[rp]
+
     def pick(field: str, fill: object) -> np.ndarray:
         return np.where(pb >= 0, take_rows(getattr(b, field), pb, fill), take_rows(getattr(c, field), pc, fill))
 
@@ -368,7 +390,6 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
         module_stack = take_rows(np.asarray(side.stack, dtype=object), mod, "")
         op_stack = take_rows(np.asarray(side.op_stack, dtype=object), op, "")
         df[f"{prefix}_stack"] = np.where(total, module_stack, np.where(worse, op_stack, ""))
-    pos = np.asarray(row_pos, dtype=bool)
     op_matched = matched_as(take_rows(np.asarray(b.op_label, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_label, dtype=object), rc, ""),
                             take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
@@ -379,21 +400,24 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes))
 
 
-def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: OpSteps,
+def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: _OpSteps,
                      notes: list[str]) -> Table:
     """``ModuleCompareStatistic``: modules grouped by path per side, ``[ TOTAL ]`` then op names.
 
     A comparison module paired with a base module is counted under the base module's path, and a
     comparison op paired by position under the base op's key, so that structural pairs land in one
     row (as pairs by name always do)."""
-    base_walk = [pairs.base[k] for k in order if pairs.base[k] is not None]
-    comp_walk = [pairs.comp[k] for k in order if pairs.comp[k] is not None]
-    comp_path = {cm: str(b.path[bm]) for bm, cm in zip(pairs.base, pairs.comp) if bm is not None and cm is not None}
-    by_position = {str(b.path[bm]): str(c.shown[cm]) for bm, cm, f in zip(pairs.base, pairs.comp, pairs.positional)
-                   if f and bm is not None and cm is not None}
+    walk_b, walk_c = pairs.base[order].tolist(), pairs.comp[order].tolist()
+    base_walk = [m for m in walk_b if m >= 0]
+    comp_walk = [m for m in walk_c if m >= 0]
+    both = np.flatnonzero((pairs.base >= 0) & (pairs.comp >= 0))
+    comp_path = dict(zip(pairs.comp[both].tolist(), b.path[pairs.base[both]].tolist()))
+    moved = both[pairs.positional[both]]
+    by_position = dict(zip(b.path[pairs.base[moved]].tolist(), c.shown[pairs.comp[moved]].tolist()))
     bg, cg = _group(b, base_walk), _group(c, comp_walk, comp_path)
     paths = list(bg) + [p for p in cg if p not in bg]
-    override = {j: b.op_key[i] for steps in op_steps.values() for i, j, f in steps if f and i >= 0 and j >= 0}
+    by_pos = op_steps.positional & (op_steps.base >= 0) & (op_steps.comp >= 0)
+    override = dict(zip(op_steps.comp[by_pos].tolist(), b.op_key[op_steps.base[by_pos]].tolist()))
     bops, cops = _op_groups(b, bg), _op_groups(c, cg, override)
     rows: list[dict[str, object]] = []
     for path in paths:
@@ -464,15 +488,18 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
                key_of: dict[int, str] | None = None) -> dict[str, dict[str, _OpGroup]]:
     """Per path, per top-layer op pairing key (first-seen order): an :class:`_OpGroup`.
     ``key_of`` overrides the key of some ops (comparison ops paired by position take the base op's)."""
-    spans = [(path, side.op_span[m]) for path, ms in groups.items() for m in ms if m in side.op_span]
-    if not spans:
+    mods = np.fromiter((m for ms in groups.values() for m in ms), dtype="int64")
+    mod_path = np.repeat(np.arange(len(groups)), [len(ms) for ms in groups.values()])
+    has_ops = side.op_hi[mods] > side.op_lo[mods]
+    mods, mod_path = mods[has_ops], mod_path[has_ops]
+    if not len(mods):
         return {}
-    # Group number per path (first-seen), so a path's instances aggregate together.
-    gid = {p: i for i, p in enumerate(dict.fromkeys(p for p, _ in spans))}
-    lo = np.array([a for _, (a, _) in spans], dtype="int64")
-    counts = np.array([b for _, (_, b) in spans], dtype="int64") - lo
+    # Group number per path with ops (first-seen), so a path's instances aggregate together.
+    used, path_of_mod = np.unique(mod_path, return_inverse=True)
+    lo = side.op_lo[mods]
+    counts = side.op_hi[mods] - lo
     rows = np.arange(int(counts.sum())) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
-    path_ids = np.repeat(np.array([gid[p] for p, _ in spans], dtype="int64"), counts)
+    path_ids = np.repeat(path_of_mod, counts)
     all_keys = np.asarray(side.op_key, dtype=object)
     all_moved = np.zeros(len(all_keys), dtype=bool)
     if key_of:
@@ -496,8 +523,9 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     per_kernel = per_kernel.sort_values("group", kind="stable")
     per_kernel["line"] = (per_kernel["kernel"] + ", [number: " + per_kernel["n"].astype(str)
                           + "], [duration_ms: " + (per_kernel["ns"] / _MS).map("{:.3f}".format) + "]\n")
-    details = dict(zip(*concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"].tolist())))
-    paths = list(gid)
+    details = dict(zip(*(x.tolist() for x in concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"]))))
+    names = list(groups)
+    paths = [names[u] for u in used.tolist()]
     out: dict[str, dict[str, _OpGroup]] = {}
     for g, rec in zip(agg.index.tolist(), agg.itertuples(index=False)):
         out.setdefault(paths[rec.path], {})[rec.name] = _OpGroup(
@@ -510,18 +538,13 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     """Depth-first pair tree for the TUI: hidden ``_node``/``_parent``/``_level`` links, the full
     displayed path (``_path``) and both call stacks (``_base_stack``/``_comp_stack``); ``Step``
     tells apart the roots one model's steps repeat (``steps``: each side's step per module)."""
-    kids: dict[int, list[int]] = {}
-    for k, p in enumerate(pairs.parent):
-        kids.setdefault(p, []).append(k)
-    order: list[int] = []
-    todo = list(reversed(kids.get(-1, [])))
-    while todo:
-        k = todo.pop()
-        order.append(k)
-        todo.extend(reversed(kids.get(k, [])))
-    idx = np.array(order, dtype="int64")
-    bm = np.array([-1 if m is None else m for m in pairs.base], dtype="int64")[idx]
-    cm = np.array([-1 if m is None else m for m in pairs.comp], dtype="int64")[idx]
+    # Depth-first order (children in pair order): preorder positions over the pair tree.
+    child_ptr, child_idx = children_csr(pairs.parent)
+    levels = tree_levels(pairs.parent, child_ptr, child_idx)
+    pre = preorder(pairs.parent, levels, subtree_sizes(pairs.parent, levels), child_ptr, child_idx)
+    idx = np.empty(len(pre), dtype="int64")
+    idx[pre] = np.arange(len(pre))
+    bm, cm = pairs.base[idx], pairs.comp[idx]
     hb, hc = bm >= 0, cm >= 0
     bi, ci = np.maximum(bm, 0), np.maximum(cm, 0)
     own = pd.Series(np.where(hb, b.name[bi], c.name[ci]), dtype=object)
@@ -533,13 +556,12 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
                              np.where(hc, steps[1][ci] if len(steps[1]) else -1, -1)),
         "base_self": np.where(hb, b.self_ns[bi], 0) / _US, "base_total": np.where(hb, b.total_ns[bi], 0) / _US,
         "comp_self": np.where(hc, c.self_ns[ci], 0) / _US, "comp_total": np.where(hc, c.total_ns[ci], 0) / _US,
-        NODE: idx, PARENT: np.asarray(pairs.parent, dtype="int64")[idx],
-        LEVEL: np.asarray(pairs.depth, dtype="int64")[idx],
+        NODE: idx, PARENT: pairs.parent[idx], LEVEL: pairs.depth[idx],
         "_path": np.where(hb, b.shown[bi], c.shown[ci]),
         "_base_stack": np.where(hb, bstack[bi] if len(bstack) else "", ""),
         "_comp_stack": np.where(hc, cstack[ci] if len(cstack) else "", ""),
     })
-    df["matched_as"] = np.where(np.asarray(pairs.positional, dtype=bool)[idx], BY_POSITION, "")
+    df["matched_as"] = np.where(pairs.positional[idx], BY_POSITION, "")
     df = _nest_backward(df, len(pairs.base))
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])

@@ -50,11 +50,26 @@ def align(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable], *, max_d
     ones as ``(i, None)`` / ``(None, j)``. Between two consecutive matches the unmatched base items
     come first, then the unmatched comparison items (the reference's layout).
     """
+    return _pairs(*align_positions(base_keys, comp_keys, max_d=max_d)[:2])
+
+
+def align_positions(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable], structural: bool = False, *,
+                    max_d: int = MAX_D) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`align` as arrays ``(base_index, comp_index, by_position)`` (-1 where :func:`align`
+    says None), then, when ``structural``, :func:`fill_by_position` (``by_position`` flags its
+    pairs; all False otherwise). The comparisons use this form: a top-level alignment of a
+    production profile has 10⁵ entries, too many for lists of tuples."""
     ids: dict[Hashable, int] = {}
     a = [ids.setdefault(k, len(ids)) for k in base_keys]
     b = [ids.setdefault(k, len(ids)) for k in comp_keys]
-    matches = _solve(a, b, max(1, max_d))
-    return _layout(matches, len(a), len(b))
+    bi, cj = _layout(_solve(a, b, max(1, max_d)), len(a), len(b))
+    if structural:
+        return _fill(bi, cj)
+    return bi, cj, np.zeros(len(bi), dtype=bool)
+
+
+def _pairs(bi: np.ndarray, cj: np.ndarray) -> list[Pair]:
+    return [(None if i < 0 else i, None if j < 0 else j) for i, j in zip(bi.tolist(), cj.tolist())]
 
 
 def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: np.ndarray, c_lo: np.ndarray,
@@ -76,10 +91,10 @@ def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: 
     differs = b_codes[b_lo[cand][owner] + t] != c_codes[c_lo[cand][owner] + t]
     identical[cand[np.bincount(owner[differs], minlength=len(cand)) > 0]] = False
     counts = np.where(identical, b_n, 0)
-    slow: dict[int, tuple[list[Pair], list[bool]]] = {}
+    slow: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for p in np.flatnonzero(~identical).tolist():
-        steps = align(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(), c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist())
-        slow[p] = fill_by_position(steps) if structural else (steps, [False] * len(steps))
+        slow[p] = align_positions(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(),
+                                  c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist(), structural)
         counts[p] = len(slow[p][0])
     ptr = np.concatenate(([0], np.cumsum(counts))).astype("int64")
     b_pos = np.full(int(ptr[-1]), -1, dtype="int64")
@@ -90,10 +105,10 @@ def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: 
     dest = ptr[fast][owner] + t
     b_pos[dest] = b_lo[fast][owner] + t
     c_pos[dest] = c_lo[fast][owner] + t
-    for p, (steps, flags) in slow.items():
+    for p, (bi, cj, flags) in slow.items():
         lo, hi = int(ptr[p]), int(ptr[p + 1])
-        b_pos[lo:hi] = [-1 if i is None else int(b_lo[p]) + i for i, _ in steps]
-        c_pos[lo:hi] = [-1 if j is None else int(c_lo[p]) + j for _, j in steps]
+        b_pos[lo:hi] = np.where(bi >= 0, b_lo[p] + bi, -1)
+        c_pos[lo:hi] = np.where(cj >= 0, c_lo[p] + cj, -1)
         by_position[lo:hi] = flags
     return ptr, b_pos, c_pos, by_position
 
@@ -109,17 +124,41 @@ def lcs_length(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable]) -> 
     return sum(1 for i, j in align(base_keys, comp_keys) if i is not None and j is not None)
 
 
-def _layout(matches: list[tuple[int, int]], n: int, m: int) -> list[Pair]:
-    out: list[Pair] = []
-    i = j = 0
-    for mi, mj in matches:
-        out.extend((k, None) for k in range(i, mi))
-        out.extend((None, k) for k in range(j, mj))
-        out.append((mi, mj))
-        i, j = mi + 1, mj + 1
-    out.extend((k, None) for k in range(i, n))
-    out.extend((None, k) for k in range(j, m))
-    return out
+def _layout(matches: list[tuple[int, int]], n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`align`'s entries from the matched pairs, as (base index, comp index) arrays with -1
+    for "none": before each match (and after the last) its gap's base items, then comp items."""
+    mm = np.array(matches, dtype="int64").reshape(-1, 2)
+    mi, mj = mm[:, 0], mm[:, 1]
+    # Segment t = the gap before match t, then match t; the last segment is the tail (no match).
+    start_b, start_c = np.r_[0, mi + 1], np.r_[0, mj + 1]
+    nb, nc = np.r_[mi, n] - start_b, np.r_[mj, m] - start_c
+    seg_len = nb + nc + np.r_[np.ones(len(mi), dtype="int64"), 0]
+    off, seg = _offsets(seg_len)
+    gb, gc = nb[seg], nc[seg]
+    is_match = off >= gb + gc
+    bi = np.where(off < gb, start_b[seg] + off, np.where(is_match, np.r_[mi, -1][seg], -1))
+    cj = np.where((off >= gb) & ~is_match, start_c[seg] + off - gb, np.where(is_match, np.r_[mj, -1][seg], -1))
+    return bi, cj
+
+
+def _fill(bi: np.ndarray, cj: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fill_by_position` on :func:`_layout` arrays: a gap (the entries between two matched
+    ones) of exactly one base and one comp item becomes one pair, flagged."""
+    matched = (bi >= 0) & (cj >= 0)
+    gap = np.cumsum(matched)  # unmatched entries of one gap share it
+    un = ~matched
+    g_base, g_comp = gap[un & (bi >= 0)], gap[un & (cj >= 0)]
+    size = len(bi) + 1
+    one_each = (np.bincount(g_base, minlength=size) == 1) & (np.bincount(g_comp, minlength=size) == 1)
+    in_pair = un & one_each[gap]
+    first = in_pair & np.r_[True, ~un[:-1]] if len(bi) else in_pair
+    base_of, comp_of = np.zeros(size, dtype="int64"), np.zeros(size, dtype="int64")
+    base_of[g_base] = bi[un & (bi >= 0)]
+    comp_of[g_comp] = cj[un & (cj >= 0)]
+    bi, cj = bi.copy(), cj.copy()
+    bi[first], cj[first] = base_of[gap[first]], comp_of[gap[first]]
+    keep = ~in_pair | first
+    return bi[keep], cj[keep], first[keep]
 
 
 def _common_run(a: list[int], b: list[int], x: int, y: int, n: int, m: int) -> int:
@@ -310,27 +349,7 @@ def fill_by_position(steps: list[Pair]) -> tuple[list[Pair], list[bool]]:
     flags those pairs (``True`` = paired by position) so that screens can say so; with more than
     one leftover on a side nothing is guessed.
     """
-    out: list[Pair] = []
-    flags: list[bool] = []
-    gap: list[Pair] = []
-
-    def flush() -> None:
-        base_only = [i for i, j in gap if j is None]
-        comp_only = [j for i, j in gap if i is None]
-        if len(base_only) == 1 and len(comp_only) == 1:
-            out.append((base_only[0], comp_only[0]))
-            flags.append(True)
-        else:
-            out.extend(gap)
-            flags.extend([False] * len(gap))
-        gap.clear()
-
-    for step in steps:
-        if step[0] is not None and step[1] is not None:
-            flush()
-            out.append(step)
-            flags.append(False)
-        else:
-            gap.append(step)
-    flush()
-    return out, flags
+    bi = np.array([-1 if i is None else i for i, _ in steps], dtype="int64")
+    cj = np.array([-1 if j is None else j for _, j in steps], dtype="int64")
+    bi, cj, flags = _fill(bi, cj)
+    return _pairs(bi, cj), flags.tolist()

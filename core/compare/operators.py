@@ -32,7 +32,7 @@ import pandas as pd
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
-from .align import align, fill_by_position
+from .align import align_positions
 from .equivalence import Equivalence
 from .names import matched_as, side_keys
 from .optree import OpForest, derived, forest_of, segment_pairs
@@ -89,14 +89,16 @@ Step = tuple[int, int, bool]
 
 
 def _aligned(b_rows: np.ndarray, c_rows: np.ndarray, b_keys: np.ndarray, c_keys: np.ndarray,
-             structural: bool) -> list[Step]:
-    """Align two op-row lists by key, then (``structural``) pair one-each leftovers by position."""
-    steps = align(b_keys[b_rows].tolist(), c_keys[c_rows].tolist())
-    flags = [False] * len(steps)
-    if structural:
-        steps, flags = fill_by_position(steps)
-    return [(int(b_rows[i]) if i is not None else -1, int(c_rows[j]) if j is not None else -1, f)
-            for (i, j), f in zip(steps, flags)]
+             structural: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Align two op-row lists by key, then (``structural``) pair one-each leftovers by position:
+    (base rows, comparison rows — -1 when absent —, paired by position)."""
+    bi, cj, flags = align_positions(b_keys[b_rows].tolist(), c_keys[c_rows].tolist(), structural)
+    return (np.where(bi >= 0, b_rows[np.maximum(bi, 0)] if len(b_rows) else -1, -1),
+            np.where(cj >= 0, c_rows[np.maximum(cj, 0)] if len(c_rows) else -1, -1), flags)
+
+
+def _steps(b: np.ndarray, c: np.ndarray, flags: np.ndarray) -> list[Step]:
+    return list(zip(b.tolist(), c.tolist(), flags.tolist()))
 
 
 def _drill_down(pairs: list[Step], base: OpForest, comp: OpForest, b_keys: np.ndarray,
@@ -115,7 +117,7 @@ def _drill_down(pairs: list[Step], base: OpForest, comp: OpForest, b_keys: np.nd
         if max(kb, kc) <= limit or (b >= 0 and len(b_kids) == 0) or (c >= 0 and len(c_kids) == 0):
             out.append((b, c, f))
             continue
-        stack.extend(reversed(_aligned(b_kids, c_kids, b_keys, c_keys, structural)))
+        stack.extend(reversed(_steps(*_aligned(b_kids, c_kids, b_keys, c_keys, structural))))
     return out
 
 
@@ -127,14 +129,15 @@ def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
     bk, ck = side_keys(base, comp, opts, equivalence), side_keys(comp, base, opts, equivalence)
     b_keys, c_keys = op_keys(base.ops, bk.key, opts), op_keys(comp.ops, ck.key, opts)
     structural = not opts.exact_names
-    pairs: list[Step] = []
-    for b_rows, c_rows in segment_pairs(bf, cf):
-        pairs.extend(_aligned(b_rows, c_rows, b_keys, c_keys, structural))
+    runs = [_aligned(b_rows, c_rows, b_keys, c_keys, structural) for b_rows, c_rows in segment_pairs(bf, cf)]
+    b, c, positional = (np.concatenate([r[i] for r in runs]) if runs else np.zeros(0, dtype="int64")
+                        for i in range(3))
     if opts.max_kernel_num is not None:
-        pairs = _drill_down(pairs, bf, cf, b_keys, c_keys, opts.max_kernel_num, structural)
-    b = np.asarray([p[0] for p in pairs], dtype="int64")
-    c = np.asarray([p[1] for p in pairs], dtype="int64")
-    positional = np.asarray([p[2] for p in pairs], dtype=bool)
+        pairs = _drill_down(_steps(b, c, positional), bf, cf, b_keys, c_keys, opts.max_kernel_num, structural)
+        b = np.asarray([p[0] for p in pairs], dtype="int64")
+        c = np.asarray([p[1] for p in pairs], dtype="int64")
+        positional = np.asarray([p[2] for p in pairs], dtype=bool)
+    b, c, positional = b.astype("int64"), c.astype("int64"), positional.astype(bool)
     base_group, comp_group = take_rows(bk.key, b, ""), take_rows(ck.key, c, "")
     base_label, comp_label = take_rows(bk.name, b, ""), take_rows(ck.name, c, "")
     frame = pd.DataFrame({

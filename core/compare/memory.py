@@ -66,9 +66,15 @@ DETAIL_COLUMNS = (
 )
 
 
+#: Most (thread, point) queries :func:`attach` hands to one :func:`.timeline.innermost` call.
+_ATTACH_CHUNK = 1 << 22
+
+
 def attach(ops: pd.DataFrame, place_ns: np.ndarray) -> np.ndarray:
     """Row of the innermost op (any thread) containing each time point, -1 when none does: the
-    innermost one of each thread, then across threads the latest start (the shortest on ties)."""
+    innermost one of each thread, then across threads the latest start (the shortest on ties).
+    Several threads' queries go to one :func:`.timeline.innermost` call (one sort of the ops
+    for them all)."""
     best = np.full(len(place_ns), -1, dtype="int64")
     if ops.empty or len(place_ns) == 0:
         return best
@@ -76,13 +82,17 @@ def attach(ops: pd.DataFrame, place_ns: np.ndarray) -> np.ndarray:
     end = ops["end_ns"].to_numpy()
     parent = ops["parent"].to_numpy()
     key = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
-    for t in np.unique(key):
-        cand = innermost(key, start, end, parent, np.full(len(place_ns), t), place_ns,
-                         strict=False)
-        c, p = np.maximum(cand, 0), np.maximum(best, 0)
-        better = (cand >= 0) & ((best < 0) | (start[c] > start[p]) |
-                                ((start[c] == start[p]) & (end[c] < end[p])))
-        best[better] = cand[better]
+    threads = np.unique(key)
+    per_call = max(1, _ATTACH_CHUNK // len(place_ns))
+    for lo in range(0, len(threads), per_call):
+        chunk = threads[lo : lo + per_call]
+        found = innermost(key, start, end, parent, np.repeat(chunk, len(place_ns)), np.tile(place_ns, len(chunk)),
+                          strict=False).reshape(len(chunk), len(place_ns))
+        for cand in found:  # threads in ascending key order, as one call per thread would go
+            c, p = np.maximum(cand, 0), np.maximum(best, 0)
+            better = (cand >= 0) & ((best < 0) | (start[c] > start[p]) |
+                                    ((start[c] == start[p]) & (end[c] < end[p])))
+            best[better] = cand[better]
     return best
 
 
@@ -93,7 +103,9 @@ _FRACTIONS = np.array([""] + [f".{f:03d}".rstrip("0") for f in range(1, 1000)], 
 def _us_text(ns: np.ndarray) -> np.ndarray:
     """ns → µs text without float noise: 131000 → ``131``, 1704161511422904204 → ``…904.204``."""
     whole, frac = np.divmod(np.asarray(ns, dtype="int64"), 1000)
-    return whole.astype(str).astype(object) + _FRACTIONS[frac]
+    out = np.empty(len(whole), dtype=object)
+    out[:] = list(map(str, whole.tolist()))
+    return out + _FRACTIONS[frac]
 
 
 def record_table(profile: Profile) -> pd.DataFrame:

@@ -32,10 +32,15 @@ def step_of(start: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
 
 def step_labels(b_step: np.ndarray, c_step: np.ndarray) -> np.ndarray:
     """``"2"`` when both sides' steps agree (or one side has none), ``"2 / 5"`` when not, ``""``
-    outside every step (or a side absent: -1)."""
+    outside every step (or a side absent: -1). Each distinct (base, comparison) pair is spelled
+    once (a table of 10⁵ rows holds a few hundred)."""
+    b, c = np.asarray(b_step, dtype="int64"), np.asarray(c_step, dtype="int64")
+    codes = pd.DataFrame({"b": b, "c": c}).groupby(["b", "c"], sort=False).ngroup().to_numpy()
+    first = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype="int64")
+
     def text(v: np.ndarray) -> np.ndarray:
         return np.where(v >= 0, v.astype(str), "")
-    bt, ct = text(np.asarray(b_step)), text(np.asarray(c_step))
+    bt, ct = text(b[first]), text(c[first])
     same = (bt == ct) | (bt == "") | (ct == "")
-    return np.where(same, np.where(bt != "", bt, ct),
-                    np.char.add(np.char.add(bt, " / "), ct)).astype(object)
+    labels = np.where(same, np.where(bt != "", bt, ct), np.char.add(np.char.add(bt, " / "), ct)).astype(object)
+    return labels[codes] if len(codes) else labels

@@ -33,6 +33,7 @@ from collections import Counter
 from typing import Hashable, Sequence
 
 import numpy as np
+import pandas as pd
 
 #: Largest edit distance searched exactly by one Myers run (work ≈ MAX_D² / 2 steps).
 MAX_D = 2000
@@ -50,39 +51,34 @@ def align(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable], *, max_d
     ones as ``(i, None)`` / ``(None, j)``. Between two consecutive matches the unmatched base items
     come first, then the unmatched comparison items (the reference's layout).
     """
-    return _pairs(*align_positions(base_keys, comp_keys, max_d=max_d)[:2])
-
-
-def align_positions(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable], structural: bool = False, *,
-                    max_d: int = MAX_D) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`align` as arrays ``(base_index, comp_index, by_position)`` (-1 where :func:`align`
-    says None), then, when ``structural``, :func:`fill_by_position` (``by_position`` flags its
-    pairs; all False otherwise). The comparisons use this form: a top-level alignment of a
-    production profile has 10⁵ entries, too many for lists of tuples."""
     ids: dict[Hashable, int] = {}
-    a = [ids.setdefault(k, len(ids)) for k in base_keys]
-    b = [ids.setdefault(k, len(ids)) for k in comp_keys]
-    bi, cj = _layout(_solve(a, b, max(1, max_d)), len(a), len(b))
-    if structural:
-        return _fill(bi, cj)
-    return bi, cj, np.zeros(len(bi), dtype=bool)
+    a = np.array([ids.setdefault(k, len(ids)) for k in base_keys], dtype="int64")
+    b = np.array([ids.setdefault(k, len(ids)) for k in comp_keys], dtype="int64")
+    _, bi, cj, _ = align_runs(a, [0], [len(a)], b, [0], [len(b)], structural=False, max_d=max_d)
+    return _pairs(bi, cj)
 
 
-def _pairs(bi: np.ndarray, cj: np.ndarray) -> list[Pair]:
-    return [(None if i < 0 else i, None if j < 0 else j) for i, j in zip(bi.tolist(), cj.tolist())]
+def key_codes(b_keys: np.ndarray, c_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two sides' keys as int codes for :func:`align_runs` (equal codes = equal keys)."""
+    codes, _ = pd.factorize(np.concatenate([np.asarray(b_keys, dtype=object), np.asarray(c_keys, dtype=object)]))
+    return codes[: len(b_keys)], codes[len(b_keys):]
 
 
-def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: np.ndarray, c_lo: np.ndarray,
-               c_n: np.ndarray, structural: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def align_runs(b_codes: np.ndarray, b_lo: Sequence[int] | np.ndarray, b_n: Sequence[int] | np.ndarray,
+               c_codes: np.ndarray, c_lo: Sequence[int] | np.ndarray, c_n: Sequence[int] | np.ndarray,
+               structural: bool, *, max_d: int = MAX_D) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Many alignments at once: run ``p`` aligns ``b_codes[b_lo[p] : b_lo[p] + b_n[p]]`` with
-    ``c_codes[c_lo[p] : c_lo[p] + c_n[p]]`` (int key codes, equal codes = equal keys) by
-    :func:`align`, then, when ``structural``, :func:`fill_by_position`.
+    ``c_codes[c_lo[p] : c_lo[p] + c_n[p]]`` (int key codes, equal codes = equal keys) as
+    :func:`align` does, then, when ``structural``, pairs one-each leftovers as
+    :func:`fill_by_position` does.
 
     The module comparison aligns the sub-modules and the top-layer ops of every module pair
-    (130k runs on a 32-layer × 42-step profile), and nearly all of them are identical sequences:
-    those are recognised with a few array operations and paired one to one; only the others go
-    through :func:`align`. Returns ``(ptr, b_pos, c_pos, by_position)``: run ``p``'s entries are
-    ``[ptr[p], ptr[p + 1])``, positions index ``b_codes`` / ``c_codes`` (-1: absent on that side).
+    (130k runs on a 32-layer × 42-step profile), nearly all of them identical sequences, and the
+    operator comparison a few runs of 10⁵ top-level ops. So only the LCS itself is solved per run
+    in Python (identical runs are recognised with a few array operations and match one to one);
+    laying out the entries and the structural pairing are array operations over all runs at
+    once. Returns ``(ptr, b_pos, c_pos, by_position)``: run ``p``'s entries are ``[ptr[p],
+    ptr[p + 1])``, positions index ``b_codes`` / ``c_codes`` (-1: absent on that side).
     """
     b_lo, b_n, c_lo, c_n = (np.asarray(x, dtype="int64") for x in (b_lo, b_n, c_lo, c_n))
     identical = b_n == c_n
@@ -90,27 +86,28 @@ def align_runs(b_codes: np.ndarray, b_lo: np.ndarray, b_n: np.ndarray, c_codes: 
     t, owner = _offsets(b_n[cand])
     differs = b_codes[b_lo[cand][owner] + t] != c_codes[c_lo[cand][owner] + t]
     identical[cand[np.bincount(owner[differs], minlength=len(cand)) > 0]] = False
-    counts = np.where(identical, b_n, 0)
-    slow: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    # Matches (run, base offset, comp offset) in run order: identical runs one to one, the others by LCS.
+    t, m_run = _offsets(np.where(identical, b_n, 0))
+    runs, mb, mc = [m_run], [t], [t]
     for p in np.flatnonzero(~identical).tolist():
-        slow[p] = align_positions(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(),
-                                  c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist(), structural)
-        counts[p] = len(slow[p][0])
-    ptr = np.concatenate(([0], np.cumsum(counts))).astype("int64")
-    b_pos = np.full(int(ptr[-1]), -1, dtype="int64")
-    c_pos = np.full(int(ptr[-1]), -1, dtype="int64")
-    by_position = np.zeros(int(ptr[-1]), dtype=bool)
-    fast = np.flatnonzero(identical & (b_n > 0))
-    t, owner = _offsets(b_n[fast])
-    dest = ptr[fast][owner] + t
-    b_pos[dest] = b_lo[fast][owner] + t
-    c_pos[dest] = c_lo[fast][owner] + t
-    for p, (bi, cj, flags) in slow.items():
-        lo, hi = int(ptr[p]), int(ptr[p + 1])
-        b_pos[lo:hi] = np.where(bi >= 0, b_lo[p] + bi, -1)
-        c_pos[lo:hi] = np.where(cj >= 0, c_lo[p] + cj, -1)
-        by_position[lo:hi] = flags
-    return ptr, b_pos, c_pos, by_position
+        found = np.array(_solve(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(),
+                                c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist(), max(1, max_d)),
+                         dtype="int64").reshape(-1, 2)
+        runs.append(np.full(len(found), p, dtype="int64"))
+        mb.append(found[:, 0])
+        mc.append(found[:, 1])
+    m_run = np.concatenate(runs)
+    order = np.argsort(m_run, kind="stable")
+    bi, cj, run = _layout(m_run[order], np.concatenate(mb)[order], np.concatenate(mc)[order], b_n, c_n)
+    flags = np.zeros(len(bi), dtype=bool)
+    if structural:
+        bi, cj, flags, run = _fill(bi, cj, run)
+    ptr = np.concatenate(([0], np.cumsum(np.bincount(run, minlength=len(b_n))))).astype("int64")
+    return ptr, np.where(bi >= 0, b_lo[run] + bi, -1), np.where(cj >= 0, c_lo[run] + cj, -1), flags
+
+
+def _pairs(bi: np.ndarray, cj: np.ndarray) -> list[Pair]:
+    return [(None if i < 0 else i, None if j < 0 else j) for i, j in zip(bi.tolist(), cj.tolist())]
 
 
 def _offsets(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,41 +121,54 @@ def lcs_length(base_keys: Sequence[Hashable], comp_keys: Sequence[Hashable]) -> 
     return sum(1 for i, j in align(base_keys, comp_keys) if i is not None and j is not None)
 
 
-def _layout(matches: list[tuple[int, int]], n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`align`'s entries from the matched pairs, as (base index, comp index) arrays with -1
-    for "none": before each match (and after the last) its gap's base items, then comp items."""
-    mm = np.array(matches, dtype="int64").reshape(-1, 2)
-    mi, mj = mm[:, 0], mm[:, 1]
-    # Segment t = the gap before match t, then match t; the last segment is the tail (no match).
-    start_b, start_c = np.r_[0, mi + 1], np.r_[0, mj + 1]
-    nb, nc = np.r_[mi, n] - start_b, np.r_[mj, m] - start_c
-    seg_len = nb + nc + np.r_[np.ones(len(mi), dtype="int64"), 0]
-    off, seg = _offsets(seg_len)
+def _layout(m_run: np.ndarray, mb: np.ndarray, mc: np.ndarray, n: np.ndarray,
+            m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`align`'s entries of every run from its matches (sorted by run, then position):
+    (base offset, comp offset — -1 for none —, run) per entry. Each match is preceded by its gap's
+    base items, then comp items; after a run's last match come the rest of both sides."""
+    k = np.bincount(m_run, minlength=len(n))
+    # Segments of a run: one per match (its gap, then itself), then the tail.
+    seg_ptr = np.concatenate(([0], np.cumsum(k + 1)))
+    seg_run = np.repeat(np.arange(len(n)), k + 1)
+    seg_mb = np.full(int(seg_ptr[-1]), -1, dtype="int64")
+    seg_mc = np.full(int(seg_ptr[-1]), -1, dtype="int64")
+    at = seg_ptr[m_run] + np.arange(len(m_run)) - (np.cumsum(k) - k)[m_run]
+    seg_mb[at], seg_mc[at] = mb, mc
+    first = np.zeros(len(seg_mb), dtype=bool)
+    first[seg_ptr[:-1]] = True
+    start_b = np.where(first, 0, np.r_[-1, seg_mb[:-1]] + 1)
+    start_c = np.where(first, 0, np.r_[-1, seg_mc[:-1]] + 1)
+    is_match_seg = seg_mb >= 0
+    nb = np.where(is_match_seg, seg_mb, n[seg_run]) - start_b
+    nc = np.where(is_match_seg, seg_mc, m[seg_run]) - start_c
+    off, seg = _offsets(nb + nc + is_match_seg)
     gb, gc = nb[seg], nc[seg]
     is_match = off >= gb + gc
-    bi = np.where(off < gb, start_b[seg] + off, np.where(is_match, np.r_[mi, -1][seg], -1))
-    cj = np.where((off >= gb) & ~is_match, start_c[seg] + off - gb, np.where(is_match, np.r_[mj, -1][seg], -1))
-    return bi, cj
+    bi = np.where(off < gb, start_b[seg] + off, np.where(is_match, seg_mb[seg], -1))
+    cj = np.where((off >= gb) & ~is_match, start_c[seg] + off - gb, np.where(is_match, seg_mc[seg], -1))
+    return bi, cj, seg_run[seg]
 
 
-def _fill(bi: np.ndarray, cj: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`fill_by_position` on :func:`_layout` arrays: a gap (the entries between two matched
-    ones) of exactly one base and one comp item becomes one pair, flagged."""
+def _fill(bi: np.ndarray, cj: np.ndarray, run: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fill_by_position` on :func:`_layout` entries, every run on its own: a gap (the
+    entries between two matched ones of a run) of exactly one base and one comp item becomes one
+    pair, flagged. Returns (base, comp, by position, run) of the kept entries."""
     matched = (bi >= 0) & (cj >= 0)
-    gap = np.cumsum(matched)  # unmatched entries of one gap share it
+    run_start = np.r_[True, run[1:] != run[:-1]] if len(run) else np.zeros(0, dtype=bool)
+    gap = np.cumsum(matched | run_start)  # the unmatched entries of one gap share it
     un = ~matched
     g_base, g_comp = gap[un & (bi >= 0)], gap[un & (cj >= 0)]
-    size = len(bi) + 1
+    size = len(bi) + 2
     one_each = (np.bincount(g_base, minlength=size) == 1) & (np.bincount(g_comp, minlength=size) == 1)
     in_pair = un & one_each[gap]
-    first = in_pair & np.r_[True, ~un[:-1]] if len(bi) else in_pair
+    first = in_pair & (run_start | np.r_[True, ~un[:-1]]) if len(bi) else in_pair
     base_of, comp_of = np.zeros(size, dtype="int64"), np.zeros(size, dtype="int64")
     base_of[g_base] = bi[un & (bi >= 0)]
     comp_of[g_comp] = cj[un & (cj >= 0)]
     bi, cj = bi.copy(), cj.copy()
     bi[first], cj[first] = base_of[gap[first]], comp_of[gap[first]]
     keep = ~in_pair | first
-    return bi[keep], cj[keep], first[keep]
+    return bi[keep], cj[keep], first[keep], run[keep]
 
 
 def _common_run(a: list[int], b: list[int], x: int, y: int, n: int, m: int) -> int:
@@ -351,5 +361,5 @@ def fill_by_position(steps: list[Pair]) -> tuple[list[Pair], list[bool]]:
     """
     bi = np.array([-1 if i is None else i for i, _ in steps], dtype="int64")
     cj = np.array([-1 if j is None else j for _, j in steps], dtype="int64")
-    bi, cj, flags = _fill(bi, cj)
+    bi, cj, flags, _ = _fill(bi, cj, np.zeros(len(bi), dtype="int64"))
     return _pairs(bi, cj), flags.tolist()

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..model import Profile
 from ..options import CompareOptions
-from .align import align_runs
+from .align import align_runs, key_codes
 from .equivalence import Equivalence
 from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side, concat_runs
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
@@ -49,12 +49,6 @@ class _Pairs:
     positional: np.ndarray  # paired by position (:func:`.align.fill_by_position`)
 
 
-def _codes(b_keys: np.ndarray, c_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The keys of both sides as int codes (equal codes = equal keys)."""
-    codes, _ = pd.factorize(np.concatenate([np.asarray(b_keys, dtype=object), np.asarray(c_keys, dtype=object)]))
-    return codes[: len(b_keys)], codes[len(b_keys):]
-
-
 def _one_sided(b_n: np.ndarray, c_n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Runs laid out without aligning (``--disable-details``): all base items, then all
     comparison items, as :func:`.align.align_runs` returns them (positions relative to each run)."""
@@ -74,7 +68,7 @@ def _match(b: ModuleSide, c: ModuleSide, b_keys: np.ndarray, c_keys: np.ndarray,
     Breadth-first order is level order, so each level's pairs are aligned in one
     :func:`.align.align_runs` call."""
     nb, nc = len(b.name), len(c.name)
-    bk, ck = _codes(b_keys, c_keys)
+    bk, ck = key_codes(b_keys, c_keys)
     b_item_codes, c_item_codes = bk[b.child_idx], ck[c.child_idx]  # key of each child slot
     lb, lc = np.array([nb, nb + 1]), np.array([nc, nc + 1])  # forward roots, backward roots
     lidx, d = np.array([-1, -1]), 0
@@ -122,7 +116,7 @@ class _OpSteps:
 
 
 def _op_steps(pairs: _Pairs, b: ModuleSide, c: ModuleSide, structural: bool) -> _OpSteps:
-    bk, ck = _codes(b.op_key, c.op_key)
+    bk, ck = key_codes(b.op_key, c.op_key)
     b_lo = np.where(pairs.base >= 0, b.op_lo[np.maximum(pairs.base, 0)] if len(b.op_lo) else 0, 0)
     b_n = np.where(pairs.base >= 0, b.op_hi[np.maximum(pairs.base, 0)] if len(b.op_hi) else 0, 0) - b_lo
     c_lo = np.where(pairs.comp >= 0, c.op_lo[np.maximum(pairs.comp, 0)] if len(c.op_lo) else 0, 0)

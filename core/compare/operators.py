@@ -32,7 +32,7 @@ import pandas as pd
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
-from .align import align_positions
+from .align import align_runs, key_codes
 from .equivalence import Equivalence
 from .names import matched_as, side_keys
 from .optree import OpForest, derived, forest_of, segment_pairs
@@ -88,11 +88,19 @@ def op_keys(ops: pd.DataFrame, keys: np.ndarray, opts: CompareOptions) -> np.nda
 Step = tuple[int, int, bool]
 
 
-def _aligned(b_rows: np.ndarray, c_rows: np.ndarray, b_keys: np.ndarray, c_keys: np.ndarray,
+def _aligned(segments: list[tuple[np.ndarray, np.ndarray]], b_keys: np.ndarray, c_keys: np.ndarray,
              structural: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Align two op-row lists by key, then (``structural``) pair one-each leftovers by position:
-    (base rows, comparison rows — -1 when absent —, paired by position)."""
-    bi, cj, flags = align_positions(b_keys[b_rows].tolist(), c_keys[c_rows].tolist(), structural)
+    """Align each (base op rows, comparison op rows) segment by key, then (``structural``) pair
+    one-each leftovers by position; all segments in one :func:`.align.align_runs` call.
+    Returns (base rows, comparison rows — -1 when absent —, paired by position), segment after
+    segment."""
+    none = np.zeros(0, dtype="int64")
+    b_rows = np.concatenate([none, *(b for b, _ in segments)]).astype("int64")
+    c_rows = np.concatenate([none, *(c for _, c in segments)]).astype("int64")
+    b_n = np.array([len(b) for b, _ in segments], dtype="int64")
+    c_n = np.array([len(c) for _, c in segments], dtype="int64")
+    bk, ck = key_codes(b_keys[b_rows], c_keys[c_rows])
+    _, bi, cj, flags = align_runs(bk, np.cumsum(b_n) - b_n, b_n, ck, np.cumsum(c_n) - c_n, c_n, structural)
     return (np.where(bi >= 0, b_rows[np.maximum(bi, 0)] if len(b_rows) else -1, -1),
             np.where(cj >= 0, c_rows[np.maximum(cj, 0)] if len(c_rows) else -1, -1), flags)
 
@@ -117,7 +125,7 @@ def _drill_down(pairs: list[Step], base: OpForest, comp: OpForest, b_keys: np.nd
         if max(kb, kc) <= limit or (b >= 0 and len(b_kids) == 0) or (c >= 0 and len(c_kids) == 0):
             out.append((b, c, f))
             continue
-        stack.extend(reversed(_steps(*_aligned(b_kids, c_kids, b_keys, c_keys, structural))))
+        stack.extend(reversed(_steps(*_aligned([(b_kids, c_kids)], b_keys, c_keys, structural))))
     return out
 
 
@@ -129,9 +137,7 @@ def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
     bk, ck = side_keys(base, comp, opts, equivalence), side_keys(comp, base, opts, equivalence)
     b_keys, c_keys = op_keys(base.ops, bk.key, opts), op_keys(comp.ops, ck.key, opts)
     structural = not opts.exact_names
-    runs = [_aligned(b_rows, c_rows, b_keys, c_keys, structural) for b_rows, c_rows in segment_pairs(bf, cf)]
-    b, c, positional = (np.concatenate([r[i] for r in runs]) if runs else np.zeros(0, dtype="int64")
-                        for i in range(3))
+    b, c, positional = _aligned(segment_pairs(bf, cf), b_keys, c_keys, structural)
     if opts.max_kernel_num is not None:
         pairs = _drill_down(_steps(b, c, positional), bf, cf, b_keys, c_keys, opts.max_kernel_num, structural)
         b = np.asarray([p[0] for p in pairs], dtype="int64")

@@ -189,10 +189,13 @@ def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fpar
     okey = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
     # The op starting exactly at the flow end on its thread; on ties the innermost (last in
     # (start, longer-first) order), i.e. the backward op itself rather than an enclosing wrapper.
-    lookup = pd.DataFrame({"k": okey, "s": ops["start_ns"].to_numpy(), "row": np.arange(len(ops))})
+    # Only ops starting at some flow end can be one (a tenth of them on a training profile).
+    ostart = ops["start_ns"].to_numpy()
+    end_ts = fl["end_ts_ns"].to_numpy()
+    near = np.flatnonzero(np.isin(ostart, end_ts))
+    lookup = pd.DataFrame({"k": okey[near], "s": ostart[near], "row": near})
     lookup = lookup.drop_duplicates(["k", "s"], keep="last")
-    ends = pd.DataFrame({"k": thread_key(fl["end_pid"].to_numpy(), fl["end_tid"].to_numpy()),
-                         "s": fl["end_ts_ns"].to_numpy()})
+    ends = pd.DataFrame({"k": thread_key(fl["end_pid"].to_numpy(), fl["end_tid"].to_numpy()), "s": end_ts})
     op_row = ends.merge(lookup, on=["k", "s"], how="left")["row"].fillna(-1).to_numpy(dtype="int64")
     skey = thread_key(fl["end_pid"].to_numpy(), fl["start_tid"].to_numpy())
     mod = innermost(fkey, fwd["start"].to_numpy(), fwd["end"].to_numpy(), fparent, skey,
@@ -223,7 +226,8 @@ def _frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[
         return [""] * n
     pkey = thread_key(pf["pid"].to_numpy(), pf["tid"].to_numpy())
     parent = pf["parent"].to_numpy()
-    is_module = pf["is_module"].to_numpy()
+    up = parent.tolist()
+    is_module = pf["is_module"].tolist()
     names = pf["name"].tolist()
     hit = innermost(pkey, pf["start_ns"].to_numpy(), pf["end_ns"].to_numpy(), parent, key, start,
                     strict=True)
@@ -233,7 +237,7 @@ def _frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[
         chain = []
         while row not in memo:
             chain.append(row)
-            row = int(parent[row])
+            row = up[row]
         text = memo[row]
         for r in reversed(chain):
             if not is_module[r]:
@@ -241,7 +245,7 @@ def _frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[
             memo[r] = text
         return text
 
-    return [stack_of(int(h)) for h in hit]
+    return [stack_of(h) for h in hit.tolist()]
 
 
 @dataclass
@@ -300,9 +304,12 @@ def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tup
     parent_mod = np.where(oparent >= 0, placed[np.maximum(oparent, 0)], -1)
     is_top = (placed >= 0) & (parent_mod != placed)
     top_of = np.where(is_top, np.arange(len(ops)), -1)
-    for d in range(1, int(odepth.max()) + 1 if len(ops) else 0):
-        inherit = np.flatnonzero((odepth == d) & (placed >= 0) & ~is_top)
-        top_of[inherit] = top_of[oparent[inherit]]
+    inherit = np.flatnonzero((placed >= 0) & ~is_top)
+    inherit = inherit[np.argsort(odepth[inherit], kind="stable")]  # shallower first
+    bounds = np.searchsorted(odepth[inherit], np.arange(1, int(odepth.max()) + 2 if len(ops) else 1))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        level = inherit[lo:hi]
+        top_of[level] = top_of[oparent[level]]
     return placed, top_of
 
 

@@ -7,7 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfcmp_core.compare.align import align, lcs_length
+import numpy as np
+
+from perfcmp_core.compare.align import align, align_runs, fill_by_position, lcs_length
 
 
 def dp_lcs(a: list, b: list) -> int:
@@ -137,3 +139,37 @@ def test_unrelated_sequences_use_a_valid_fallback() -> None:
     comp = [r.randrange(40) for _ in range(20000)]
     out = align(base, comp)
     assert assert_valid(base, comp, out) > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 3), max_size=9), st.lists(st.integers(0, 4), max_size=9),
+                          st.booleans()), max_size=6),
+       st.booleans())
+def test_align_runs_gives_each_run_its_own_alignment(runs: list, structural: bool) -> None:
+    """Many runs in one call (identical ones included: the flag copies the base run) give each
+    run exactly what align() and fill_by_position() give it alone, at its own offsets."""
+    bs = [a for a, _, _ in runs]
+    cs = [list(a) if same else b for a, b, same in runs]
+    b_n = np.array([len(a) for a in bs], dtype="int64")
+    c_n = np.array([len(b) for b in cs], dtype="int64")
+    b_lo, c_lo = np.cumsum(b_n) - b_n, np.cumsum(c_n) - c_n
+    ptr, b_pos, c_pos, flags = align_runs(np.array(sum(bs, []), dtype="int64"), b_lo, b_n,
+                                          np.array(sum(cs, []), dtype="int64"), c_lo, c_n, structural)
+    for p, (a, b) in enumerate(zip(bs, cs)):
+        steps = align(a, b)
+        by_position = [False] * len(steps)
+        if structural:
+            steps, by_position = fill_by_position(steps)
+        expected = [(-1 if i is None else int(b_lo[p]) + i, -1 if j is None else int(c_lo[p]) + j, f)
+                    for (i, j), f in zip(steps, by_position)]
+        lo, hi = ptr[p], ptr[p + 1]
+        assert list(zip(b_pos[lo:hi].tolist(), c_pos[lo:hi].tolist(), flags[lo:hi].tolist())) == expected
+
+
+def test_fill_by_position_pairs_only_one_each_gaps() -> None:
+    """Gaps of exactly one base and one comparison item become one flagged pair; other gaps
+    (two on a side, one side only) stay as they are; matched pairs are never touched."""
+    steps = [(None, 0), (0, None), (1, 1), (2, None), (3, None), (None, 2), (4, 3), (5, None)]
+    out, flags = fill_by_position(steps)
+    assert out == [(0, 0), (1, 1), (2, None), (3, None), (None, 2), (4, 3), (5, None)]
+    assert flags == [True, False, False, False, False, False, False]

@@ -225,6 +225,25 @@ def test_kernel_details_breadth_first() -> None:
     assert k["name"].tolist() == ["y", "x"] and k["launched_by"].tolist() == ["C", "B1"]
 
 
+@pytest.mark.parametrize("fixture", ["npu_text/comp_ascend_pt", "npu_db/base_ascend_pt", "gpu/base.pt.trace.json"])
+def test_subtree_texts_join_each_ops_subtree_items(fixture: str) -> None:
+    """The detail sheets gather every row's subtree kernels at once (subtree_texts); for every
+    op, and for absent rows (-1), that is the join of the drill-in's own walk (subtree_items)."""
+    from perfcmp_core.compare.operators import kernel_lines
+    from perfcmp_core.compare.optree import forest_of
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import LoadOptions
+
+    profile = load_profile(str(Path(__file__).parents[1] / "fixtures" / fixture), LoadOptions(use_cache=False))
+    forest = forest_of(profile)
+    lines = kernel_lines(profile)
+    rows = np.r_[np.arange(len(profile.ops)), -1, 0]
+    expected = ["".join(lines[forest.subtree_items(forest.kernels, r)].tolist()) if r >= 0 else ""
+                for r in rows.tolist()]
+    assert forest.subtree_texts(forest.kernels, rows, lines).tolist() == expected
+    assert any(e.count("\n") > 1 for e in expected)  # some ops hold several kernels
+
+
 def test_npu_kernel_details_format() -> None:
     p = make_profile(ops=[("aten::mm", 1, 0, 100, -1, 0)], kernels=[("MatMulV2", 0, 30), ("hcom_allReduce_", 0, 5)],
                      kind="npu_text")

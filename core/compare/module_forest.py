@@ -189,7 +189,7 @@ def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fpar
     okey = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
     # The op starting exactly at the flow end on its thread; on ties the innermost (last in
     # (start, longer-first) order), i.e. the backward op itself rather than an enclosing wrapper.
-    # Only ops starting at some flow end can be one (a tenth of them on a training profile).
+    # Only ops starting at some flow end can be one (a few percent of them on a training profile).
     ostart = ops["start_ns"].to_numpy()
     end_ts = fl["end_ts_ns"].to_numpy()
     near = np.flatnonzero(np.isin(ostart, end_ts))

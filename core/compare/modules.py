@@ -6,7 +6,7 @@ many identical ``aten::`` calls. Each side's module forest, with its device time
 and call stacks, is built by :mod:`.module_forest`; this module pairs the two sides and lays out
 the sheets.
 
-Modules are paired breadth-first by full path with :func:`~.align.align` (a true LCS; forward root
+Modules are paired breadth-first by full path with :func:`~.align.align_runs` (a true LCS; forward root
 with forward root, backward with backward). ``Module Level`` is the tree depth with top-level
 modules at 1 on *both* sheets (the reference uses 2 on one sheet and the ``/`` count of the path on
 the other, quirk 7). On ``ModuleCompare`` op rows the ``Diff Total Ratio`` column holds the ratio

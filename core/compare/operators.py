@@ -1,7 +1,7 @@
 """Operator comparison: pair host ops of the two profiles and compare their device time.
 
 Pipeline (spec §2.4): top-level ops of each side (:mod:`.optree`), cut into forward/backward runs,
-aligned run by run with a true LCS (:func:`.align.align`) on a key = the pairing name
+aligned run by run with a true LCS (:func:`.align.align_runs`) on a key = the pairing name
 (:func:`.names.pairing_names`: ``--op-name-map`` applied to both sides, MindSpore ``-op<N>``
 suffixes dropped) plus the normalised input shape with ``--use-input-shape``; then optional
 drill-down: a pair whose subtree launches more than ``--max-kernel-num`` kernels is replaced by the

@@ -22,7 +22,7 @@ import argparse
 import pickle
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -36,18 +36,17 @@ from perfcmp_core.options import CompareOptions, LoadOptions
 
 def _timed(base: Any, comp: Any, opts: CompareOptions, equivalence: Any) -> tuple[dict[str, float], dict[str, Any]]:
     seconds: dict[str, float] = {}
-    t = time.process_time()
-    modules, reason = compare_modules(base, comp, opts, equivalence)
-    seconds["modules"] = time.process_time() - t
-    t = time.process_time()
-    match = match_operators(base, comp, opts, equivalence)
-    seconds["operator match"] = time.process_time() - t
-    t = time.process_time()
-    _, operators = compare_operators(base, comp, opts, match)
-    seconds["operator sheets"] = time.process_time() - t
-    t = time.process_time()
-    memory = compare_memory(base, comp, opts, match)
-    seconds["memory"] = time.process_time() - t
+
+    def clock(label: str, run: Callable[[], Any]) -> Any:
+        t = time.process_time()
+        out = run()
+        seconds[label] = time.process_time() - t
+        return out
+
+    modules, reason = clock("modules", lambda: compare_modules(base, comp, opts, equivalence))
+    match = clock("operator match", lambda: match_operators(base, comp, opts, equivalence))
+    _, operators = clock("operator sheets", lambda: compare_operators(base, comp, opts, match))
+    memory = clock("memory", lambda: compare_memory(base, comp, opts, match))
     tables = [*(modules.tables() if modules else []), *operators, *memory]
     out: dict[str, Any] = {t.name: (t.data, t.notes, t.absent_reason) for t in tables}
     out["module reason"] = reason

@@ -449,10 +449,12 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSi
 
 def _group(side: ModuleSide, walk: list[int], path_of: dict[int, str] | None = None) -> dict[str, list[int]]:
     """Module ids grouped by path (``path_of`` overrides a module's own), paths and ids in walk order."""
+    paths = side.path[np.asarray(walk, dtype="int64")].tolist()
+    if path_of:
+        paths = [path_of.get(m, p) for m, p in zip(walk, paths)]
     out: dict[str, list[int]] = {}
-    for m in walk:
-        path = path_of.get(m) if path_of else None
-        out.setdefault(path if path is not None else str(side.path[m]), []).append(m)
+    for m, path in zip(walk, paths):
+        out.setdefault(path, []).append(m)
     return out
 
 
@@ -510,8 +512,14 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
                                              label=("label", "first"), cls=("cls", "first"),
                                              moved=("moved", "any"),
                                              dev_ns=("dev_ns", "sum"), number=("row", "size"))
-    kern = side.op_kernels.merge(ops[["row", "group", "seq"]], left_on="op", right_on="row")
-    kern = kern.sort_values("seq", kind="stable")
+    # The kernels of the grouped ops, by op sequence (each op is grouped once).
+    group_of, seq_of = np.full(len(all_keys), -1, dtype="int64"), np.full(len(all_keys), -1, dtype="int64")
+    group_of[rows], seq_of[rows] = ops["group"].to_numpy(), ops["seq"].to_numpy()
+    k_op = side.op_kernels["op"].to_numpy()
+    picked = np.flatnonzero(group_of[k_op] >= 0)
+    picked = picked[np.argsort(seq_of[k_op[picked]], kind="stable")]
+    kern = pd.DataFrame({"group": group_of[k_op[picked]], "kernel": side.op_kernels["kernel"].to_numpy()[picked],
+                         "dur_ns": side.op_kernels["dur_ns"].to_numpy()[picked]})
     per_kernel = kern.groupby(["group", "kernel"], sort=False).agg(
         n=("dur_ns", "size"), ns=("dur_ns", "sum")).reset_index()
     per_kernel = per_kernel.sort_values("group", kind="stable")

@@ -15,7 +15,8 @@ the run is left out, and said so:
 * the ``Generated (UTC)`` row of the README sheet (``sheet<N>.xml`` of the last sheet): that one
   cell's text is replaced by ``<time>`` before comparing;
 * the workbook's file name (``performance_comparison_result_<time>.xlsx``) and the output
-  folder in the terminal output;
+  folder in the terminal output; the checkout's folder in the JSON documents (the advisor
+  names its rules file by path), so two checkouts compare;
 * zip container metadata (member dates): members are compared by name and content.
 
 Speed is not measured here (``bench/compare.py`` does that).
@@ -32,7 +33,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "fixtures"
 EXE = Path(sys.executable).parent / "perfcmp-tui"
 
 PAIRS = {
@@ -71,6 +71,8 @@ def _run(args: list[str], out: Path, root: Path) -> None:
     proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, cwd=ROOT)
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
     out.write_text(_BOOK.sub("<workbook>", text).replace(str(root), "<out>"))
+    for doc in out.parent.glob("*.json"):  # the advisor names its rules file by install path
+        doc.write_text(doc.read_text().replace(str(ROOT), "<checkout>"))
 
 
 def write(folder: Path) -> None:
@@ -84,7 +86,7 @@ def write(folder: Path) -> None:
                 continue
             case = folder / f"{pair}-{variant}"
             case.mkdir()
-            paths = [str(FIX / base), str(FIX / comp)]
+            paths = [f"fixtures/{base}", f"fixtures/{comp}"]  # relative: any checkout compares
             _run(["export", *paths, "-o", str(case / "book"), "--json", str(case / "all.json"),
                   "--no-cache", *extra], case / "export.txt", folder)
             _run(["summary", *paths, "--no-cache", *extra], case / "summary.txt", folder)
@@ -92,7 +94,7 @@ def write(folder: Path) -> None:
     for i, profile in enumerate(PROFILES):
         case = folder / f"advise-{i}"
         case.mkdir()
-        _run(["advise", str(FIX / profile), "--json", str(case / "advise.json"), "--no-cache"],
+        _run(["advise", f"fixtures/{profile}", "--json", str(case / "advise.json"), "--no-cache"],
              case / "advise.txt", folder)
         n += 1
     print(f"{n} cases written to {folder}")

@@ -1,8 +1,9 @@
 """One comparison run as a stream of events.
 
 ``comparison_events`` is the single place where a run is orchestrated: load both sides (in
-parallel processes), then every enabled comparison in workbook order, then the summary and the
-advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
+parallel processes), then every enabled comparison, reported in workbook order (the steps
+declared ``beside`` and the advisor computed on the second core meanwhile), then the summary and
+the advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
 TUI consumes it from a child process (:mod:`perfcmp_core.runner`); both fold it with
 :class:`perfcmp_core.collect.ResultBuilder`.
 """
@@ -10,6 +11,7 @@ TUI consumes it from a child process (:mod:`perfcmp_core.runner`); both fold it 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
@@ -41,17 +43,30 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
 
     ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                   kernel_masks=request.masks, equivalence=request.equivalence)
-    # The advisor needs nothing the other steps compute: it runs on the second core meanwhile.
+    # Two more workers share the loaded profiles with this process: the steps declared
+    # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute.
+    beside = [s for s in steps if s.beside]
+    later = in_background(_run_steps, beside, ctx) if beside else (lambda: [])
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file)
+    done: dict[str, Ran] = {}
+    notes_before = len(ctx.notes)
     screens: dict[str, tuple[str, ...]] = {}  # a step's notes concern its own screens
-    for step in steps:
+    for i, step in enumerate(steps):
         yield Phase(step.name)
-        t0 = time.perf_counter()
-        before = len(ctx.notes)
-        yield from _outcome_events(step, step.run(ctx))
-        for note in ctx.notes[before:]:
+        if step.name not in done:
+            if step.beside:  # this process's later steps first, then wait for the other core
+                done.update(zip((s.name for s in steps[i:] if not s.beside),
+                                _run_steps([s for s in steps[i:] if not s.beside], ctx)))
+                done.update(zip((s.name for s in beside), later()))
+            else:
+                done[step.name] = _run_steps([step], ctx)[0]
+        ran = done[step.name]
+        yield from _outcome_events(step, ran.outcome)
+        for note in ran.notes:
             screens.setdefault(note, tuple(dict.fromkeys(s.screen.id for s in step.sheets)))
-        yield Phase(step.name, done=True, seconds=time.perf_counter() - t0)
+        yield Phase(step.name, done=True, seconds=ran.seconds)
+    # The run's notes in step order, wherever each step ran.
+    ctx.notes[notes_before:] = [n for step in steps for n in done[step.name].notes]
 
     yield Phase("summary")
     t0 = time.perf_counter()
@@ -65,6 +80,27 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
         yield TableReady(declare(table))
     yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
     yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes), screens=screens)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one step made, the notes it added to the context, and its own time."""
+
+    outcome: Outcome
+    notes: list[str]
+    seconds: float
+
+
+def _run_steps(steps: list[Step], ctx: Context) -> list[Ran]:
+    """Run ``steps`` in order on ``ctx`` (in this process or a forked worker: the result is
+    self-contained, so it can come back from one)."""
+    out = []
+    for step in steps:
+        t0 = time.perf_counter()
+        before = len(ctx.notes)
+        outcome = step.run(ctx)
+        out.append(Ran(outcome, ctx.notes[before:], time.perf_counter() - t0))
+    return out
 
 
 def _outcome_events(step: Step, outcome: Outcome) -> Iterator[Event]:

@@ -109,6 +109,10 @@ class Step:
     switch: str  # CompareOptions switch that enables it
     run: Callable[[Context], Outcome]
     sheets: tuple[Sheet, ...]  # every table it can make, in screen order
+    #: Runs on the second core beside the others (:mod:`perfcmp_core.pipeline`). Such steps
+    #: share a :class:`Context` cache among themselves only (the operator match), and what they
+    #: add to ``Context.notes`` comes back with their outcome.
+    beside: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -235,14 +239,15 @@ STEPS: tuple[Step, ...] = (
         Sheet("CommunicationCompare", COMMUNICATION,
               "Communication ops by type: calls and durations per side; NPU task rows under "
               "each op.", tree="nodes"),)),
-    Step("operators / modules", "operator", _operators, _OPERATOR_SHEETS),
+    # The two largest steps on a big NPU pair, and both use the operator match: beside the rest.
+    Step("operators / modules", "operator", _operators, _OPERATOR_SHEETS, beside=True),
     Step("MemoryCompare", "memory", _memory, (
         Sheet("MemoryCompareStatistic", MEMORY,
               "Operators grouped by name: allocated memory and lifetime per side, sorted by "
               "memory difference.", drill=Drill("MemoryCompare", _BY_NAME), row_names=("name",)),
         Sheet("MemoryCompare", MEMORY,
               "Aligned operator pairs with every allocation in their subtree.",
-              row_names=_PAIR_NAMES))),
+              row_names=_PAIR_NAMES)), beside=True),
     Step("ApiCompare", "api", _api, (
         Sheet("ApiCompare", API,
               "Every host API / op name: total, self and average time and calls per side.",

@@ -1,0 +1,111 @@
+"""The run's orchestration: steps declared ``beside`` run on the second core, and the stream of
+events is the one a run on one core gives, in workbook order with the notes in step order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import pytest
+
+from perfcmp_core import pipeline
+from perfcmp_core.compare import STEPS
+from perfcmp_core.events import Event, Finished, Phase, Skipped, TableReady
+from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.processes import start_method
+from perfcmp_core.request import RunRequest
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+#: Pairs on which both kinds of step make tables and notes.
+PAIRS = {
+    "npu": ("npu_text/base_ascend_pt", "npu_text/comp_ascend_pt"),
+    "gpu_npu": ("gpu/base.pt.trace.json", "npu_text/comp_ascend_pt"),
+}
+
+
+def _request(pair: str) -> RunRequest:
+    base, comp = (str(FIX / p) for p in PAIRS[pair])
+    opts = LoadOptions(use_cache=False)
+    return RunRequest.read(base, comp, opts, opts, CompareOptions())
+
+
+def _stream(request: RunRequest) -> list[tuple[str, Any]]:
+    """The events that carry results, in order (times left out): tables with their data,
+    absences, phases, the final notes and their screens."""
+    out: list[tuple[str, Any]] = []
+    for event in pipeline.comparison_events(request):
+        if isinstance(event, TableReady):
+            out.append(("table", (event.table.name, event.table.data)))
+        elif isinstance(event, Skipped):
+            out.append(("skipped", (event.names, event.reason)))
+        elif isinstance(event, Phase):
+            out.append(("phase", (event.name, event.done)))
+        elif isinstance(event, Finished):
+            out.append(("finished", (list(event.notes), dict(event.screens))))
+    return out
+
+
+def _inline(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    return lambda: fn(*args)
+
+
+def _same(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> None:
+    assert [(kind, v[0] if kind == "table" else v) for kind, v in a] == \
+           [(kind, v[0] if kind == "table" else v) for kind, v in b]
+    for (kind, va), (_, vb) in zip(a, b):
+        if kind == "table":
+            pd.testing.assert_frame_equal(va[1], vb[1])
+
+
+def test_the_operator_and_memory_steps_are_the_ones_beside() -> None:
+    # They share the operator match (Context.operator_match), so they must run in one place.
+    assert [s.name for s in STEPS if s.beside] == ["operators / modules", "MemoryCompare"]
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_stream_equals_a_one_core_run(pair: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: every step runs here anyway")
+    parallel = _stream(_request(pair))
+    monkeypatch.setattr(pipeline, "in_background", _inline)
+    serial = _stream(_request(pair))
+    _same(parallel, serial)
+    # Every enabled step reported, in declaration order, each started before it is done.
+    phases = [v for kind, v in parallel if kind == "phase"]
+    names = [s.name for s in STEPS]
+    assert [n for n, done in phases if done and n in names] == names
+    assert [n for n, done in phases if not done and n in names] == names
+
+
+def test_notes_of_a_step_beside_come_back_with_its_screens() -> None:
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork")
+    stream = _stream(_request("gpu_npu"))
+    notes, screens = next(v for kind, v in stream if kind == "finished")
+    # The operator match's note on kernels no operator row holds, made in the other process.
+    unlinked = [n for n in notes if "appear in no operator row" in n]
+    assert unlinked, notes
+    assert screens[unlinked[0]] == ("modules", "operators")
+
+
+def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork")
+    where: dict[str, int] = {}
+    run_steps = pipeline._run_steps
+
+    def recording(steps: list[Any], ctx: Any) -> list[Any]:
+        for step in steps:
+            where[step.name] = os.getpid()
+        out = run_steps(steps, ctx)
+        # Bring the pids back in the notes of the result (the child's dict is its own).
+        return [pipeline.Ran(r.outcome, [*r.notes, f"pid {where[s.name]}"], r.seconds)
+                for s, r in zip(steps, out)]
+
+    monkeypatch.setattr(pipeline, "_run_steps", recording)
+    stream = _stream(_request("npu"))
+    notes = next(v for kind, v in stream if kind == "finished")[0]
+    pids = {int(n.split()[1]) for n in notes if n.startswith("pid ")}
+    assert os.getpid() in pids and len(pids) == 2  # this process and one worker

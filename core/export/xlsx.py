@@ -12,9 +12,11 @@ the ``Matching`` sheet after the comparison sheets lists the rows it marks inste
 
 Speed: openpyxl (write-only) builds the workbook skeleton — sheets, styles, column widths, merged
 titles, frozen panes, autofilter — but its per-cell XML serialisation costs ~15 µs a cell, about
-4 s for a 20k-row sheet. So the ``<sheetData>`` rows are rendered as XML text (:mod:`.sheet_xml`)
-with the style ids openpyxl registered (:mod:`.styles`), and spliced into the saved skeleton while
-copying it into the output zip. The README sheet is :mod:`.readme`.
+4 s for a 20k-row sheet. So the ``<sheetData>`` rows are rendered as XML text (:mod:`.sheet_xml`,
+a column at a time) with the style ids openpyxl registered (:mod:`.styles`), and spliced into the
+saved skeleton while copying it into the output zip: each sheet's rows are rendered chunk by
+chunk as they are written, while a second thread compresses the previous chunk, so memory never
+holds a whole sheet's XML (310 MB for the 32x92 NPU pair). The README sheet is :mod:`.readme`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 result back.
 
 Three places start processes: the app's comparison child (:mod:`.runner`), the parse of the
-comparison side beside the base side (:mod:`.pair`) and the advisor on the second core
-(:func:`in_background`). They follow one policy, :func:`start_method`: fork where it is safe,
+comparison side beside the base side (:mod:`.pair`) and the work the pipeline does on the second
+core (:func:`in_background`: the advisor and the steps declared ``beside``). They follow one policy, :func:`start_method`: fork where it is safe,
 because a forked child shares the modules already imported (no second interpreter importing
 pandas, ≈ 0.5 s of CPU) and the loaded profiles (nothing pickled on the way in); spawn
 elsewhere.
@@ -12,6 +12,7 @@ elsewhere.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import sys
 import threading
 from typing import Any, Callable, Generic, TypeVar
@@ -35,10 +36,16 @@ def start_method() -> str:
     return "spawn"
 
 
-def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+#: How much lower the priority of :func:`in_background` work is than its parent's (``nice``).
+BACKGROUND_NICE = 5
+
+
+def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int = 0) -> None:
     """Worker body: send back ``(True, fn(*args))``, or ``(False, the exception)``. It dies
     with its parent and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
     lifetime.child_started()
+    if nice:
+        os.nice(nice)
     try:
         q.put((True, fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
@@ -53,10 +60,10 @@ class Worker(Generic[T]):
     """
 
     def __init__(self, fn: Callable[..., T], *args: Any, name: str,
-                 method: str | None = None) -> None:
+                 method: str | None = None, nice: int = 0) -> None:
         ctx = mp.get_context(method or start_method())
         self._queue = ctx.SimpleQueue()
-        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args), name=name)
+        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice), name=name)
         lifetime.start(self._proc)
 
     def result(self) -> T:
@@ -81,8 +88,10 @@ def in_background(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
-    same behaviour everywhere.
+    same behaviour everywhere. The child runs at a lower priority (:data:`BACKGROUND_NICE`):
+    what this process computes first is what the user waits for (the app's Overall screen),
+    and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
         return lambda: fn(*args)
-    return Worker(fn, *args, name="perfcmp-background", method="fork").result
+    return Worker(fn, *args, name="perfcmp-background", method="fork", nice=BACKGROUND_NICE).result

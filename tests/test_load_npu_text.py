@@ -836,3 +836,35 @@ def test_fixture_collective_rows_share_a_start_with_an_hccl_stream_task() -> Non
     # The injected +90 µs on the first all-reduce bucket, per step (3 steps).
     assert rows.loc["hcom_allReduce_", "comp_total"] - rows.loc["hcom_allReduce_", "base_total"] == \
         pytest.approx(270, abs=0.01)
+
+
+# -- per-distinct conversions of the CSV columns and the trace's text args -----------------------
+def test_csv_numbers_and_texts_are_converted_per_distinct_value_like_per_cell() -> None:
+    import pandas as pd
+
+    from perfcmp_core.load.npu_files import _device_ids, _float, _text
+
+    cells = [" 1.5\t", "N/A", "", "abc", "1e400", "\xa02.25", "2.25\u2003", "-3", "1_0",
+             "9999999999999999999999", " 1.5\t", "N/A"] * 3
+    col = pd.Series(cells, dtype=str)
+    stripped = pd.Series([c.strip() for c in cells], dtype=object)
+    expected = pd.to_numeric(stripped, errors="coerce").astype("float64")
+    expected = expected.where(expected.abs() < 2.0**63)
+    pd.testing.assert_series_equal(_float(col), expected, check_names=False)
+    assert _text(col).tolist() == ["" if c == "N/A" else c for c in stripped]
+    ids = _device_ids(pd.Series(["NPU:3", "NPU: 12 ", "CPU", "", "NPU:3"], dtype=str))
+    assert ids.tolist()[:2] == [3, 12] and ids.isna().tolist() == [False, False, True, True, False]
+    assert _float(pd.Series([], dtype=str)).empty
+
+
+def test_trace_arg_texts_convert_only_what_is_not_text() -> None:
+    import numpy as np
+
+    from perfcmp_core.load.npu_trace import text_of, texts_of
+
+    values = np.array(["a", None, 3, 2.5, True, [1, 2], "", {"k": 1}], dtype=object)
+    assert texts_of(values).tolist() == [text_of(v) for v in values]
+    ints = np.array([1, -2, 2**62], dtype="int64")
+    assert texts_of(ints).tolist() == [str(int(v)) for v in ints]
+    plain = np.array(["x", "y"], dtype=object)
+    assert texts_of(plain) is plain  # nothing to convert: the same objects

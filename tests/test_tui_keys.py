@@ -17,7 +17,8 @@ from textual.widgets import Input
 
 from tests.tui_support import aio, make_app, operators_named, settle, shown
 
-NAMES = {"/": "slash", "\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab"}
+NAMES = {"/": "slash", "\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab",
+         "?": "question_mark", "!": "exclamation_mark"}
 
 
 def burst(app, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -116,3 +117,46 @@ async def test_paste_right_after_slash_goes_into_the_filter() -> None:
         burst(app, "\r")
         await until(pilot, lambda: app.focused is pane.frame)
         assert pane.view.filter_text == "aten::to" and app.focused is pane.frame
+
+
+# -- keys behind a key that opens a screen belong to that screen ------------------------------
+@aio
+async def test_q_right_after_help_closes_the_help_not_the_app() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await operators(pilot, app)
+        burst(app, "?q")
+        await until(pilot, lambda: type(app.screen).__name__ == "Screen")
+        await pilot.pause(0.3)
+        assert app.is_running and app.return_code is None  # `q` closed the help only
+        assert type(app.screen).__name__ == "Screen" and app.pane is pane
+
+
+@aio
+async def test_keys_after_e_go_into_the_export_dialog() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await operators(pilot, app)
+        burst(app, "e\x1bd")  # open the dialog, cancel it, then sort the table by Diff
+        await until(pilot, lambda: pane.view.sort_key is not None)
+        assert type(app.screen).__name__ == "Screen" and pane.view.sort_key == pane.view.diff_key()
+        burst(app, "exd")
+        await until(pilot, lambda: type(app.screen).__name__ == "ExportDialog")
+        await pilot.pause(0.3)
+        folder = app.screen.query_one("#export-dir", Input)
+        assert folder.value.endswith("xd")  # typed into the folder, not run on the table
+        assert pane.view.sort_key == pane.view.diff_key() and pane.view.descending  # `d` not run again
+
+
+@aio
+async def test_sort_picker_takes_the_keys_typed_behind_s() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await operators(pilot, app)
+        before = pane.view.sort_key
+        burst(app, "snumber\r")
+        await until(pilot, lambda: type(app.screen).__name__ == "Screen" and pane.view.sort_key != before)
+        key = pane.view.sort_key
+        assert key is not None and key != before
+        header = next(h for c, h in zip(pane.frame.columns, pane.frame.headers) if c.key == key)
+        assert "number" in header.lower()  # the first column whose header holds the typed text

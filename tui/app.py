@@ -60,6 +60,10 @@ Restart = Callable[[int | None, int | None], EventSource]
 #: for a key dropped on its way (its widget removed meanwhile). It normally takes milliseconds,
 #: but redrawing a big table on a loaded host can take a few hundred, so the net is wide.
 HOLD_S = 2.0
+#: The app's actions that open a screen over the table (a dialog, the help, a picker): the keys
+#: typed behind theirs in one burst belong to that screen (``?q`` closes the help, it does not
+#: quit), so they are held until it is drawn.
+OPENS_SCREEN = frozenset({"export", "sort_pick", "help", "pick_step", "notes", "kernels", "full_row"})
 
 
 class PerfCmpApp(App[int]):
@@ -144,6 +148,10 @@ class PerfCmpApp(App[int]):
         self._held: events.Key | events.Paste | None = None  # see on_event
         self._waiting: deque[events.Event] = deque()
         self._hold_timer: Timer | None = None
+        #: The keys whose binding opens a screen (:data:`OPENS_SCREEN`), from the bindings.
+        self._opener_keys = frozenset(key.strip() for b in self.BINDINGS if isinstance(b, Binding)
+                                      and b.action in OPENS_SCREEN for key in b.key.split(","))
+        self._held_on: Screen[object] | None = None  # the screen the held key was typed on
 
     @property
     def finished(self) -> bool:
@@ -177,8 +185,9 @@ class PerfCmpApp(App[int]):
     # paste or burst, already went to the old focus. `/aten` in one burst thus opened an empty
     # filter while `t` toggled TOTAL and `e` opened the export dialog. So a key whose binding
     # moves the focus or edits the focused box (`/` on a screen, a non-printable key in a text
-    # box) and a paste on a table (it opens the filter) are *held*: the keys and pastes behind
-    # them wait, in order, until they were handled (HOLD_S at most).
+    # box), a key that opens a screen (`e`, `s`, `?` …: the keys behind it are for that screen,
+    # once it is drawn) and a paste on a table (it opens the filter) are *held*: the keys and
+    # pastes behind them wait, in order, until they were handled (HOLD_S at most).
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
             if self._held is not None or self._waiting:
@@ -190,14 +199,14 @@ class PerfCmpApp(App[int]):
 
     async def _route(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
-            self._held = event
+            self._held, self._held_on = event, self.screen
             self._hold_timer = self.set_timer(HOLD_S, self._release)
         await super().on_event(event)
         if self._held is event and not event.is_forwarded:
             self._unhold()  # a priority binding took it: it will not come back up
 
     def _unhold(self) -> None:
-        self._held = None
+        self._held, self._held_on = None, None
         if self._hold_timer is not None:
             self._hold_timer.stop()
             self._hold_timer = None
@@ -208,13 +217,20 @@ class PerfCmpApp(App[int]):
         if isinstance(self.screen, ModalScreen):
             return False
         # `/` opens the filter; a paste on a table opens it holding the text.
-        return isinstance(event, events.Paste) or event.key == "slash"
+        return isinstance(event, events.Paste) or event.key in ("slash", *self._opener_keys)
 
     def on_key(self, event: events.Key) -> None:
         """A held key came back up to the app: release the keys behind it once its bindings
-        ran (they run after this handler, in the same dispatch)."""
+        ran (they run after this handler, in the same dispatch) and, when they opened a screen,
+        once that screen is drawn (its ``on_mount`` has focused its input)."""
         if event is self._held:
+            self.call_later(self._release_after_binding)
+
+    def _release_after_binding(self) -> None:
+        if self.screen is self._held_on:  # nothing opened (e.g. "nothing to export yet")
             self.call_later(self._release)
+        else:
+            self.call_after_refresh(self._release)
 
     def on_paste(self, event: events.Paste) -> None:
         """A held paste came back up (the screen it landed on handled it): release."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import configparser
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -45,9 +46,9 @@ class Patterns:
     literals: tuple[str, ...]
     regex: re.Pattern[str] | None
 
-    def matches(self, lower: pd.Series) -> np.ndarray:
+    def matches(self, lower: Sequence[str]) -> np.ndarray:
         """Which of the (lower-cased) texts contain any item."""
-        texts = lower.tolist()
+        texts = list(lower)
         lits = self.literals
         hit = np.fromiter((any(w in t for w in lits) for t in texts), dtype=bool, count=len(texts))
         if self.regex is not None and not hit.all():

@@ -124,14 +124,16 @@ def _first_rule(table: Equivalence, values: np.ndarray, patterns: str) -> np.nda
     """Per value (object array): index of the first rule whose ``patterns`` match it, or
     ``len(table.kernels)``; each pattern list runs once per distinct value."""
     rules = table.kernels
-    none = len(rules)
     codes, uniques = pd.factorize(values)
-    lower = pd.Series(uniques, dtype=object).astype(str).str.lower()
-    first = np.full(len(lower), none, dtype="int64")
+    lower = [str(u).lower() for u in uniques]  # a few hundred: plain lists, no Series per rule
+    first = np.full(len(lower), len(rules), dtype="int64")
+    open_ = np.arange(len(lower))
     for i, rule in enumerate(rules):
-        open_ = np.flatnonzero(first == none)
-        if len(open_):
-            first[open_[getattr(rule, patterns).matches(lower.iloc[open_].reset_index(drop=True))]] = i
+        if not len(open_):
+            break
+        hit = getattr(rule, patterns).matches([lower[j] for j in open_.tolist()])
+        first[open_[hit]] = i
+        open_ = open_[~hit]
     return first[codes] if len(codes) else np.zeros(0, dtype="int64")
 
 
@@ -157,8 +159,9 @@ def _top_kernels(df: pd.DataFrame, by: list[str]) -> pd.Series:
         return pd.Series(dtype=object)
     per = df.groupby([*by, "kernel"], sort=False)["dur_ns"].sum().reset_index()
     per = per.sort_values("dur_ns", ascending=False, kind="stable")
-    per["text"] = per["kernel"].astype(str) + " (" + (per["dur_ns"] / 1e6).map("{:.3f}".format) + " ms)"
-    top = per.groupby(by, sort=False).head(TOP_KERNELS)
+    top = per.groupby(by, sort=False).head(TOP_KERNELS)  # formatted only for the rows kept
+    top = top.assign(text=top["kernel"].astype(str) + " ("
+                     + (top["dur_ns"] / 1e6).map("{:.3f}".format) + " ms)")
     return top.groupby(by, sort=False)["text"].agg("; ".join)
 
 

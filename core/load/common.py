@@ -47,6 +47,16 @@ def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.Dat
     return frame(STEPS, {c: df[c] for c in STEPS})
 
 
+def per_distinct(col: pd.Series, convert: Callable[[pd.Series], pd.Series]) -> pd.Series:
+    """``convert`` (a vectorised conversion of text: to numbers, stripped, …) of every cell of
+    ``col``, run once per distinct text: the columns of a Text export's CSV files repeat a few
+    thousand values over hundreds of thousands of rows, and pandas' string methods and
+    ``to_numeric`` cost a Python call per cell."""
+    codes, distinct = first_seen_codes(col.to_numpy(dtype=object))
+    out = convert(pd.Series(distinct, dtype=object)).to_numpy()
+    return pd.Series(out[codes] if len(codes) else out[:0], index=col.index)
+
+
 def per_name(names: pd.Series | np.ndarray, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
     """``test`` (a vectorised text test, e.g. ``lambda s: s.str.startswith("x")``) of each name,
     run once per distinct name: names repeat every step, and a regex per row of a 0.5M-op

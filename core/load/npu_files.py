@@ -24,7 +24,7 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
-from .common import hccl_op_types, us_text_to_ns
+from .common import hccl_op_types, per_distinct, us_text_to_ns
 from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
@@ -98,6 +98,10 @@ def read_json(path: Path) -> object:
 
 def _text(col: pd.Series) -> pd.Series:
     """Strip whitespace (the exporter's trailing tabs) and turn ``N/A`` into ""."""
+    return per_distinct(col, _stripped_text)
+
+
+def _stripped_text(col: pd.Series) -> pd.Series:
     s = col.str.strip()
     return s.mask(s == NA, "")
 
@@ -105,6 +109,10 @@ def _text(col: pd.Series) -> pd.Series:
 def _float(col: pd.Series) -> pd.Series:
     """float64 of a text column; "", ``N/A``, junk and values no counter can hold (``inf``,
     ``1e400``, beyond int64) → NaN, so that integer columns built from it never overflow."""
+    return per_distinct(col, _floats).astype("float64")
+
+
+def _floats(col: pd.Series) -> pd.Series:
     v = pd.to_numeric(col.str.strip(), errors="coerce").astype("float64")
     return v.where(v.abs() < 2.0**63)
 
@@ -219,7 +227,8 @@ def read_op_statistic(path: Path, notes: list[str]) -> pd.DataFrame:
 
 def _device_ids(col: pd.Series) -> pd.Series:
     """``NPU:3`` → 3; anything else → NaN (coerced to -1 by the schema)."""
-    return pd.to_numeric(col.str.extract(r":\s*(\d+)\s*$", expand=False), errors="coerce")
+    return per_distinct(col, lambda s: pd.to_numeric(s.str.extract(r":\s*(\d+)\s*$", expand=False),
+                                                      errors="coerce"))
 
 
 def read_memory_record(path: Path, notes: list[str]) -> pd.DataFrame:

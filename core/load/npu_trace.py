@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +88,20 @@ def text_of(value: object) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else str(value)
+
+
+def texts_of(values: np.ndarray) -> np.ndarray:
+    """:func:`text_of` of every value of an object or int64 array, as an object array: the strings
+    stay the objects they are, only the other values (None, numbers, lists) are converted."""
+    if values.dtype != object:
+        return values.astype(str).astype(object)
+    other = np.flatnonzero(~np.fromiter(map(isinstance, values, repeat(str)), dtype=bool,
+                                        count=len(values)))
+    if not len(other):
+        return values
+    out = values.copy()
+    out[other] = [text_of(v) for v in values[other].tolist()]
+    return out
 
 
 def numbers(values: list) -> np.ndarray:
@@ -300,27 +314,32 @@ class Events:
         return np.array(self.cat_values + [""], dtype=object)[self.cat_codes[rows]]
 
     @staticmethod
-    def _lookup(at: np.ndarray, values: np.ndarray, rows: np.ndarray) -> list:
-        """Values of a sparse column at ``rows`` (None where the event has none)."""
-        out = np.full(len(rows), None, dtype=object)
+    def _lookup(at: np.ndarray, values: np.ndarray, rows: np.ndarray,
+                texts: bool = False) -> np.ndarray:
+        """Values of a sparse column at ``rows`` (None where the event has none), or with
+        ``texts`` their :func:`text_of` ("" where none), converted only where present."""
+        out = np.full(len(rows), "" if texts else None, dtype=object)
         if len(at) and len(rows):
             pos = np.searchsorted(at, rows)
             pos[pos == len(at)] = 0
             hit = at[pos] == rows
-            out[hit] = values[pos[hit]]
-        return out.tolist()
+            found = values[pos[hit]]
+            out[hit] = texts_of(found) if texts else found
+        return out
 
     def arg_values(self, rows: np.ndarray, key: str) -> list:
         """``args[key]`` of the given rows (None where absent)."""
         at, columns = self.arg_groups[_GROUP_OF[key]]
-        return self._lookup(at, columns[key], rows)
+        return self._lookup(at, columns[key], rows).tolist()
 
-    def arg_texts(self, rows: np.ndarray, key: str) -> list[str]:
-        return [text_of(v) for v in self.arg_values(rows, key)]
+    def arg_texts(self, rows: np.ndarray, key: str) -> np.ndarray:
+        """``args[key]`` of the given rows as text ("" where absent), an object array."""
+        at, columns = self.arg_groups[_GROUP_OF[key]]
+        return self._lookup(at, columns[key], rows, texts=True)
 
     def flow_ids(self, rows: np.ndarray) -> np.ndarray:
         """``id`` of the given rows as text (flow ends pair on it; ints and strings both occur)."""
-        return np.array([text_of(v) for v in self._lookup(*self.id_column, rows)], dtype=object)
+        return self._lookup(*self.id_column, rows, texts=True)
 
     def complete(self, mask: np.ndarray) -> np.ndarray:
         """Rows of ``X`` events with a valid start that also satisfy ``mask``."""

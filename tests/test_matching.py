@@ -441,3 +441,15 @@ def test_real_profiles_leave_almost_nothing_unclassified(path: str) -> None:
     total = device_time(profile).total_ns
     assert int(df["dur_ns"].sum()) == total > 0
     assert df.loc[df["cls"] == OTHER, "dur_ns"].sum() <= 0.001 * total
+
+
+def test_matching_names_join_the_row_columns_leaving_out_empty_and_missing_ones() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp_core.compare.matching_sheet import _joined_names
+
+    rows = pd.DataFrame({"a": ["x", "", "nan", None, "y"], "b": ["p", "q", "", "w", np.nan],
+                         "c": [1, 2, 3, 4, 5]}, dtype=object)
+    assert _joined_names(rows, ("a", "b", "c")).tolist() == ["x | p | 1", "q | 2", "3", "w | 4", "y | 5"]
+    assert _joined_names(rows.iloc[:0], ("a", "b")).tolist() == []

@@ -15,6 +15,7 @@ classification text (kernel name | NPU op type | launching host op | core or tas
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .items import Items
 from .rules import CATEGORIES, AdvisorConfig
@@ -30,13 +31,18 @@ def classify(items: Items, cfg: AdvisorConfig) -> np.ndarray:
     """Category code (index into :data:`CATEGORIES`) of every item."""
     n = len(items.text)
     code = np.full(n, -1, dtype="int64")
-    kernel_name = items.text.str.split(" | ", n=1, regex=False).str[0]
+    # Far fewer kernel names than texts (a name comes with many ops and shapes): each list is
+    # tried once per distinct name, and on the texts only while they are still unclassified.
+    names, distinct = pd.factorize(items.text.str.split(" | ", n=1, regex=False).str[0])
+    distinct = pd.Series(distinct, dtype=object)
+    by_name = np.full(len(distinct), -1, dtype="int64")
     for name in _ORDER:
-        hit = (code < 0) & cfg.kernel_names[name].matches(kernel_name)
-        code[hit] = CATEGORIES.index(name)
+        open_ = np.flatnonzero(by_name < 0)
+        by_name[open_[cfg.kernel_names[name].matches(distinct.iloc[open_])]] = CATEGORIES.index(name)
+    code[:] = by_name[names]
     for name in _ORDER:
-        hit = (code < 0) & cfg.categories[name].matches(items.text)
-        code[hit] = CATEGORIES.index(name)
+        open_ = np.flatnonzero(code < 0)
+        code[open_[cfg.categories[name].matches(items.text.iloc[open_])]] = CATEGORIES.index(name)
     code[code < 0] = _OTHER
     out = code[items.text_code]
     out[items.frame["is_comm"].to_numpy()] = COMM

@@ -5,99 +5,114 @@ openpyxl's per-cell serialisation costs ~15 µs a cell (about 4 s for a 20k-row 
 workbook writer renders ``<row>``/``<c>`` elements here, with the style ids openpyxl registered,
 and splices them into the package openpyxl saved. Text is made legal for XML 1.0 and cut to
 Excel's cell limit with a visible marker.
+
+A large export holds millions of cells (3.9 M in the workbook of the 32-layer × 92-step NPU Db
+pair), and one Python call per cell cost seconds. So data rows are rendered a column at a time
+(:class:`DataColumn`): each column's values become their texts in one pass per kind (``repr``
+mapped over the floats, text escaped in one regular-expression pass over the join of a whole
+chunk), and the rows are the join of one grid of fixed pieces. :func:`cell` renders one value
+(titles, headers, the README) and is the rule the column path follows byte for byte — the
+tests hold them equal. Data rows are rendered :data:`ROWS_PER_CHUNK` at a time while the package
+is being zipped, so memory holds one chunk of a sheet, not the sheet.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import infer_dtype
 
 #: Excel's cell text limit, in UTF-16 code units.
 CELL_CHARS = 32_767
+#: Text of at most this many characters always fits (a character is at most two UTF-16 units).
+_FITS_ANYWAY = CELL_CHARS // 2
 #: XML 1.0 forbids these characters; Excel refuses files containing them.
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _NEEDS_ESCAPE = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 #: The characters of ``_ILLEGAL_XML`` that ASCII text can hold (C0 controls but tab, LF, CR).
 _ILLEGAL_ASCII = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\r", "&#13;"))
 _MARKER = "…[truncated {} chars]"
+#: Joins a chunk's texts to escape them in one pass. XML forbids NUL, so no escaped text holds
+#: one; a chunk whose text does is escaped text by text. The patterns below leave it alone.
+_SEP = "\x00"
+_ILLEGAL_BUT_SEP = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_ESCAPE_BUT_SEP = re.compile("[&<>\r\x01-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_ILLEGAL_ASCII_BUT_SEP = _ILLEGAL_ASCII.replace(b"\x00", b"")
+_ESCAPED_ASCII = _ILLEGAL_ASCII_BUT_SEP + b"&<>\r"
+#: Data rows rendered into one encoded chunk (bounds the size of the intermediate strings).
+ROWS_PER_CHUNK = 5000
+
+# A cell is ``<c r="{ref}" s="{style}`` + OPEN[kind] + its text + CLOSE[kind].
+NUMBER, EMPTY, BOOL, TEXT = 0, 1, 2, 3
+OPEN = ('"><v>', '"/>', '" t="b"><v>', '" t="inlineStr"><is><t xml:space="preserve">')
+CLOSE = ("</v></c>", "", "</v></c>", "</t></is></c>")
+_CLOSE = np.array(CLOSE, dtype=object)
+_BOOL_TEXT = np.array(["0", "1"], dtype=object)
 
 
-@dataclass
-class SheetXml:
-    """The ``<row>`` elements of one worksheet, as UTF-8 chunks, plus what had to be cut."""
+def kind_text(value: object) -> tuple[int, str]:
+    """How one value is written: its kind of cell and its text, not yet escaped.
 
-    chunks: list[bytes] = field(default_factory=list)
-    truncated: int = 0  # cells cut to Excel's text limit
-    rows: int = 0  # data rows written (a sheet holds at most Excel's row limit)
+    Finite floats and ints are numbers (``repr``: the shortest text that reads back the same
+    float), None and NaN empty cells, bools booleans, ±inf the text ``INF`` / ``-INF``, anything
+    else its ``str`` as an inline string, so no text ever becomes a formula."""
+    if value is None:
+        return EMPTY, ""
+    if isinstance(value, bool):
+        return BOOL, str(int(value))
+    if isinstance(value, int):
+        return NUMBER, int.__repr__(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return NUMBER, float.__repr__(value)
+        if math.isnan(value):
+            return EMPTY, ""
+        return TEXT, "INF" if value > 0 else "-INF"
+    return TEXT, value if isinstance(value, str) else str(value)
 
-    def add_rows(self, rows: Iterable[str]) -> None:
-        self.chunks.append("".join(rows).encode("utf-8", "replace"))
 
-    def cell(self, ref: str, value: object, style: int) -> str:
-        """One ``<c>``: numbers as numbers, anything else as an inline string, never a formula.
+def escape(value: str) -> str:
+    """``value`` made legal for XML and its ``& < > CR`` written as entities."""
+    if _NEEDS_ESCAPE.search(value) is None:
+        return value
+    value = legal(value)
+    for char, entity in _ENTITIES:
+        value = value.replace(char, entity)
+    return value
 
-        Finite floats, strings and ints — nearly every cell, half a million in the module sheets
-        of a large NPU export — are recognised by their exact type first; the general tests
-        below handle the rest (None, bools, NaN/inf, numpy scalars, other objects)."""
-        kind = type(value)
-        if kind is float and value - value == 0:  # type: ignore[operator]  # finite
-            return f'<c r="{ref}" s="{style}"><v>{float.__repr__(value)}</v></c>'  # type: ignore[arg-type]
-        if kind is str:
-            return self.text(ref, value, style)  # type: ignore[arg-type]
-        if kind is int:
-            return f'<c r="{ref}" s="{style}"><v>{int.__repr__(value)}</v></c>'  # type: ignore[arg-type]
-        if value is None:
-            return f'<c r="{ref}" s="{style}"/>'
-        if isinstance(value, bool):
-            return f'<c r="{ref}" s="{style}" t="b"><v>{int(value)}</v></c>'
-        if isinstance(value, int):
-            return f'<c r="{ref}" s="{style}"><v>{int.__repr__(value)}</v></c>'
-        if isinstance(value, float):
-            if math.isfinite(value):
-                return f'<c r="{ref}" s="{style}"><v>{float.__repr__(value)}</v></c>'
-            if math.isnan(value):
-                return f'<c r="{ref}" s="{style}"/>'
-            return self.text(ref, "INF" if value > 0 else "-INF", style)
-        return self.text(ref, value if isinstance(value, str) else str(value), style)
 
-    def text(self, ref: str, value: str, style: int) -> str:
-        if len(value) > CELL_CHARS // 2:  # only then can it exceed the limit in UTF-16 units
-            value = self._fit(value)
-        if _NEEDS_ESCAPE.search(value) is not None:
-            value = legal(value)
-            value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            value = value.replace("\r", "&#13;")
-        return (
-            f'<c r="{ref}" s="{style}" t="inlineStr">'
-            f'<is><t xml:space="preserve">{value}</t></is></c>'
-        )
+def fit(value: str) -> str:
+    """``value`` cut to Excel's limit, ending with a visible ``…[truncated N chars]`` marker;
+    ``value`` itself (the same object) when it fits.
 
-    def _fit(self, value: str) -> str:
-        """Cut text to Excel's limit, ending with a visible ``…[truncated N chars]`` marker.
+    Excel counts UTF-16 units, so the cut is made on the UTF-16 form (a pair split in two is
+    dropped whole). The marker's length depends on N, hence the loop on its digit count.
 
-        Excel counts UTF-16 units, so the cut is made on the UTF-16 form (a pair split in two is
-        dropped whole). The marker's length depends on N, hence the loop on its digit count.
-
-        Only the head that can be kept is looked at: every character is at least one unit, so
-        the first ``CELL_CHARS + 1`` characters decide. Operator kernel details on a large trace
-        run to megabytes per cell, and scanning or encoding all of them cost more than the rest
-        of the workbook. Characters XML forbids become U+FFFD here (one unit each, like the
-        character they replace), so that lone surrogates can be encoded.
-        """
-        units = legal(value[: CELL_CHARS + 1]).encode("utf-16-le")
-        if len(units) <= 2 * CELL_CHARS:
-            return value
-        self.truncated += 1
-        digits = 1
-        while True:
-            room = CELL_CHARS - len(_MARKER.format(0)) + 1 - digits
-            kept = units[: 2 * room].decode("utf-16-le", "ignore")
-            cut = len(value) - len(kept)
-            if len(str(cut)) <= digits:
-                return kept + _MARKER.format(cut)
-            digits = len(str(cut))
+    Only the head that can be kept is looked at: every character is at least one unit, so
+    the first ``CELL_CHARS + 1`` characters decide. Operator kernel details on a large trace
+    run to megabytes per cell, and scanning or encoding all of them cost more than the rest
+    of the workbook. Characters XML forbids become U+FFFD here (one unit each, like the
+    character they replace), so that lone surrogates can be encoded.
+    """
+    if len(value) <= _FITS_ANYWAY:
+        return value
+    units = legal(value[: CELL_CHARS + 1]).encode("utf-16-le")
+    if len(units) <= 2 * CELL_CHARS:
+        return value
+    digits = 1
+    while True:
+        room = CELL_CHARS - len(_MARKER.format(0)) + 1 - digits
+        kept = units[: 2 * room].decode("utf-16-le", "ignore")
+        cut = len(value) - len(kept)
+        if len(str(cut)) <= digits:
+            return kept + _MARKER.format(cut)
+        digits = len(str(cut))
 
 
 def legal(value: str) -> str:
@@ -110,3 +125,178 @@ def legal(value: str) -> str:
     if value.isascii() and len(value.encode("ascii").translate(None, _ILLEGAL_ASCII)) == len(value):
         return value
     return _ILLEGAL_XML.sub("\ufffd", value)
+
+
+# ------------------------------------------------------------------------------ one column
+
+
+class DataColumn:
+    """The data cells of one column: its values, its letter and the style id of every row.
+
+    Values are read as :func:`~perfcmp_core.export.values.python_values` reads them (NaN, None
+    and NA empty, numpy scalars as Python ones) and written as :func:`kind_text` says, each
+    distinct value once: a large sheet repeats its durations, names and call stacks thousands of
+    times (the 32x92 NPU pair's 1.2 M float cells hold 71 k distinct values), so a column is
+    the XML of its few distinct (style, value) cells, and each row an index into them.
+    """
+
+    def __init__(self, letter: str, series: pd.Series, styles: np.ndarray) -> None:
+        self.prefix = f'<c r="{letter}'
+        value_of_row, kinds, texts = _distinct(series)
+        # Fit and escape each distinct text once; cuts are counted per cell, before writing:
+        # the README, saved first, reports them.
+        uses = np.bincount(value_of_row[value_of_row >= 0], minlength=len(texts))
+        self.truncated = _fit_and_escape(texts, np.flatnonzero(kinds == TEXT), uses)
+        # The texts and kinds end with the empty cell, which a missing value (index -1) takes.
+        self._texts = np.append(texts, np.array([""], dtype=object))
+        self._kinds = np.append(kinds, np.int8(EMPTY))
+        self._value_of_row = np.where(value_of_row < 0, len(texts), value_of_row)
+        self._ids, self._style_of_row = np.unique(np.asarray(styles), return_inverse=True)
+
+    def cells(self, after: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's index into the XML of the column's distinct cells, and that XML.
+
+        A cell's XML is all of ``<c …>…</c>`` after its row number (``" s="5"><v>1.5</v></c>``),
+        followed by ``after``: the next cell's ``<c r="`` and letter, or ``</row>``."""
+        if len(self._ids) == 1:  # one style: a cell per distinct value
+            cell_of_row, value = self._value_of_row, np.arange(len(self._texts))
+            style = np.zeros(len(value), np.int64)
+        else:
+            pair = self._style_of_row.astype(np.int64) * len(self._texts) + self._value_of_row
+            cell_of_row, pairs = pd.factorize(pair)
+            style, value = np.divmod(pairs, len(self._texts))
+        kinds = self._kinds[value]
+        opens = np.array([[f'" s="{i}{o}' for o in OPEN] for i in self._ids.tolist()], object)
+        closes = np.array([c + after for c in CLOSE], dtype=object)
+        return cell_of_row, opens[style, kinds] + self._texts[value] + closes[kinds]
+
+
+def _fit_and_escape(texts: np.ndarray, text: np.ndarray, uses: np.ndarray) -> int:
+    """:func:`escape` of :func:`fit` of ``texts[text]``, in place: the long ones one by one,
+    the rest at once. Returns the number of cells cut (``uses``: the cells of each text)."""
+    lengths = np.fromiter(map(len, texts[text]), np.int64, len(text))
+    long, short = text[lengths > _FITS_ANYWAY], text[lengths <= _FITS_ANYWAY]
+    fitted = [fit(t) for t in texts[long]]
+    cut = long[[f is not t for f, t in zip(fitted, texts[long])]]
+    texts[long] = [escape(f) for f in fitted]
+    texts[short] = _escaped_short(texts[short].tolist())
+    return int(uses[cut].sum())
+
+
+def _distinct(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's index into the column's distinct values (-1: missing), and their
+    :func:`kind_text` (texts not yet escaped), one vectorised pass per kind of column."""
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "iubf":
+        values = series.to_numpy()
+        # Floats are told apart by their bits: 0.0 equals -0.0, but they read differently.
+        keys = values.view(f"i{values.itemsize}") if dtype.kind == "f" else values
+        codes, distinct = pd.factorize(keys)
+        kinds, texts = _number_texts(np.asarray(distinct, dtype=keys.dtype).view(dtype))
+        return codes, kinds, texts
+    values = series.to_numpy(dtype=object)
+    present = ~series.isna().to_numpy()
+    codes = np.full(len(values), -1, np.intp)
+    shown = values[present]
+    if infer_dtype(shown, skipna=False) in ("string", "empty"):  # nearly every such column
+        codes[present], distinct = pd.factorize(shown)
+        return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
+    # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
+    codes[present] = np.arange(len(shown))
+    pairs = [kind_text(v.item() if isinstance(v, np.generic) else v) for v in shown]
+    texts = np.empty(len(pairs), dtype=object)
+    texts[:] = [t for _, t in pairs]
+    return codes, np.array([k for k, _ in pairs], np.int8), texts
+
+
+def _number_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kind_text` of an array of numbers or bools: kinds and texts."""
+    n = len(values)
+    texts = np.full(n, "", dtype=object)
+    if values.dtype.kind == "b":
+        texts[:] = _BOOL_TEXT[values.view(np.uint8)]
+        return np.full(n, BOOL, np.int8), texts
+    if values.dtype.kind in "iu":
+        texts[:] = list(map(int.__repr__, values.tolist()))
+        return np.full(n, NUMBER, np.int8), texts
+    finite = np.isfinite(values)
+    texts[finite] = list(map(float.__repr__, values[finite].tolist()))
+    texts[values == np.inf] = "INF"
+    texts[values == -np.inf] = "-INF"
+    kinds = np.where(finite, NUMBER, np.where(np.isnan(values), EMPTY, TEXT))
+    return kinds.astype(np.int8), texts
+
+
+def _escaped_short(texts: list[str]) -> list[str]:
+    """:func:`escape` of every text, by one pass over their join (the cells of most columns
+    need none, and a call per cell cost more than everything else in a large sheet)."""
+    joined = _SEP.join(texts)
+    if joined.count(_SEP) != len(texts) - 1:  # a text holds NUL (or there are none)
+        return [escape(t) for t in texts]
+    if joined.isascii():  # as in :func:`legal`: bytes.translate tells ~3x faster than a search
+        raw = joined.encode("ascii")
+        if len(raw.translate(None, _ESCAPED_ASCII)) == len(raw):
+            return texts
+        if len(raw.translate(None, _ILLEGAL_ASCII_BUT_SEP)) != len(raw):
+            joined = _ILLEGAL_BUT_SEP.sub("\ufffd", joined)
+    elif _ESCAPE_BUT_SEP.search(joined) is None:
+        return texts
+    else:
+        joined = _ILLEGAL_BUT_SEP.sub("\ufffd", joined)
+    for char, entity in _ENTITIES:
+        joined = joined.replace(char, entity)
+    return joined.split(_SEP)
+
+
+# ------------------------------------------------------------------------------- the sheet
+
+
+@dataclass
+class SheetXml:
+    """The ``<row>`` elements of one worksheet, as UTF-8 chunks, plus what had to be cut."""
+
+    truncated: int = 0  # cells cut to Excel's text limit
+    rows: int = 0  # data rows written (a sheet holds at most Excel's row limit)
+    _parts: list[Iterable[bytes]] = field(default_factory=list)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The rows in order; data rows are rendered only now, one chunk at a time."""
+        for part in self._parts:
+            yield from part
+
+    def add_rows(self, rows: Iterable[str]) -> None:
+        """Rows rendered already (with :meth:`cell`)."""
+        self._parts.append(["".join(rows).encode("utf-8", "replace")])
+
+    def add_columns(self, columns: list[DataColumn], first_row: int, rows: int) -> None:
+        """Rows ``first_row`` … of ``columns``, to be rendered when :meth:`chunks` gets there."""
+        self.truncated += sum(c.truncated for c in columns)
+        self._parts.append(_render(columns, first_row, rows))
+
+    def cell(self, ref: str, value: object, style: int) -> str:
+        """One ``<c>``: numbers as numbers, anything else as an inline string, never a formula."""
+        kind, text = kind_text(value)
+        if kind == TEXT:
+            fitted = fit(text)
+            self.truncated += fitted is not text
+            text = escape(fitted)
+        return f'<c r="{ref}" s="{style}{OPEN[kind]}{text}{CLOSE[kind]}'
+
+
+def _render(columns: list[DataColumn], first_row: int, rows: int) -> Iterator[bytes]:
+    """The ``<row>`` elements of ``columns``: per chunk a grid of pieces, joined row by row.
+
+    A row is ``<row r="`` N ``"><c r="A`` then per cell: N and the XML of its cell, which ends
+    with the next cell's ``<c r="`` and letter (or ``</row>``) — two pieces a cell."""
+    after = [c.prefix for c in columns[1:]] + ["</row>"]
+    cells = [column.cells(a) for column, a in zip(columns, after)]
+    width = 3 + 2 * len(columns)
+    for start in range(0, rows, ROWS_PER_CHUNK):
+        stop = min(start + ROWS_PER_CHUNK, rows)
+        numbers = np.array(list(map(str, range(first_row + start, first_row + stop))), object)
+        grid = np.empty((stop - start, width), dtype=object)
+        grid[:, 0], grid[:, 1], grid[:, 2] = '<row r="', numbers, '">' + columns[0].prefix
+        for i, (cell_of_row, xml) in enumerate(cells):
+            grid[:, 3 + 2 * i] = numbers
+            grid[:, 4 + 2 * i] = xml[cell_of_row[start:stop]]
+        yield "".join(grid.ravel().tolist()).encode("utf-8", "replace")

@@ -1,4 +1,5 @@
-"""The Step column of the matched-pair tables (OperatorCompare, ModuleCompare): each row's step,
+"""The Step column of the matched-pair tables (OperatorCompare, ModuleCompare, MemoryCompare):
+each row's step,
 derived here from the loaded profiles' ProfilerStep windows; a screen (and --json) column only,
 so the workbook keeps the reference's columns."""
 
@@ -48,6 +49,19 @@ def test_operator_pairs_name_their_step() -> None:
     assert sorted(set(want)) == ["1", "2", "3"]
     counts = pd.Series(want).value_counts()
     assert counts.min() > 0 and len(counts) == 3
+
+
+def test_memory_pairs_name_their_step() -> None:
+    base, comp = profiles("npu_ops")
+    found = tables("npu_ops")
+    assert "MemoryCompare" in found  # the pair holds memory records
+    detail = found["MemoryCompare"].data
+    want = [label(step_by_hand(base, int(base.ops["start_ns"].iloc[b])) if b >= 0 else -1,
+                  step_by_hand(comp, int(comp.ops["start_ns"].iloc[c])) if c >= 0 else -1)
+            for b, c in zip(detail["_base_row"], detail["_comp_row"])]
+    assert detail["step"].tolist() == want and sorted(set(want)) == ["1", "2", "3"]
+    column = next(c for c in found["MemoryCompare"].columns if c.key == "step")
+    assert not column.export  # the workbook keeps the reference's MemoryCompare columns
 
 
 def test_module_pairs_name_their_module_step() -> None:

@@ -30,6 +30,7 @@ from .operators import (MATCHED_AS, OperatorMatch, float_text, grouped, match_op
                         take_rows)
 from .optree import Items, OpForest
 from .result import Column, Table, diff, ratio
+from .step_column import STEP, step_labels
 
 STAT_SHEET = "MemoryCompareStatistic"
 DETAIL_SHEET = "MemoryCompare"
@@ -63,6 +64,7 @@ DETAIL_COLUMNS = (
     Column("diff", "Diff Size(KB)", "diff", "float", "KB", 20),
     Column("ratio", "Diff Ratio", "ratio", "percent", "", 20),
     MATCHED_AS,
+    STEP,
 )
 
 
@@ -239,6 +241,8 @@ def _detail(match: OperatorMatch, per_pair: pd.DataFrame, bm: _SideMemory, cm: _
         "diff": diff(base_kb, comp_kb),
         "ratio": ratio(base_kb, comp_kb),
         "matched_as": per_pair["matched_as"].astype(str),
+        "step": step_labels(take_rows(bops["step"].to_numpy(dtype="int64"), b, -1),
+                            take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,
         "_comp_row": c,
     })

@@ -1,5 +1,5 @@
 """Which step a compared row belongs to: the ``Step`` column of the module tree and of the
-matched-pair tables (OperatorCompare, ModuleCompare).
+matched-pair tables (OperatorCompare, ModuleCompare, MemoryCompare).
 
 A model's steps repeat the same ops and modules, so rows of one name come once per step; the
 column tells them apart and says when the two sides' rows fall in different steps. It is a

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
@@ -20,7 +20,7 @@ from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryRea
 from .info import profile_info
 from .model import Profile
 from .pair import iter_pair
-from .processes import in_background
+from .processes import Later, in_background
 from .request import RunRequest
 
 
@@ -46,40 +46,61 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # Two more workers share the loaded profiles with this process: the steps declared
     # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute.
     beside = [s for s in steps if s.beside]
-    later = in_background(_run_steps, beside, ctx) if beside else (lambda: [])
+    later = in_background(_run_steps, beside, ctx) if beside else None
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file)
+    try:
+        notes = yield from _step_events(steps, ctx, later)
+        yield Phase("summary")
+        t0 = time.perf_counter()
+        figures, text = summary_step(ctx)
+        yield SummaryReady(figures, text)
+        yield Phase("summary", done=True, seconds=time.perf_counter() - t0)
+
+        yield Phase("advisor")
+        t0 = time.perf_counter()
+        for table in advice():
+            yield TableReady(declare(table))
+        yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
+        yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes),
+                       screens=_note_screens(steps, notes))
+    finally:  # a failed or abandoned run leaves no worker behind (their results are unwanted)
+        advice.stop()
+        if later is not None:
+            later.stop()
+
+
+def _step_events(steps: list[Step], ctx: Context,
+                 beside: Later[list[Ran]] | None) -> Generator[Event, None, dict[str, list[str]]]:
+    """Every step's events in workbook order; the steps declared ``beside`` come from the
+    ``beside`` worker, this process runs the others (those after a beside step first, then it
+    waits). Leaves the run's notes in ``ctx.notes`` in step order, wherever each step ran, and
+    returns each step's notes."""
     done: dict[str, Ran] = {}
     notes_before = len(ctx.notes)
-    screens: dict[str, tuple[str, ...]] = {}  # a step's notes concern its own screens
     for i, step in enumerate(steps):
         yield Phase(step.name)
         if step.name not in done:
-            if step.beside:  # this process's later steps first, then wait for the other core
-                done.update(zip((s.name for s in steps[i:] if not s.beside),
-                                _run_steps([s for s in steps[i:] if not s.beside], ctx)))
-                done.update(zip((s.name for s in beside), later()))
+            if step.beside:
+                assert beside is not None
+                here = [s for s in steps[i:] if not s.beside]
+                done.update(zip((s.name for s in here), _run_steps(here, ctx)))
+                done.update(zip((s.name for s in steps if s.beside), beside()))
             else:
                 done[step.name] = _run_steps([step], ctx)[0]
         ran = done[step.name]
         yield from _outcome_events(step, ran.outcome)
-        for note in ran.notes:
-            screens.setdefault(note, tuple(dict.fromkeys(s.screen.id for s in step.sheets)))
         yield Phase(step.name, done=True, seconds=ran.seconds)
-    # The run's notes in step order, wherever each step ran.
     ctx.notes[notes_before:] = [n for step in steps for n in done[step.name].notes]
+    return {name: ran.notes for name, ran in done.items()}
 
-    yield Phase("summary")
-    t0 = time.perf_counter()
-    figures, text = summary_step(ctx)
-    yield SummaryReady(figures, text)
-    yield Phase("summary", done=True, seconds=time.perf_counter() - t0)
 
-    yield Phase("advisor")
-    t0 = time.perf_counter()
-    for table in advice():
-        yield TableReady(declare(table))
-    yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
-    yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes), screens=screens)
+def _note_screens(steps: list[Step], notes: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """The screens each step's notes concern: its own (a note made by two steps, the first's)."""
+    screens: dict[str, tuple[str, ...]] = {}
+    for step in steps:
+        for note in notes.get(step.name, ()):
+            screens.setdefault(note, tuple(dict.fromkeys(s.screen.id for s in step.sheets)))
+    return screens
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,24 @@ class Worker(Generic[T]):
         self._proc.join()
 
 
-def in_background(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
-    """Start ``fn(*args)`` on the other core now; the returned callable waits for its result.
+class Later(Generic[T]):
+    """Work started by :func:`in_background`: call it for the result; :meth:`stop` it when the
+    result is no longer wanted (the run failed or was abandoned), so that no child outlives the
+    run in a process that goes on (a test session, the app's retry)."""
+
+    def __init__(self, fn: Callable[..., T], args: tuple[Any, ...], worker: Worker[T] | None) -> None:
+        self._fn, self._args, self._worker = fn, args, worker
+
+    def __call__(self) -> T:
+        return self._worker.result() if self._worker is not None else self._fn(*self._args)
+
+    def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> Later[T]:
+    """Start ``fn(*args)`` on the other core now; call the returned :class:`Later` for its result.
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
@@ -93,5 +109,6 @@ def in_background(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
     and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
-        return lambda: fn(*args)
-    return Worker(fn, *args, name="perfcmp-background", method="fork", nice=BACKGROUND_NICE).result
+        return Later(fn, args, None)
+    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork",
+                                  nice=BACKGROUND_NICE))

@@ -14,7 +14,7 @@ from perfcmp_core import pipeline
 from perfcmp_core.compare import STEPS
 from perfcmp_core.events import Event, Finished, Phase, Skipped, TableReady
 from perfcmp_core.options import CompareOptions, LoadOptions
-from perfcmp_core.processes import start_method
+from perfcmp_core.processes import Later, start_method
 from perfcmp_core.request import RunRequest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -47,8 +47,8 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     return out
 
 
-def _inline(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    return lambda: fn(*args)
+def _inline(fn: Callable[..., Any], *args: Any) -> Later[Any]:
+    return Later(fn, args, None)  # what in_background gives where the process cannot fork
 
 
 def _same(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> None:
@@ -109,3 +109,31 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
     notes = next(v for kind, v in stream if kind == "finished")[0]
     pids = {int(n.split()[1]) for n in notes if n.startswith("pid ")}
     assert os.getpid() in pids and len(pids) == 2  # this process and one worker
+
+
+def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step of this process fails while the advisor and the steps beside still run: the error
+    reaches the caller and both workers are gone (this process goes on: a test session, the
+    app's retry), and so they are when the consumer abandons the stream half way."""
+    import multiprocessing as mp
+
+    from perfcmp_core.compare import kernel_families
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing runs beside")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("kernel classes broke")
+
+    monkeypatch.setattr(kernel_families, "kernel_classes", broken)
+    with pytest.raises(RuntimeError, match="kernel classes broke"):
+        for _ in pipeline.comparison_events(_request("npu")):
+            pass
+    assert mp.active_children() == []
+    monkeypatch.undo()
+    stream = pipeline.comparison_events(_request("npu"))
+    for event in stream:
+        if isinstance(event, Phase) and event.name == "OverallMetrics" and event.done:
+            break
+    stream.close()
+    assert mp.active_children() == []

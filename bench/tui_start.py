@@ -131,7 +131,10 @@ def run_once(variant: str, env: dict[str, str], size: tuple[int, int],
                 result["interactive"] = now - t0
                 break
         else:
-            raise RuntimeError(f"no interactive overall screen within {timeout:.0f} s; "
+            hint = ("; its E2E Time row is below the screen's last line: pass a taller --size "
+                    "(the NPU pairs of bench/data/bigrun-32x92 need about 200x90)"
+                    if "table" not in result and TABLE_MARKS[0] in screen.text else "")
+            raise RuntimeError(f"no interactive overall screen within {timeout:.0f} s{hint}; "
                                f"screen text:\n{screen.text[-2000:]}")
         os.write(fd, b"\x11")  # Ctrl+Q: quit (kills the comparison still running)
         end = time.perf_counter() + 10
@@ -159,7 +162,8 @@ def main() -> int:
     ap.add_argument("--pair", nargs="+", type=Path, metavar="PATH", default=[DATA],
                     help="the inputs: a folder holding the two traces (default bench/data/gpu-real; "
                          "bench/data/gpu-x8 for the 8x pair) or BASE COMP (e.g. the 0.9 GB NPU pair "
-                         "of bench/data/bigrun-32x92, to time reopening it from the cache)")
+                         "of bench/data/bigrun-32x92, to time reopening it from the cache; "
+                         "with --size 200x90, as its Overall table is taller than 44 rows)")
     ns = ap.parse_args()
     if len(ns.pair) == 1:
         pair = (ns.pair[0] / NAMES[0], ns.pair[0] / NAMES[1])

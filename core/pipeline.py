@@ -20,7 +20,7 @@ from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryRea
 from .info import profile_info
 from .model import Profile
 from .pair import iter_pair
-from .processes import Later, in_background
+from .processes import LAST_NICE, Later, in_background
 from .request import RunRequest
 
 
@@ -44,10 +44,12 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                   kernel_masks=request.masks, equivalence=request.equivalence)
     # Two more workers share the loaded profiles with this process: the steps declared
-    # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute.
+    # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute and
+    # whose tables come last, so it runs on what CPU the other two leave.
     beside = [s for s in steps if s.beside]
     later = in_background(_run_steps, beside, ctx) if beside else None
-    advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file)
+    advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file,
+                           nice=LAST_NICE)
     try:
         notes = yield from _step_events(steps, ctx, later)
         yield Phase("summary")

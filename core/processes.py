@@ -38,6 +38,11 @@ def start_method() -> str:
 
 #: How much lower the priority of :func:`in_background` work is than its parent's (``nice``).
 BACKGROUND_NICE = 5
+#: The priority of background work whose result is wanted only at the end of the run (the
+#: advisor): it takes the CPU the other processes leave. At the same priority as the steps
+#: beside, it took half their core from them on two cores, and the comparisons of a 32×92 NPU
+#: pair ended ≈ 0.8 s later (5.3–5.8 s against 4.7–4.8 s after loading).
+LAST_NICE = 15
 
 
 def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int = 0) -> None:
@@ -99,16 +104,15 @@ class Later(Generic[T]):
             self._worker.stop()
 
 
-def in_background(fn: Callable[..., T], *args: Any) -> Later[T]:
+def in_background(fn: Callable[..., T], *args: Any, nice: int = BACKGROUND_NICE) -> Later[T]:
     """Start ``fn(*args)`` on the other core now; call the returned :class:`Later` for its result.
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
-    same behaviour everywhere. The child runs at a lower priority (:data:`BACKGROUND_NICE`):
-    what this process computes first is what the user waits for (the app's Overall screen),
-    and the CPU is shared alike once this process waits for the result.
+    same behaviour everywhere. The child runs at a lower priority (``nice``, by default
+    :data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
+    app's Overall screen), and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
         return Later(fn, args, None)
-    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork",
-                                  nice=BACKGROUND_NICE))
+    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=nice))

@@ -47,7 +47,7 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     return out
 
 
-def _inline(fn: Callable[..., Any], *args: Any) -> Later[Any]:
+def _inline(fn: Callable[..., Any], *args: Any, nice: int = 0) -> Later[Any]:
     return Later(fn, args, None)  # what in_background gives where the process cannot fork
 
 
@@ -109,6 +109,36 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
     notes = next(v for kind, v in stream if kind == "finished")[0]
     pids = {int(n.split()[1]) for n in notes if n.startswith("pid ")}
     assert os.getpid() in pids and len(pids) == 2  # this process and one worker
+
+
+def test_the_advisor_yields_the_cpu_to_the_steps_beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its tables come last, so it runs on what the other two processes leave: on two cores, at
+    the priority of the steps beside, it took half their core and delayed the end of the run."""
+    from dataclasses import replace
+
+    from perfcmp_core import advisor
+    from perfcmp_core.processes import BACKGROUND_NICE, LAST_NICE
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork")
+    run_steps, advisor_tables = pipeline._run_steps, advisor.advisor_tables
+
+    def steps_at(steps: list[Any], ctx: Any) -> list[Any]:
+        return [pipeline.Ran(r.outcome, [*r.notes, f"nice {os.nice(0)}"], r.seconds)
+                for r in run_steps(steps, ctx)]
+
+    def advice_at(*args: Any) -> list[Any]:
+        return [replace(t, notes=[*t.notes, f"nice {os.nice(0)}"]) for t in advisor_tables(*args)]
+
+    monkeypatch.setattr(pipeline, "_run_steps", steps_at)
+    monkeypatch.setattr(advisor, "advisor_tables", advice_at)
+    events = list(pipeline.comparison_events(_request("npu")))
+    table = next(e.table for e in events if isinstance(e, TableReady) and e.table.name == "Advisor")
+    notes = next(e for e in events if isinstance(e, Finished)).notes
+    mine = os.nice(0)
+    step_nices = {int(n.split()[1]) for n in notes if n.startswith("nice ")}
+    assert step_nices == {mine, min(mine + BACKGROUND_NICE, 19)}  # this process, the steps beside
+    assert f"nice {min(mine + LAST_NICE, 19)}" in table.notes
 
 
 def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,7 @@ BACKGROUND_NICE = 5
 #: The priority of background work whose result is wanted only at the end of the run (the
 #: advisor): it takes the CPU the other processes leave. At the same priority as the steps
 #: beside, it took half their core from them on two cores, and the comparisons of a 32×92 NPU
-#: pair ended ≈ 0.8 s later (5.3–5.8 s against 4.7–4.8 s after loading).
+#: pair ended ≈ 0.8 s later (5.3–5.8 s against 4.5–4.8 s after loading).
 LAST_NICE = 15
 
 

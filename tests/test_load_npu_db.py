@@ -630,39 +630,69 @@ _REAL_DBS = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "n
                    .glob("level*/rank*_ascend_pt"))
 
 
-@pytest.mark.parametrize("which", ["full", "inline-text", *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
-def test_integer_tables_fetched_as_one_matrix_load_like_cell_by_cell(which: str, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Queries of integers and string ids only are fetched block by block into one int64 matrix
-    (``Db._fetch_ints``); every table equals the cell-by-cell path's — on the synthetic Db, on one
-    whose id columns hold text (the matrix is refused and the general path reads it), and on the
-    real exports."""
+@pytest.mark.parametrize("which", ["full", "inline-text", "real-in-int",
+                                   *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_integer_tables_fetched_as_columns_load_like_cell_by_cell(which: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries of integers and string ids only are fetched as one text per column
+    (``Db._fetch_int_columns``), else block by block into one int64 matrix (``Db._fetch_ints``);
+    every table equals the cell-by-cell path's either way — on the synthetic Db, on one whose id
+    column holds text and on one whose time column holds a real (the text paths are refused for
+    those queries and the others read them), and on the real exports."""
     from perfcmp_core.load import npu_db_sql
 
-    if which == "full":
-        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
-    elif which == "inline-text":
-        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+    path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db") if not which.startswith("real:") \
+        else next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+    change = {"inline-text": "UPDATE TASK SET taskType = 'KERNEL_AICORE' WHERE rowid = 1",
+              "real-in-int": "UPDATE TASK SET endNs = 123456789.5 WHERE rowid = 2"}.get(which)
+    if change:
         conn = sqlite3.connect(path)
-        conn.execute("UPDATE TASK SET taskType = 'KERNEL_AICORE' WHERE rowid = 1")  # text in an id column
+        conn.execute(change)
         conn.commit()
         conn.close()
-    else:
-        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
     opts = LoadOptions(use_cache=False)
+    calls: dict[str, list[bool]] = {"_fetch_int_columns": [], "_fetch_ints": []}
+    for name, seen in calls.items():
+        def spy(self: npu_db_sql.Db, *args: object, _real: object = getattr(npu_db_sql.Db, name),
+                _seen: list[bool] = seen) -> object:
+            out = _real(self, *args)  # type: ignore[operator]
+            _seen.append(out is not None)
+            return out
+
+        monkeypatch.setattr(npu_db_sql.Db, name, spy)
     fast = load_profile(str(path), opts)
-    calls: list[int] = []
-    real = npu_db_sql.Db._fetch_ints
-
-    def spy(self: npu_db_sql.Db, sql: str, width: int) -> object:
-        out = real(self, sql, width)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(npu_db_sql.Db, "_fetch_ints", spy)
-    load_profile(str(path), opts)
-    assert any(calls)  # the matrix path was taken for some queries
-    if which == "inline-text":
-        assert not all(calls)  # and refused for the TASK query
+    assert any(calls["_fetch_int_columns"])  # the column path was taken for some queries
+    if change:
+        assert not all(calls["_fetch_int_columns"])  # and refused for the TASK query
+        assert calls["_fetch_ints"]  # which then went to the matrix path
+    monkeypatch.setattr(npu_db_sql.Db, "_fetch_int_columns", lambda self, sql, names: None)
+    _profiles_equal(fast, load_profile(str(path), opts))
     monkeypatch.setattr(npu_db_sql.Db, "_fetch_ints", lambda self, sql, width: None)
     _profiles_equal(fast, load_profile(str(path), opts))
+
+
+def test_column_fetch_keeps_the_query_order_and_refuses_what_is_not_an_integer(tmp_path: Path) -> None:
+    """``Db._fetch_int_columns`` by hand: the columns come in the query's own order (here
+    descending, unlike the table's) and aligned, 64-bit extremes exactly; a NULL (which
+    ``group_concat`` would skip), a text or a real anywhere refuses the whole query, and an
+    empty result is empty columns."""
+    from perfcmp_core.load.npu_db_sql import Db
+
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE T (a INTEGER, b INTEGER, c)")
+    rows = [(1, 2**63 - 1, 7), (2, -(2**63), None), (3, 0, "x"), (4, 10, 2.5)]
+    conn.executemany("INSERT INTO T VALUES (?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    db = Db(path)
+    got = db._fetch_int_columns("SELECT a AS a, b AS b FROM T ORDER BY a DESC", ["a", "b"])
+    assert got is not None
+    assert got["a"].tolist() == [4, 3, 2, 1] and got["a"].dtype == np.int64
+    assert got["b"].tolist() == [10, 0, -(2**63), 2**63 - 1]
+    for where in ("a = 2", "a = 3", "a = 4"):  # NULL, text, real
+        assert db._fetch_int_columns(f"SELECT a AS a, c AS c FROM T WHERE a = 1 OR {where}", ["a", "c"]) is None
+    assert db._fetch_int_columns("SELECT a AS a, c AS c FROM T WHERE a = 1", ["a", "c"])["c"].tolist() == [7]
+    empty = db._fetch_int_columns("SELECT a AS a FROM T WHERE a > 9", ["a"])
+    assert empty is not None and empty["a"].tolist() == [] and empty["a"].dtype == np.int64
+    db.close()

@@ -286,7 +286,9 @@ def _encode_column(s: pd.Series, key: str, arrays: dict[str, np.ndarray]) -> str
     # An object column holding NA cannot say whether it was None or NaN; do not guess.
     if not text_dtype and (codes < 0).any():
         raise _Uncachable(f"column {s.name!r} holds missing values")
-    encoded = [u.encode("utf-8", "surrogatepass") for u in uniques]
+    # Through a list: iterating a pandas string array boxes each value in Python (0.2 s of the
+    # 0.6 s that storing one side of the 32x92 Db pair took).
+    encoded = [u.encode("utf-8", "surrogatepass") for u in np.asarray(uniques, dtype=object).tolist()]
     arrays[key + "_codes"] = codes.astype(np.int32 if len(uniques) < 2**31 else np.int64)
     arrays[key + "_blob"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     arrays[key + "_offsets"] = np.cumsum([0, *map(len, encoded)], dtype=np.int64)

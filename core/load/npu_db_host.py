@@ -36,8 +36,8 @@ def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
             .col("A", api, "inputDtypes", "input_types", SID).col("A", api, "callchainId", "chain", INT)
             .col("A", api, "type", "api_type", INT)
             .fetch("FROM PYTORCH_API AS A WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
-    # The type names are joined here, not in SQL: a table of integers only is fetched as one
-    # int64 matrix (Db.fetch), and the enum has a handful of rows.
+    # The type names are joined here, not in SQL: a query of integers only is fetched as int64
+    # columns without a Python object per cell (Db.fetch), and the enum has a handful of rows.
     enum = Select(db).col("E", "ENUM_API_TYPE", "id", "id", INT).col("E", "ENUM_API_TYPE", "name", "name", TEXT) \
         .fetch("FROM ENUM_API_TYPE AS E ORDER BY E.rowid").drop_duplicates("id")
     pos = pd.Index(enum["id"].to_numpy(dtype="int64")).get_indexer(apis["api_type"].to_numpy(dtype="int64"))

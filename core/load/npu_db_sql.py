@@ -6,9 +6,10 @@ exports): the SQL half of the Db loader, kept apart from the table building in `
 * **Schema-tolerant.** Tables and columns are looked up in ``sqlite_master`` / ``PRAGMA
   table_info`` first; :class:`Select` builds a query only from the columns that exist (an absent
   one reads as -1 / NaN / '').
-* **Typed without per-cell pandas work.** Integer columns are ``COALESCE``-d in SQL so ns
+* **Typed without per-cell Python work.** Integer columns are ``COALESCE``-d in SQL so ns
   timestamps never pass through float64; interned strings come back as ids and are resolved
-  against one in-memory copy of ``STRING_IDS``.
+  against one in-memory copy of ``STRING_IDS``; a query of integers and ids only comes back as
+  one text per column that numpy parses (:meth:`Db._fetch_int_columns`).
 * **Bad files are input errors.** Every SQLite failure becomes an :class:`InputError` naming the
   file.
 """

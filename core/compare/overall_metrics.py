@@ -5,15 +5,10 @@ Distribution" table (spec ``inputs-and-overall.md`` §6). One :func:`overall_met
 :class:`~perfcmp_core.model.Profile` of any kind into a :class:`SideMetrics`; presentation lives in
 :mod:`.overall`.
 
-What differs per kind is only where the figures come from:
-
-* **GPU** — compute / uncovered communication are interval unions of the kernels themselves,
-  E2E spans every kernel and memcpy with a stream (0 included), SDMA is memcpy on the compute
-  stream.
-* **NPU Text** — compute, uncovered and E2E come from the ``Overlap Analysis`` process the
-  exporter already computed; kernels with ``kernel_details`` rows are classified.
-* **NPU Db** — there is no overlap analysis, so compute is the union of compute tasks and
-  uncovered communication is the part of communication ops outside it.
+The busy sets behind Computing, Uncovered Communication and E2E Time (and so Free Time) are
+defined once per input kind in :mod:`.device_sets`, which the step explanation splits further;
+this module adds what only the sheet shows: the kernel classes of the Computing breakdown, MC2
+times, SDMA and LCCL buckets, communication groups and memory.
 
 All times are int64 ns end to end, so sums and unions carry no floating residue.
 
@@ -36,17 +31,14 @@ import numpy as np
 import pandas as pd
 
 from ..model import Kind, Profile
-from ..timeline import Spans
 from .comm_groups import GroupTime, db_groups, text_groups
+from .device_sets import DeviceSets, device_sets, gpu_copy_rows
 from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
 from .masks import Masks, TextIndexes
 from .names import strip_instance
 
 GIB = 1024**3
 
-#: GPU copies counted as SDMA when on the compute stream (memset events are never read, so the
-#: reference's "memset (device)" entry could not match and is left out).
-_GPU_SDMA_WORDS = ("htod", "dtod", "dtoh")
 _NPU_COMPUTE_TASKS = frozenset({"AI_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "AI_VECTOR_CORE", "FFTS_PLUS"})
 #: Copy and event-wait task types: the trace's ``Task Type`` and, for real Db exports, the runtime
 #: ``TASK.taskType`` (``MEMCPY_ASYNC`` for both kinds of copy, ``EVENT_WAIT``), so that the Text
@@ -55,12 +47,6 @@ _SDMA_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"})
 _EVENT_WAITS = frozenset({"EVENT_WAIT_SQE", "EVENT_WAIT"})
 _C_CORE_SQE = "C_CORE_SQE"
 _DB_CUBE_TASKS = frozenset({"KERNEL_AICORE", "KERNEL_MIX_AIC"})
-#: Db task types that do not extend E2E (compute kernels are already in the compute union).
-_DB_E2E_SKIP = frozenset({
-    "KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
-    "PROFILING_ENABLE", "PROFILING_DISABLE",
-})
-_NOT_OVERLAPPED = "Communication(Not Overlapped)"
 _LCCL = "kernel_aivec"
 
 
@@ -240,37 +226,13 @@ def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: boo
 def _gpu(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="gpu")
-    task = texts("kernels", "task_type")
-    is_kernel = task.equals_any(("kernel",))
-    used = is_kernel | task.equals_any(("gpu_memcpy",))  # memset events are ignored entirely
-    stream = k["stream"].to_numpy()
-    start = k["start_ns"].to_numpy()
-    end = start + k["dur_ns"].to_numpy()
-    nccl = is_kernel & k["is_comm"].to_numpy()
-    has_stream = stream >= 0  # stream 0 is a real stream (ROCm runs every HIP kernel there); -1: absent
-
-    timed = used & has_stream
-    if timed.any():
-        side.e2e_ns = int(end[timed].max() - start[timed].min())
-
-    names = texts("kernels", "name")
-    compute_stream = _most_common(stream[is_kernel & ~nccl & has_stream])
-    if compute_stream is None:
-        side.notes.append("no non-NCCL kernel carries a stream id: SDMA time is 0")
-        sdma = np.zeros(len(k), dtype=bool)
-    else:
-        sdma = used & (stream == compute_stream) & names.contains_any(_GPU_SDMA_WORDS)
-    side.sdma_stream = _bucket(k["dur_ns"].to_numpy(), sdma)
-
-    compute = is_kernel & ~nccl & ~sdma
-    comm = nccl & ~sdma
-    busy = Spans.of(start[compute], end[compute])
-    comm_spans = Spans.of(start[comm], end[comm])
-    side.compute_ns = busy.length
-    side.uncovered_ns = comm_spans.length - (comm_spans & busy).length
+    sets = _times(side, device_sets(profile, texts))
+    side.sdma_stream = _bucket(k["dur_ns"].to_numpy(), gpu_copy_rows(profile, texts, sets.compute_stream))
     if times_only:
         return side
 
+    names = texts("kernels", "name")
+    compute = sets.compute_rows
     n = int(compute.sum())
     sub_names = names.subset(compute)
     launch_cls, launch_bwd = launch_classes(profile, k["op_row"].to_numpy()[compute], masks, texts,
@@ -303,20 +265,10 @@ def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bo
         sdma_rows=on_stream,
     )
 
-    ov = profile.overlap
-    kind = ov["kind"].to_numpy()
-    o_start = ov["start_ns"].to_numpy()
-    o_end = o_start + ov["dur_ns"].to_numpy()
-    side.compute_ns = int(ov["dur_ns"].to_numpy()[kind == "Computing"].sum())
-    not_overlapped = kind == _NOT_OVERLAPPED
-    side.uncovered_ns = int(ov["dur_ns"].to_numpy()[not_overlapped].sum())
-    if len(ov):
-        side.e2e_ns = int(o_end.max() - o_start.min())
-    else:
-        side.notes.append("no Overlap Analysis data: compute, uncovered communication and E2E are 0")
+    sets = _times(side, device_sets(profile, texts))
     if times_only:
         return side
-    uncovered = Spans.of(o_start[not_overlapped], o_end[not_overlapped])
+    uncovered = sets.uncovered
 
     if not profile.meta.has_pmu:
         side.hide_op_details = True
@@ -340,13 +292,9 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool
     hw = k["in_trace"].to_numpy()
     det = k["has_details"].to_numpy()
     dur = k["dur_ns"].to_numpy()
-    start = k["start_ns"].to_numpy()
-    end = start + dur
     task = k["task_type"].to_numpy()
     stream = k["stream"].to_numpy()
     ops = profile.comm_ops
-    op_start = ops["start_ns"].to_numpy()
-    op_end = op_start + ops["dur_ns"].to_numpy()
 
     side.lccl = _bucket(ops["dur_ns"].to_numpy(), texts("comm_ops", "name").equals_any((_LCCL,)))
     known = stream >= 0
@@ -354,19 +302,7 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool
         stream, dur, task, wait_rows=hw & known, compute_rows=det & known, sdma_rows=hw & known
     )
 
-    busy = Spans.of(start[det], end[det])
-    active = busy | Spans.of(op_start, op_end)
-    side.compute_ns = busy.length
-    side.uncovered_ns = active.length - busy.length
-    # E2E: compute and communication ops, widened by any other device task (SDMA, event waits,
-    # AI_CPU …) — compute kernel task types are already covered by the compute union.
-    extra = hw & (task != "") & ~np.isin(task, list(_DB_E2E_SKIP))
-    lo = np.concatenate([start[det], op_start, start[extra]])
-    hi = np.concatenate([end[det], op_end, end[extra]])
-    if len(lo):
-        side.e2e_ns = int(hi.max() - lo.min())
-    else:
-        side.notes.append("no compute task, communication op or device task: E2E is 0")
+    sets = _times(side, device_sets(profile, texts))
     if times_only:
         return side
 
@@ -385,7 +321,7 @@ def _npu_db(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool
                   order=np.argsort(k["link"].to_numpy()[classified], kind="stable"),
                   sqe=sqe, conv_tid=False, fa_types=("flashattention",))
 
-    side.groups, side.pairs = db_groups(profile, active - busy)
+    side.groups, side.pairs = db_groups(profile, sets.uncovered)
     return side
 
 
@@ -473,17 +409,17 @@ def _mc2_times(mc2: pd.DataFrame, sqe: pd.DataFrame) -> dict[str, Mc2Time]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _times(side: SideMetrics, sets: DeviceSets) -> DeviceSets:
+    """Fill ``side``'s E2E, computing and uncovered communication times from the busy sets."""
+    side.notes.extend(sets.notes)
+    side.compute_ns = sets.compute.length
+    side.uncovered_ns = sets.uncovered.length
+    side.e2e_ns = sets.e2e_ns
+    return sets
+
+
 def _bucket(dur: np.ndarray, mask: np.ndarray) -> Bucket:
     return Bucket(int(dur[mask].sum()), int(mask.sum()))
-
-
-def _most_common(values: np.ndarray) -> int | None:
-    """Most frequent value; ties go to the value seen first."""
-    if len(values) == 0:
-        return None
-    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
-    best = np.lexsort((first, -counts))[0]
-    return int(uniq[best])
 
 
 def _sdma_on_compute_streams(

@@ -93,6 +93,11 @@ def classify(profile: Profile) -> np.ndarray:
     return _classify(profile)[0]
 
 
+def not_counted(profile: Profile) -> dict[str, np.ndarray]:
+    """Per reason of :data:`EXCLUDED_REASONS`, which ``kernels`` rows are not device time."""
+    return _classify(profile)[1]
+
+
 def device_time(profile: Profile) -> DeviceTime:
     """Partition the device time of ``profile`` (see the module docstring)."""
     code, excluded = _classify(profile)

@@ -1,6 +1,7 @@
 """The terminal report of ``export`` and ``summary``: what a result says, as plain text.
 
-The time distribution, the top regressions, the advisor's findings and the notes — read from a
+Where the time went (the step explanation), the time distribution, the top regressions, the
+advisor's findings and the notes — read from a
 :class:`ComparisonResult` only, so the text can never disagree with the workbook written from the
 same result. The text fits the terminal it is printed on and uses the app's units (milliseconds
 with microsecond precision, :func:`perfcmp_core.insight.amount`): the reference's ``0.000s``
@@ -17,8 +18,11 @@ import sys
 import textwrap
 from typing import Any
 
+import numpy as np
+
 from .compare import ADVISOR, SHEETS
-from .compare.result import IS_TOTAL, ComparisonResult, is_ratio
+from .compare.result import IS_TOTAL, LEVEL, ComparisonResult, is_ratio
+from .explain.table import TABLE_NAME as STEP_TIME
 from .insight import figure
 from .view import format_value, screen_text
 
@@ -50,7 +54,9 @@ def terminal_report(result: ComparisonResult, width: int | None = None) -> str:
     width = width or terminal_width()
     tables_width = max(MIN_WIDTH, width or PIPE_WIDTH)
     figures = result.summary.get("figures")
-    parts = [summary_table(figures, tables_width) if figures else NO_SUMMARY, "",
+    where = where_the_time_went(result, tables_width)
+    parts = [*([where, ""] if where else []),
+             summary_table(figures, tables_width) if figures else NO_SUMMARY, "",
              top_regressions(result, width=tables_width)]
     advice = result.tables.get(ADVISOR.name)
     if advice is not None and not advice.empty:
@@ -76,6 +82,52 @@ def wrap(text: str, width: int) -> list[str]:
         out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "    ",
                              break_on_hyphens=False, drop_whitespace=True) or [line[:width]]
     return out
+
+
+# -- where the time went ----------------------------------------------------------------------
+WHERE_TITLE = "Where the time went"
+#: A label row (an op, a frame, a collective) is printed when it moved at least this share of
+#: the step time's change (launch-bound and device-side time spread over many ops: a larger
+#: share), and at least this many ms; at most this many per cause.
+_LABEL_SHARE, _SPREAD_SHARE, _LABEL_MS, _LABELS = 0.01, 0.05, 0.005, 4
+_SPREAD = ("launch-bound", "device-side")
+
+
+def where_the_time_went(result: ComparisonResult, width: int) -> str:
+    """The step explanation first: the "why" sentence, then the per-step waterfall down to the
+    causes, and below a cause the labels that moved a noticeable share of the change ("" when
+    the run has no StepTime table)."""
+    table = result.tables.get(STEP_TIME)
+    if table is None or table.empty:
+        return ""
+    df = table.data
+    level = df[LEVEL].to_numpy()
+    d = np.abs(df["diff_ms"].to_numpy(dtype=float))
+    moved = (df["base_ms"].to_numpy(dtype=float) != 0) | (df["comp_ms"].to_numpy(dtype=float) != 0)
+    keep = moved & (level <= 2)
+    # Which labels: per cause, those that moved enough, largest first, a few at most.
+    cause_at = np.maximum.accumulate(np.where(level == 2, np.arange(len(df)), 0))
+    total = abs(float(df["diff_ms"].iloc[0]))
+    for cause in np.unique(cause_at[level == 3]):
+        spread = str(df["index"].iloc[cause]).startswith(_SPREAD)
+        floor = max(_LABEL_MS, (_SPREAD_SHARE if spread else _LABEL_SHARE) * total)
+        labels = np.flatnonzero((level == 3) & (cause_at == cause) & (d >= floor))
+        keep[labels[np.argsort(-d[labels], kind="stable")][:_LABELS]] = True
+    rows = [["", "Base", "Comp", "Diff", "Change"]]
+    for i in np.flatnonzero(keep):
+        rec = df.iloc[i]
+        rows.append(["  " * int(level[i]) + str(rec["index"]), f"{rec['base_ms']:,.3f}", f"{rec['comp_ms']:,.3f}",
+                     f"{rec['diff_ms']:+,.3f}", screen_text(rec["diff_ratio"], table.column("diff_ratio"))])
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    widths[0] = max(12, min(widths[0], width - sum(widths[1:]) - len(_GAP) * 4))
+    lines = [f"{WHERE_TITLE} (ms per step, base → comparison)"]
+    if table.lead:
+        lines.append(f"  {table.lead}")
+    for r in rows:
+        lines.append(_GAP.join([_fit(r[0], widths[0]).ljust(widths[0]),
+                                *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]).rstrip())
+    lines += [f"  note: {n}" for n in table.notes]
+    return "\n".join(lines)
 
 
 # -- the time distribution ---------------------------------------------------------------------

@@ -8,6 +8,8 @@ this module, and it imports nothing of the project.
 * Nesting: :func:`nest` (each interval's innermost container on its thread), :func:`innermost`
   (the innermost interval around each point), :func:`thread_key` / :func:`thread_groups` (which
   rows share a thread).
+* Labelled pieces: :func:`overlaps` (cut intervals by a disjoint set, keeping which interval
+  each piece came from), :func:`first_come` (split a union among overlapping intervals).
 * Interval sets: :class:`Spans`. OverallMetrics is made of "busy with X and not Y" questions:
   compute time is the union of compute kernels, uncovered communication is communication minus
   compute, a group's wait is its Notify_Wait tasks inside the uncovered spans, and so on. The
@@ -275,25 +277,10 @@ class Spans:
         return Spans.of(np.concatenate([self.start, other.start]), np.concatenate([self.end, other.end]))
 
     def __and__(self, other: Spans) -> Spans:
-        """Intersection. Each interval of ``self`` is paired with the run of ``other`` intervals
-        it overlaps (found by binary search), so the cost is O((n + m) log m + pairs)."""
-        if len(self) == 0 or len(other) == 0:
-            return Spans.empty()
-        lo = np.searchsorted(other.end, self.start, side="right")  # first b with end > a.start
-        hi = np.searchsorted(other.start, self.end, side="left")  # first b with start >= a.end
-        counts = np.maximum(hi - lo, 0)
-        total = int(counts.sum())
-        if total == 0:
-            return Spans.empty()
-        a_idx = np.repeat(np.arange(len(self)), counts)
-        # b index = lo[a] + position within the run of a
-        run_start = np.cumsum(counts) - counts
-        b_idx = lo[a_idx] + (np.arange(total) - run_start[a_idx])
-        s = np.maximum(self.start[a_idx], other.start[b_idx])
-        e = np.minimum(self.end[a_idx], other.end[b_idx])
-        keep = e > s
+        """Intersection (see :func:`overlaps`)."""
+        _, _, s, e = overlaps(self.start, self.end, other.start, other.end)
         # Pieces are already sorted and disjoint (both inputs are normalised).
-        return Spans(s[keep], e[keep])
+        return Spans(s, e)
 
     def __sub__(self, other: Spans) -> Spans:
         """Difference: the parts of ``self`` not covered by ``other``."""
@@ -306,3 +293,56 @@ class Spans:
         )
         return self & gaps
 
+
+
+def overlaps(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray,
+             b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every non-empty overlap of an interval of A with an interval of B: ``(a_idx, b_idx, start,
+    end)``, ordered by ``a_idx`` then ``b_idx``.
+
+    B must be sorted and pairwise disjoint (touching allowed: step windows that tile time); A may
+    be anything. Each A interval is paired with the run of B intervals it overlaps, found by
+    binary search, so the cost is O((n + m) log m + pairs) — which is what lets a labelled set of
+    pieces (kernels, idle gaps) be cut by windows or by another set while keeping each piece's
+    identity, something a plain :class:`Spans` intersection forgets.
+    """
+    a_start, a_end, b_start, b_end = (_arr(x) for x in (a_start, a_end, b_start, b_end))
+    empty = np.empty(0, dtype=_I64)
+    if len(a_start) == 0 or len(b_start) == 0:
+        return empty, empty, empty, empty
+    lo = np.searchsorted(b_end, a_start, side="right")  # first b with end > a.start
+    hi = np.searchsorted(b_start, a_end, side="left")  # first b with start >= a.end
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return empty, empty, empty, empty
+    a_idx = np.repeat(np.arange(len(a_start), dtype=_I64), counts)
+    # b index = lo[a] + position within the run of a
+    run_start = np.cumsum(counts) - counts
+    b_idx = lo[a_idx] + (np.arange(total, dtype=_I64) - run_start[a_idx])
+    s = np.maximum(a_start[a_idx], b_start[b_idx])
+    e = np.minimum(a_end[a_idx], b_end[b_idx])
+    keep = e > s
+    return a_idx[keep], b_idx[keep], s[keep], e[keep]
+
+
+def first_come(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each interval's share of the union when overlaps go to the interval that started first
+    (ties: the earlier row): ``(rows, start, end)`` of the non-empty shares, in time order.
+
+    The shares are disjoint and their union is the union of the inputs, so per-row sums of share
+    lengths add up to the union's length exactly — the rule that splits a busy period covered by
+    two streams at once between the kernels running in it without counting any nanosecond twice.
+    """
+    s, e = _arr(start), _arr(end)
+    if len(s) == 0:
+        empty = np.empty(0, dtype=_I64)
+        return empty, empty, empty
+    order = np.lexsort((np.arange(len(s)), s))
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(np.maximum(e, s))
+    before = np.concatenate([[s[0]], reach[:-1]])
+    share_s = np.maximum(s, before)
+    share_e = np.maximum(e, before)
+    keep = share_e > share_s
+    return order[keep], share_s[keep], share_e[keep]

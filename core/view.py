@@ -324,8 +324,8 @@ class TableView:
 
     Tree tables (declared ``tree="nodes"``: ``_node``/``_parent`` links; ``tree="outline"``: an
     indented ``_level`` hierarchy such as OverallMetrics) show a row only when its ancestors are
-    expanded, and sort siblings under their parent. An outline starts fully expanded (it is read
-    like a report); a linked tree starts with a single root open (a module tree) or all closed
+    expanded, and sort siblings under their parent. An outline starts expanded (it is read like
+    a report: every level, or the ``open_levels`` its table declares); a linked tree starts with a single root open (a module tree) or all closed
     (one row per collective).
     """
 
@@ -370,6 +370,9 @@ class TableView:
             self._set_links(node, _level_links(df[LEVEL].to_numpy(dtype="int64")))
             if not self.expanded:
                 self.expanded = set(self.parent_nodes())  # a copy: the cache stays whole
+                if self.table.open_levels:
+                    level = df[LEVEL].to_numpy(dtype="int64")
+                    self.expanded = {n for n in self.expanded if level[n] < self.table.open_levels}
 
     def _set_links(self, node: np.ndarray, parent: np.ndarray) -> None:
         self._links = (node, parent)

@@ -29,7 +29,7 @@ from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.key_bar import KeyBar
 from perfcmp_tui.widgets.pane import TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
-from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, plain, replay,
+from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, open_view, plain, replay,
                          request, same, settle, shown, signed, tables, text_of)
 
 SIZE = (200, 50)
@@ -134,6 +134,8 @@ async def test_overall_hierarchy_values_and_headline() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
+        assert app.pane.current == "StepTime"  # the screen opens on where the time went
+        await open_view(pilot, app, "OverallMetrics")
         rows = shown(app)
         df = table.data
         assert [label(r["Index"]) for r in rows] == [s.strip() for s in df["index"]]
@@ -168,6 +170,7 @@ async def test_enter_collapses_and_expands_an_overall_group() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
+        await open_view(pilot, app, "OverallMetrics")
         n = len(shown(app))
         assert label(shown(app)[0]["Index"]) == "Computing Time"
         await pilot.press("enter")
@@ -644,8 +647,8 @@ async def test_sort_keys_need_a_table() -> None:
         assert app.is_running and pane(app, "kernels").current is None
         assert not isinstance(app.screen, DrillScreen)
         assert frame(app).cursor == 0 and pane(app, "operators").frame.cursor == 1
-        await pilot.press("1", "t")  # OverallMetrics has no [ TOTAL ] rows
-        assert len(shown(app)) == len(tables("mixed_no_kernels")["OverallMetrics"].data)
+        await pilot.press("1", "t")  # StepTime has no [ TOTAL ] rows
+        assert len(shown(app)) == len(tables("mixed_no_kernels")["StepTime"].data)
 
 
 @aio
@@ -700,7 +703,7 @@ async def test_a_crashing_source_becomes_an_error_screen_and_retry_reruns() -> N
         await pilot.press("r")
         await settle(pilot, app)
         assert app.finished and app.failed is None
-        assert len(shown(app)) == len(tables("npu")["OverallMetrics"].data)
+        assert len(shown(app)) == len(tables("npu")["StepTime"].data)
         await pilot.press("q")
     assert app.return_code == 0 and app.return_value == 0
 
@@ -716,7 +719,7 @@ async def test_child_process_run_fills_every_screen() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, timeout=120)
         assert app.failed is None
-        assert len(shown(app)) == len(tables("npu")["OverallMetrics"].data)
+        assert len(shown(app)) == len(tables("npu")["StepTime"].data)
         for pane_id, name in [("communication", "CommunicationCompare"), ("kernels", "KernelCompare"),
                               ("advisor", "Advisor")]:
             assert pane(app, pane_id).current == name
@@ -787,7 +790,9 @@ async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         line = app.query_one("#pane-overall #notes-line", Static)
-        assert line.has_class("hidden")  # no note concerns the Overall screen
+        # Only the step explanation's own notes concern the Overall screen.
+        overall = app.outcome.notes_for("overall")
+        assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(notes)
         await pilot.press("2")
         line = app.query_one("#pane-operators #notes-line", Static)
         assert not line.has_class("hidden")

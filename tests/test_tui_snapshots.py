@@ -88,6 +88,13 @@ def test_overall_pictures_without_colour(snap_compare: Callable[..., bool],
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_step_table(snap_compare: Callable[..., bool], size: str) -> None:
+    """StepCompare: Overall's views are StepTime, OverallMetrics, StepTimeSteps, StepCompare."""
+    app = make_app("npu")
+    assert snap_compare(app, press=["v", "v", "v"], terminal_size=SIZES[size], run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_overall_metrics_view(snap_compare: Callable[..., bool], size: str) -> None:
     app = make_app("npu")
     assert snap_compare(app, press=["v"], terminal_size=SIZES[size], run_before=finished(app))
 

@@ -102,6 +102,16 @@ async def settle(pilot: object, app: PerfCmpApp, timeout: float = 20.0) -> None:
     await pilot.pause()  # type: ignore[attr-defined]
 
 
+async def open_view(pilot: object, app: PerfCmpApp, name: str) -> None:
+    """Cycle the current screen's views (``v``) until table ``name`` is shown (the Overall
+    screen opens on StepTime; OverallMetrics is its next view)."""
+    for _ in range(len(app.pane.names())):
+        if app.pane.current == name:
+            return
+        await pilot.press("v")  # type: ignore[attr-defined]
+    assert app.pane.current == name, f"{name} is not a view of this screen: {app.pane.names()}"
+
+
 def frame(app: PerfCmpApp) -> FrameView:
     return app.pane.frame
 

@@ -82,6 +82,16 @@ class Context:
                                      overall_metrics(self.comp, masks, self.texts(self.comp)))
         return self.cache["metrics"]
 
+    def explanations(self) -> tuple[Any, Any]:
+        """The step explanation of each side (computed once; the StepTime tables and the
+        summary's per-step figures share it)."""
+        if "explain" not in self.cache:
+            from ..explain import explain_profile
+
+            self.cache["explain"] = (explain_profile(self.base, self.equivalence),
+                                     explain_profile(self.comp, self.equivalence))
+        return self.cache["explain"]
+
     def operator_match(self) -> Any:
         if "match" not in self.cache:
             from .operators import match_operators
@@ -186,6 +196,19 @@ def _kernel_classes(ctx: Context) -> Outcome:
             kernel_op_compare(ctx.base, ctx.comp, ctx.opts, table, classes)]
 
 
+def _step_time(ctx: Context) -> Outcome:
+    from ..explain.table import STEPS_TABLE, step_time_table, steps_table
+
+    base, comp = ctx.explanations()
+    if not base.step_count or not comp.step_count:
+        empty = [label for label, ex in ((ctx.base_label, base), (ctx.comp_label, comp)) if not ex.step_count]
+        return "step time: no device activity and no steps in " + " and ".join(empty)
+    per_step = steps_table(base, comp)
+    reason = ("per-step table: both sides need ProfilerStep markers and more than one step between them"
+              if per_step is None else "")
+    return [step_time_table(base, comp), per_step if per_step is not None else Absent((STEPS_TABLE,), reason)]
+
+
 def _steps(ctx: Context) -> Outcome:
     from .steps import compare_steps
 
@@ -263,6 +286,16 @@ STEPS: tuple[Step, ...] = (
         Sheet("KernelOpCompare", KERNELS,
               "Device time per launching op and kernel class, for kernels whose names differ by "
               "vendor.", row_names=("op", "cls")))),
+    # Ours, after the reference's sheets in the workbook; the Overall screen opens on it.
+    Step("StepTime", "profiling", _step_time, (
+        Sheet("StepTime", OVERALL,
+              "Where the time went, per step: step time split into computing by kernel class, "
+              "uncovered communication (wait / transmit) and idle time by cause "
+              "(synchronisation, host work, launch-bound, copies, device-side), base vs comparison.",
+              tree="outline", opens=True, open_levels=2),
+        Sheet("StepTimeSteps", OVERALL,
+              "Per step: both step times and which part (computing, communication, each idle "
+              "cause) moved by how much."))),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),)),
@@ -301,10 +334,11 @@ SHEETS: dict[str, Sheet] = {s.name: s for s in (*_PAIR_SHEETS, *CLUSTER_SHEETS)}
 
 
 def _screens(sheets: tuple[Sheet, ...]) -> tuple[Screen, ...]:
-    """The screens the sheets name, in key order, each with its tables in declaration order
-    (workbook-only tables have none)."""
+    """The screens the sheets name, in key order, each with its tables in declaration order —
+    a sheet declared ``opens`` first (workbook-only tables have none)."""
     return tuple(
-        replace(screen, sheets=tuple(s.name for s in sheets if s.screen is screen))
+        replace(screen, sheets=tuple(s.name for s in sorted((s for s in sheets if s.screen is screen),
+                                                            key=lambda s: not s.opens)))
         for screen in sorted({s.screen for s in sheets if s.screen is not None},
                              key=lambda sc: sc.key)
     )
@@ -331,6 +365,7 @@ def declare(table: Table) -> Table:
     if sheet is None:
         raise KeyError(f"{table.name}: no step declares this table (perfcmp_core.compare.STEPS)")
     return replace(table, help=sheet.help, export=table.export and sheet.export, tree=sheet.tree,
+                   open_levels=sheet.open_levels,
                    drill=sheet.drill, stacks=sheet.stacks)
 
 

@@ -189,6 +189,11 @@ class Sheet:
     #: Columns whose values name a row (joined, they are the row's name in the workbook's
     #: Matching sheet); empty for tables whose rows are never paired by the equivalence table.
     row_names: tuple[str, ...] = ()
+    #: Its screen opens on it, although the workbook lists it after the reference's sheets (the
+    #: step explanation on Overall).
+    opens: bool = False
+    #: An outline's levels shown expanded when the screen opens (0: every level).
+    open_levels: int = 0
 
 
 @dataclass
@@ -210,6 +215,7 @@ class Table:
     #: What its :class:`Sheet` declares (set by :func:`perfcmp_core.compare.declare`).
     help: str = ""
     tree: Tree = ""
+    open_levels: int = 0
     drill: Drill | None = None
     stacks: tuple[str, str] | None = None
     lead: str = ""  # a sentence reading the table, shown above it ("where the gap comes from")

@@ -229,6 +229,7 @@ class TablePane(Vertical):
         self.query_one("#cell-line").remove_class("hidden")
         self.query_one("#message").add_class("hidden")
         self._status()
+        self._show_extra()  # the sentence that reads the table is the view's own
         self._show_notes()
         self._cell_line()
         self.update_stacks()

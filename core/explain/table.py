@@ -1,0 +1,260 @@
+"""Two step explanations side by side: the ``StepTime`` waterfall, the per-step table, and the
+sentence that answers "why did the step get longer?".
+
+Every figure is a **per-step mean**: a part's time summed over a side's step windows, divided by
+that side's number of windows. Sides that hold different numbers of steps (5 against 12), or one
+without step markers (one window: its whole E2E span), are therefore compared like with like,
+and the table says how many steps each figure averages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..compare.result import LEVEL, Column, Table, diff, ratio
+from .explanation import COMMUNICATION, COMPUTE, IDLE, StepExplanation
+from .idle import CAUSES, COPY_CAUSE, DEVICE, HOST, LAUNCH, SYNC, UNKNOWN
+
+TABLE_NAME = "StepTime"
+STEPS_TABLE = "StepTimeSteps"
+_NS_PER_MS = 1e6
+#: How many labels a cause lists before the rest are summed into one row.
+TOP_LABELS = 8
+
+PART_TITLE = {COMPUTE: "Computing", COMMUNICATION: "Uncovered communication", IDLE: "Idle (free)"}
+CAUSE_TITLE = {
+    SYNC: "synchronisation (host waited for the device)",
+    HOST: "host work outside ops",
+    LAUNCH: "launch-bound (host dispatching ops)",
+    COPY_CAUSE: "copies",
+    DEVICE: "device-side (queued work, stream waits)",
+    UNKNOWN: "unknown (the trace cannot tell)",
+    "wait": "wait", "transmit": "transmit", "not split": "wait and transmit (not recorded apart)",
+}
+
+COLUMNS: tuple[Column, ...] = (
+    Column("index", "Where the time went", "key", "text", "", 46),
+    Column("base_ms", "Per Step(ms)", "base", "float", "ms", 14),
+    Column("base_share", "Share", "base", "percent", "", 10),
+    Column("comp_ms", "Per Step(ms)", "comparison", "float", "ms", 14),
+    Column("comp_share", "Share", "comparison", "percent", "", 10),
+    Column("diff_ms", "Diff(ms)", "diff", "float", "ms", 14),
+    Column("diff_ratio", "Diff Ratio", "ratio", "percent", "", 10),
+)
+
+
+@dataclass(frozen=True)
+class Means:
+    """One side's per-step means, in ns, at every level of the waterfall."""
+
+    steps: int
+    total: float
+    parts: pd.Series  # part → ns
+    causes: pd.Series  # (part, cause) → ns
+    labels: pd.Series  # (part, cause, label) → ns
+
+
+def means(ex: StepExplanation) -> Means:
+    """Per-step means of ``ex`` (a side without windows averages nothing: all zero)."""
+    n = max(ex.step_count, 1)
+    p = ex.parts()
+    labels = p.groupby(["part", "cause", "label"], sort=False)["ns"].sum() / n
+    return Means(ex.step_count, float(ex.window_ns().sum()) / n,
+                 labels.groupby(level=0, sort=False).sum(), labels.groupby(level=[0, 1], sort=False).sum(), labels)
+
+
+def step_time_table(base: StepExplanation, comp: StepExplanation) -> Table:
+    """The waterfall of both sides' per-step means (an outline: step → part → cause → label)."""
+    b, c = means(base), means(comp)
+    rows: list[tuple[int, str, float, float]] = [(0, _step_title(b, c), b.total, c.total)]
+    for part in (COMPUTE, COMMUNICATION, IDLE):
+        rows.append((1, PART_TITLE[part], _get(b.parts, part), _get(c.parts, part)))
+        for cause in _causes(part, b, c):
+            rows.append((2, CAUSE_TITLE.get(cause, cause), _get(b.causes, (part, cause)), _get(c.causes, (part, cause))))
+            rows.extend((3, label, bv, cv) for label, bv, cv in _top_labels(part, cause, b, c))
+    level = np.array([r[0] for r in rows], dtype="int64")
+    bv = np.array([r[2] for r in rows], dtype="float64")
+    cv = np.array([r[3] for r in rows], dtype="float64")
+    data = pd.DataFrame({
+        "index": pd.Series([r[1] for r in rows], dtype="str"),
+        "base_ms": bv / _NS_PER_MS, "base_share": _share(bv, b.total),
+        "comp_ms": cv / _NS_PER_MS, "comp_share": _share(cv, c.total),
+        "diff_ms": diff(bv, cv) / _NS_PER_MS, "diff_ratio": ratio(bv, cv),
+        LEVEL: level,
+    })
+    return Table(TABLE_NAME, COLUMNS, data, (1, 2), (3, 4), title="Where the time went (per step)",
+                 notes=_notes(base, comp, b, c), lead=why(base, comp))
+
+
+def _step_title(b: Means, c: Means) -> str:
+    def count(m: Means) -> str:
+        return f"{m.steps} step{'s' if m.steps != 1 else ''}" if m.steps else "no device activity"
+    return f"Step time (mean of {count(b)} / {count(c)})" if (b.steps, c.steps) != (1, 1) else "Step time"
+
+
+def _causes(part: str, b: Means, c: Means) -> list[str]:
+    present = list(dict.fromkeys([k[1] for k in (*b.causes.index, *c.causes.index) if k[0] == part]))
+    if part == IDLE:
+        return [x for x in CAUSES if x in present]
+    if part == COMMUNICATION:
+        return [x for x in ("wait", "transmit", "not split") if x in present]
+    total = {x: max(_get(b.causes, (part, x)), _get(c.causes, (part, x))) for x in present}
+    return sorted(present, key=lambda x: -total[x])
+
+
+def _top_labels(part: str, cause: str, b: Means, c: Means) -> list[tuple[str, float, float]]:
+    """The cause's labels with the largest time or change; the rest summed in one row."""
+    bl = _level(b.labels, part, cause)
+    cl = _level(c.labels, part, cause)
+    both = pd.concat({"b": bl, "c": cl}, axis=1).fillna(0.0)
+    if both.empty or (len(both) == 1 and both.index[0] == ""):
+        return []
+    weight = np.maximum(np.maximum(both["b"], both["c"]), (both["c"] - both["b"]).abs())
+    both = both.assign(w=weight.to_numpy()).sort_values("w", ascending=False, kind="stable")
+    top = both.iloc[:TOP_LABELS]
+    out = [(str(label), float(r.b), float(r.c)) for label, r in top.iterrows()]
+    rest = both.iloc[TOP_LABELS:]
+    if len(rest):
+        out.append((f"{len(rest)} more", float(rest["b"].sum()), float(rest["c"].sum())))
+    return out
+
+
+def _level(s: pd.Series, part: str, cause: str) -> pd.Series:
+    if s.empty:
+        return pd.Series(dtype="float64")
+    sel = (s.index.get_level_values(0) == part) & (s.index.get_level_values(1) == cause)
+    return pd.Series(s[sel].to_numpy(), index=s[sel].index.get_level_values(2), dtype="float64")
+
+
+def _get(s: pd.Series, key: object) -> float:
+    try:
+        return float(s[key])
+    except KeyError:
+        return 0.0
+
+
+def _share(values: np.ndarray, total: float) -> np.ndarray:
+    return values / total if total else np.zeros(len(values))
+
+
+def _notes(base: StepExplanation, comp: StepExplanation, b: Means, c: Means) -> list[str]:
+    notes = []
+    if b.steps != c.steps:
+        notes.append(f"per-step means: base averages {b.steps} step window(s), comparison {c.steps}"
+                     + ("; a profile without step markers is one window (its E2E span)"
+                        if not (base.has_steps and comp.has_steps) else ""))
+    notes += [f"base: {n}" for n in base.notes] + [f"comparison: {n}" for n in comp.notes]
+    return notes
+
+
+# ------------------------------------------------------------------------------ the sentence
+
+_MIN_SHARE = 0.01  # a contributor is named when it moved at least this share of the total change
+_MAX_NAMED = 5
+_PER_CAUSE = 2  # labels of one cause named at most (the others make room for other causes)
+_AUTOGRAD = "autograd::engine::evaluate_function: "
+
+
+def why(base: StepExplanation, comp: StepExplanation) -> str:
+    """``+8.70 ms/step (38.64 → 47.34 ms): device sync in aten::item +4.17 · …`` — the largest
+    contributors to the change of the per-step time, in the direction of the change; launch-bound
+    and device-side time are named as a whole (they spread over many ops), the others by label."""
+    b, c = means(base), means(comp)
+    if not b.steps or not c.steps:
+        return ""
+    total = (c.total - b.total) / _NS_PER_MS
+    head = f"{total:+,.2f} ms/step ({b.total / _NS_PER_MS:,.2f} → {c.total / _NS_PER_MS:,.2f} ms)"
+    sign = 1 if total >= 0 else -1
+    named = [(key, text, d) for key, text, d in _contributors(b, c)
+             if d * sign > 0 and abs(d) >= _MIN_SHARE * abs(total)]
+    named.sort(key=lambda x: -abs(x[2]))
+    per_cause: dict[tuple[str, str], int] = {}
+    picked = []
+    for key, text, d in named:
+        per_cause[key] = per_cause.get(key, 0) + 1
+        if per_cause[key] <= _PER_CAUSE:
+            picked.append(f"{text} {d:+,.2f}")
+    if not picked:
+        return head + ": no single part moved more than 1 % of it"
+    return head + ": " + " · ".join(picked[:_MAX_NAMED])
+
+
+def _contributors(b: Means, c: Means) -> list[tuple[tuple[str, str], str, float]]:
+    """(part and cause, phrase, diff in ms) at the level a user acts on."""
+    out: list[tuple[tuple[str, str], str, float]] = []
+    whole = {(IDLE, LAUNCH), (IDLE, DEVICE), (IDLE, UNKNOWN)}
+    for key in dict.fromkeys([*b.causes.index, *c.causes.index]):
+        part, cause = key
+        moved = (_get(c.causes, key) - _get(b.causes, key)) / _NS_PER_MS
+        if part == COMPUTE:
+            out.append((key, f"{cause} kernels", moved))
+        elif key in whole:
+            out.append((key, CAUSE_TITLE[cause].split(" (")[0], moved))
+        else:
+            out += [(key, _phrase(part, cause, label), (cv - bv) / _NS_PER_MS)
+                    for label, bv, cv in _top_labels(part, cause, b, c) if not label.endswith(" more")]
+    return out
+
+
+def _phrase(part: str, cause: str, label: str) -> str:
+    label = label.replace(_AUTOGRAD, "")
+    if part == COMMUNICATION:
+        return f"exposed {cause if cause != 'not split' else 'communication'} in {label}"
+    if cause == SYNC:
+        return f"device sync in {label}"
+    if cause == HOST and not label.startswith("host gap"):
+        return f"idle while the host ran {label}"
+    return label
+
+
+# ------------------------------------------------------------------------------ per step
+
+STEP_COLUMNS: tuple[Column, ...] = (
+    Column("step", "Step", "key", "text", "", 12),
+    Column("base_ms", "Step Time(ms)", "base", "float", "ms", 14),
+    Column("comp_ms", "Step Time(ms)", "comparison", "float", "ms", 14),
+    Column("diff_ms", "Diff(ms)", "diff", "float", "ms", 12),
+    Column("diff_ratio", "Diff Ratio", "ratio", "percent", "", 10),
+    Column("diff_compute", "Computing Diff(ms)", "diff", "float", "ms", 14),
+    Column("diff_communication", "Communication Diff(ms)", "diff", "float", "ms", 14),
+    *(Column(f"diff_{cause}", f"{cause.capitalize()} Diff(ms)", "diff", "float", "ms", 12) for cause in CAUSES),
+)
+
+
+def steps_table(base: StepExplanation, comp: StepExplanation) -> Table | None:
+    """Per step (paired by position, as StepCompare pairs them): both step times and where the
+    difference went; None when a side has no steps or both have one."""
+    if not (base.has_steps and comp.has_steps) or (base.step_count == 1 and comp.step_count == 1):
+        return None
+    b, c = _per_step(base), _per_step(comp)
+    n = max(len(b), len(c))
+    b, c = b.reindex(range(n)), c.reindex(range(n))
+    labels = [str(int(x)) if x == y else f"{_id(x)} / {_id(y)}" for x, y in zip(b["step"], c["step"])]
+    data = pd.DataFrame({"step": labels, "base_ms": b["total"] / _NS_PER_MS, "comp_ms": c["total"] / _NS_PER_MS})
+    data["diff_ms"] = diff(data["base_ms"], data["comp_ms"])
+    data["diff_ratio"] = ratio(data["base_ms"], data["comp_ms"])
+    for key in (COMPUTE, COMMUNICATION, *CAUSES):
+        data[f"diff_{key}"] = diff(b[key], c[key]) / _NS_PER_MS
+    return Table(STEPS_TABLE, STEP_COLUMNS, data, (1, 1), (2, 2),
+                 title="Per step: step time and where its difference went (ms)",
+                 notes=[] if len(base.windows) == len(comp.windows) else
+                 [f"steps paired by position: base has {base.step_count}, comparison {comp.step_count}"])
+
+
+def _id(x: float) -> str:
+    return "—" if x != x else str(int(x))
+
+
+def _per_step(ex: StepExplanation) -> pd.DataFrame:
+    """One row per window: step id, window length, compute, communication and each idle cause."""
+    p = ex.parts()
+    key = np.where(p["part"] == IDLE, p["cause"], p["part"])
+    wide = p.assign(key=key).pivot_table(index="step", columns="key", values="ns", aggfunc="sum", fill_value=0)
+    w = ex.window_ns()
+    out = pd.DataFrame({"step": w.index.to_numpy(), "total": w.to_numpy()})
+    for k in (COMPUTE, COMMUNICATION, *CAUSES):
+        out[k] = wide[k].reindex(w.index).fillna(0).to_numpy() if k in wide else 0
+    return out

@@ -52,12 +52,18 @@ def figure(label: str, f: dict[str, Any]) -> Headline:
 
 
 def headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
-    """The E2E, Computing, Uncovered Communication, Free and Mem Usage figures, in that order."""
+    """The E2E, Computing, Uncovered Communication, Free and Mem Usage figures, in that order
+    (times labelled "/ step" when they are per-step means: the sides hold different numbers of
+    steps)."""
+    per_step = bool(figures.get("", {}).get("per_step"))
     out = []
     for prefix in HEADLINES:
         key = next((k for k in figures if k.startswith(prefix)), None)
         if key is not None:
-            out.append(figure(prefix.removesuffix(" Time"), figures[key]))
+            label = prefix.removesuffix(" Time")
+            if per_step and figures[key].get("unit") == "s":
+                label += " / step"
+            out.append(figure(label, figures[key]))
     return out
 
 

@@ -182,12 +182,20 @@ def summary_table(figures: dict[str, dict[str, Any]], width: int) -> str:
     widths[0] = max(8, min(widths[0], spare))
     title = f"{SUMMARY_TITLE} (base → comparison" + ("; kernel counts in parentheses)"
                                                       if counts else ")")
+    if kinds.get("per_step"):
+        title += (f"; times are per-step means: base {_steps(kinds.get('base_steps'))}, comparison "
+                  f"{_steps(kinds.get('comparison_steps'))} (a side without steps counts as one)")
     lines = [title]
     for r in rows:
         cells = [_fit(r[0], widths[0]).ljust(widths[0])]
         cells += [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
         lines.append(_GAP.join(cells).rstrip())
     return "\n".join(lines)
+
+
+def _steps(n: object) -> str:
+    count = int(n or 0)  # type: ignore[call-overload]
+    return f"{count or 'no'} step{'' if count == 1 else 's'}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -230,7 +238,10 @@ def top_regressions(result: ComparisonResult, n: int = 10, width: int = PIPE_WID
         w_diff = max(len(c[1]) for c in cells)
         w_ratio = max(len(c[2]) for c in cells)
         w_name = max(12, min(max(len(c[0]) for c in cells), width - 6 - w_diff - w_ratio - 4))
-        lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}):"]
+        kinds = result.summary.get("figures", {}).get("", {})
+        totals = (f"; totals over base {_steps(kinds.get('base_steps'))}, comparison "
+                  f"{_steps(kinds.get('comparison_steps'))}" if kinds.get("per_step") else "")
+        lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}{totals}):"]
         for i, (name, diff, ratio) in enumerate(cells, 1):
             lines.append(f"  {i:>2}. {middle(name, w_name):<{w_name}}  {diff:>{w_diff}}  "
                          f"{ratio:>{w_ratio}}".rstrip())

@@ -217,3 +217,40 @@ def test_hostbound_pair_names_the_causes_within_20_percent(suffix: str) -> None:
     for words in ("device sync in aten::item", "H2D copy (pageable) in aten::to",
                   "load_next_batch" if suffix == "" else "host gap before the step's first op"):
         assert words in sentence, sentence
+
+
+# -- per-step normalisation -------------------------------------------------------------------------
+
+def test_headline_figures_are_per_step_means_when_step_counts_differ() -> None:
+    """3 steps against 1: every time of the summary is its total divided by the side's steps, the
+    counts are dropped, the OverallMetrics sheet keeps its totals and says so, and the report's
+    title names the step counts."""
+    from perfcmp_core.compare import Context, STEPS, summary_step
+    from perfcmp_core.options import CompareOptions
+    from perfcmp_core.report import summary_table
+
+    base, comp = load(FIX / "gpu" / "base.pt.trace.json"), load(FIX / "gpu_patterns" / "step_base.pt.trace.json")
+    assert (len(base.steps), len(comp.steps)) == (3, 1)
+    ctx = Context(base, comp, CompareOptions())
+    figures, _ = summary_step(ctx)
+    b, c = ctx.side_metrics()
+    e2e = next(v for k, v in figures.items() if k.startswith("E2E Time"))
+    assert e2e["base"] == pytest.approx(b.e2e_ns / 3 / 1e9) and e2e["comparison"] == pytest.approx(c.e2e_ns / 1e9)
+    assert figures["Computing Time"]["base"] == pytest.approx(b.compute_ns / 3 / 1e9)
+    assert figures["Cube Time(Num)"]["base_count"] is None
+    assert figures[""]["per_step"] and (figures[""]["base_steps"], figures[""]["comparison_steps"]) == (3, 1)
+    assert "per-step means: base 3 steps, comparison 1 step" in summary_table(figures, 200)
+    overall = next(s for s in STEPS if s.name == "OverallMetrics").run(ctx)[0]
+    assert overall.data["base_ms"].iloc[-1] == pytest.approx(b.e2e_ns / 1e6)  # the sheet: totals
+    assert overall.notes[0].startswith("totals over different numbers of steps (base 3 steps, comparison 1 step)")
+
+
+def test_same_step_counts_keep_totals() -> None:
+    from perfcmp_core.compare import Context, summary_step
+    from perfcmp_core.options import CompareOptions
+
+    base, comp = load(FIX / "gpu" / "base.pt.trace.json"), load(FIX / "gpu" / "comp.pt.trace.json")
+    ctx = Context(base, comp, CompareOptions())
+    figures, _ = summary_step(ctx)
+    assert not figures[""].get("per_step")
+    assert figures["Computing Time"]["base"] == pytest.approx(ctx.side_metrics()[0].compute_ns / 1e9)

@@ -82,6 +82,11 @@ class Context:
                                      overall_metrics(self.comp, masks, self.texts(self.comp)))
         return self.cache["metrics"]
 
+    def step_counts(self) -> tuple[int, int]:
+        """How many steps each side holds (0: no step markers). When they differ, totals are
+        not comparable: the headline figures become per-step means."""
+        return len(self.base.steps), len(self.comp.steps)
+
     def explanations(self) -> tuple[Any, Any]:
         """The step explanation of each side (computed once; the StepTime tables and the
         summary's per-step figures share it)."""
@@ -137,7 +142,16 @@ def _overall(ctx: Context) -> Outcome:
     table = overall_table(b, c, ctx.base_label, ctx.comp_label)
     if table is None:
         return skip_reason(b, c, ctx.base_label, ctx.comp_label)
-    return [replace(table, lead=gap_sentence(table))]
+    n_b, n_c = ctx.step_counts()
+    if n_b == n_c:
+        return [replace(table, lead=gap_sentence(table))]
+    # Totals over different numbers of steps: the sheet keeps the reference's totals, and says
+    # where the like-with-like figures are.
+    counted = f"base {n_b or 'no'} step{'s' * (n_b != 1)}, comparison {n_c or 'no'} step{'s' * (n_c != 1)}"
+    note = (f"totals over different numbers of steps ({counted}): compare the per-step means of "
+            "StepTime and the headline figures, not these totals")
+    return [replace(table, lead=f"Totals over {counted}: StepTime (v) compares the per-step means",
+                    notes=[note, *table.notes])]
 
 
 def _communication(ctx: Context) -> Outcome:
@@ -382,10 +396,13 @@ def summary_step(ctx: Context) -> tuple[dict[str, Any], str]:
     """The terminal "Model Profiling Time Distribution" figures and their text rendering."""
     if not ctx.opts.enables("profiling"):
         return {}, ""
-    from .overall import format_summary_table, summary_figures
+    from .overall import format_summary_table, per_step_figures, summary_figures
 
     b, c = ctx.side_metrics()
     figures = summary_figures(b, c)
+    steps = ctx.step_counts()
+    if steps[0] != steps[1]:
+        figures = per_step_figures(figures, *steps)
     return figures, format_summary_table(figures)
 
 

@@ -343,6 +343,30 @@ def summary_figures(base: SideMetrics, comp: SideMetrics) -> dict[str, dict[str,
     return out
 
 
+def per_step_figures(figures: dict[str, dict[str, object]], base_steps: int,
+                     comp_steps: int) -> dict[str, dict[str, object]]:
+    """``figures`` as per-step means: every time divided by its side's number of steps (a side
+    without step markers counts as one), so that 5 steps against 12 compare like with like; peak
+    memory and bandwidths are not sums and stay; kernel counts are dropped (a mean count reads as
+    a kernel that does not exist). The ``""`` entry records the step counts (``per_step``)."""
+    out: dict[str, dict[str, object]] = {}
+    n = {"base": max(base_steps, 1), "comparison": max(comp_steps, 1)}
+    for key, entry in figures.items():
+        e = dict(entry)
+        if key == "":
+            e.update(per_step=True, base_steps=base_steps, comparison_steps=comp_steps)
+        elif e.get("unit") == "s":
+            for side in n:
+                e[side] = float(e[side]) / n[side]  # type: ignore[arg-type]
+                e[f"{side}_count"] = None
+                if f"{side}_wait" in e:
+                    e[f"{side}_wait"] = float(e[f"{side}_wait"]) / n[side]  # type: ignore[arg-type]
+                e[f"{side}_text"] = f"{float(e[side]):.3f}s"
+            e["diff_text"] = f"{float(e['comparison']) - float(e['base']):+.3f}s"  # type: ignore[arg-type]
+        out[key] = e
+    return out
+
+
 def format_summary_table(figures: dict[str, dict[str, object]]) -> str:
     """Plain-text grid of :func:`summary_figures`: header, base row, comparison row, diff row."""
     headers = list(figures)

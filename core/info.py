@@ -120,6 +120,10 @@ def format_info(info: dict[str, Any]) -> str:
     if info["files_missing"]:
         lines.append("  files missing")
         lines.extend(f"    {f['file']:<24} → no {f['disables']}" for f in info["files_missing"])
+    if info.get("step_time"):  # `info` adds the step explanation (the pipeline's profile_info does not)
+        from .explain.table import format_side
+
+        lines.extend(f"  {line}" for line in format_side(info["step_time"]))
     lines.append("  comparisons")
     for key, val in info["comparisons"].items():
         lines.append(f"    {key:<14} {val}")

@@ -269,11 +269,14 @@ def cluster_request(ns: argparse.Namespace, request: RunRequest) -> ClusterReque
 def cmd_info(ns: argparse.Namespace) -> int:
     import orjson
 
+    from perfcmp_core.explain import explain_profile
+    from perfcmp_core.explain.table import side_summary
     from perfcmp_core.info import format_info, profile_info
     from perfcmp_core.load import load_profile
 
     profile = load_profile(ns.path, load_options(ns, ns.step))
     info = profile_info(profile)
+    info["step_time"] = side_summary(explain_profile(profile))
     if ns.json:
         try:
             text = orjson.dumps(info, option=orjson.OPT_INDENT_2).decode()

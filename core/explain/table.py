@@ -150,6 +150,48 @@ def _notes(base: StepExplanation, comp: StepExplanation, b: Means, c: Means) -> 
     return notes
 
 
+# ------------------------------------------------------------------------------ one side (info)
+
+def side_summary(ex: StepExplanation, top: int = 3) -> dict[str, object]:
+    """One profile's waterfall, JSON-ready (``info``): per-step means in ms of each part and
+    cause with its ``top`` labels, each step's time, and the explanation's notes."""
+    m = means(ex)
+    parts = []
+    for part in (COMPUTE, COMMUNICATION, IDLE):
+        causes = []
+        for cause in _causes(part, m, m):
+            labels = _level(m.labels, part, cause).sort_values(ascending=False)
+            causes.append({"cause": cause, "title": CAUSE_TITLE.get(cause, cause),
+                           "ms": _get(m.causes, (part, cause)) / _NS_PER_MS,
+                           "top": [{"label": str(k), "ms": float(v) / _NS_PER_MS} for k, v in labels.head(top).items()]})
+        parts.append({"part": part, "title": PART_TITLE[part], "ms": _get(m.parts, part) / _NS_PER_MS, "causes": causes})
+    return {"steps": ex.step_count, "has_steps": ex.has_steps, "step_ms": m.total / _NS_PER_MS,
+            "per_step_ms": {str(k): v / _NS_PER_MS for k, v in ex.window_ns().items()},
+            "parts": parts, "notes": list(ex.notes)}
+
+
+def format_side(summary: dict[str, object]) -> list[str]:
+    """:func:`side_summary` as indented lines: step time, parts, causes with their top labels."""
+    total = float(summary["step_ms"])  # type: ignore[arg-type]
+    n = int(summary["steps"])  # type: ignore[call-overload]
+    what = (f"per step, mean of {n} step{'s' * (n != 1)}" if summary["has_steps"] else "the whole profile")
+    parts: list[dict] = summary["parts"]  # type: ignore[assignment]
+    width = max([len(p["title"]) + 2 for p in parts] + [len(c["title"]) for p in parts for c in p["causes"]])
+    lines = [f"where the time went ({what})", f"  {'step time':<{width + 4}} {total:10.3f} ms"]
+
+    def pct(ms: float) -> str:
+        return f"{100 * ms / total:5.1f} %" if total else ""
+
+    for part in parts:
+        lines.append(f"    {part['title']:<{width + 2}} {part['ms']:10.3f} ms  {pct(part['ms'])}")
+        for cause in part["causes"]:
+            top = " · ".join(f"{t['label']} {t['ms']:.3f}" for t in cause["top"] if t["label"])
+            lines.append(f"      {cause['title']:<{width}} {cause['ms']:10.3f} ms  {pct(cause['ms'])}"
+                         + (f"  ({top})" if top else ""))
+    lines += [f"  note: {note}" for note in summary["notes"]]  # type: ignore[attr-defined]
+    return lines
+
+
 # ------------------------------------------------------------------------------ the sentence
 
 _MIN_SHARE = 0.01  # a contributor is named when it moved at least this share of the total change

@@ -254,3 +254,22 @@ def test_same_step_counts_keep_totals() -> None:
     figures, _ = summary_step(ctx)
     assert not figures[""].get("per_step")
     assert figures["Computing Time"]["base"] == pytest.approx(ctx.side_metrics()[0].compute_ns / 1e9)
+
+
+# -- where a cause happened ------------------------------------------------------------------------
+
+def test_where_table_by_hand() -> None:
+    """The pattern pair's sync: 320 µs in 8 pieces from 877 µs into the step (the end of the D2H
+    copy); the data-loading frame from 2 µs on (module docstring)."""
+    from perfcmp_core.explain.table import where_table
+
+    base = explain_profile(load(FIX / "gpu_patterns" / "step_base.pt.trace.json"))
+    comp = explain_profile(load(FIX / "gpu_patterns" / "step_hostbound.pt.trace.json"))
+    t = where_table(base, comp).data.set_index(["_cause", "label"])
+    sync = t.loc[("idle: sync", "aten::item")]
+    # [877, 900) in aten::item, then the drained queue: [900, 905) [905, 930) [930, 945)
+    # [1045, 1050) [1050, 1180) [1180, 1195) [1295, 1397)
+    assert (sync["comp_ms"], sync["comp_n"], sync["comp_at"], sync["base_n"]) == (0.32, 8, 0.877, 0)
+    load_frame = t.loc[("idle: host", "train.py(12): load_batch")]
+    assert (load_frame["comp_ms"], load_frame["comp_at"]) == (0.296, 0.002)
+    assert sync["step"] == "1" and t["diff_ms"].iloc[0] == pytest.approx(0.32)  # largest change first

@@ -1127,3 +1127,35 @@ async def test_K_on_a_module_row_shows_its_kernels_and_call_stacks() -> None:
         await pilot.press("q")
         await pilot.press("1", "K")
         assert [n.message for n in app._notifications][-1].startswith("this row has no kernels")
+
+
+# -- the step explanation ------------------------------------------------------------------------
+@aio
+async def test_overall_opens_on_the_step_explanation_and_enter_drills_to_where_a_cause_happened() -> None:
+    """The host-bound pattern pair (hand-computed in tests/test_explain.py): the screen opens on
+    StepTime down to the causes, with the "why" sentence above; Enter on the sync cause opens
+    its label, Enter on ``aten::item`` opens StepTimeWhere narrowed to it; q comes back."""
+    app = make_app("hostbound")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.pane.current == "StepTime"
+        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        assert "+0.70 ms/step (0.80 → 1.50 ms): device sync in aten::item +0.32" in " ".join(extra.split())
+        labels = [label(r["Where the time went"]) for r in shown(app)]
+        assert "aten::item" not in labels  # labels start folded under their cause
+        sync = labels.index("synchronisation (host waited for the device)")
+        assert shown(app)[sync]["Diff(ms)"] == "+0.32"
+        for _ in range(sync):
+            await pilot.press("j")
+        await pilot.press("enter")  # unfold the cause
+        labels = [label(r["Where the time went"]) for r in shown(app)]
+        assert labels[sync + 1] == "aten::item"
+        await pilot.press("j", "enter")  # a label: where it happened
+        assert app.pane.current == "StepTimeWhere"
+        rows = shown(app)
+        assert [(r["Label"], r["Step"], r["Comp Time(ms)"], r["Comp Intervals"]) for r in rows] == \
+               [("aten::item", "1", "0.32", "8")]
+        await pilot.press("q")
+        assert app.pane.current == "StepTime"
+        await pilot.press("q")
+    assert app.return_code == 0

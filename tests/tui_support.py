@@ -39,6 +39,9 @@ PAIRS: dict[str, tuple[str, str, dict[str, object]]] = {
     "ms": ("fixtures/npu_ms/base_ascend_ms", "fixtures/npu_ms/comp_ascend_ms", {}),
     # DiT + VAE inference, the comparison with FA (fixtures/README.md): advisor rules trip.
     "infer": ("fixtures/npu_infer/dit_vae_ascend_pt", "fixtures/npu_infer/dit_vae_fa_ascend_pt", {}),
+    # the host-bound pattern pair: every idle cause worked out by hand (tests/test_explain.py)
+    "hostbound": ("fixtures/gpu_patterns/step_base.pt.trace.json", "fixtures/gpu_patterns/step_hostbound.pt.trace.json",
+                  {}),
 }
 
 

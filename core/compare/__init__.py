@@ -211,7 +211,7 @@ def _kernel_classes(ctx: Context) -> Outcome:
 
 
 def _step_time(ctx: Context) -> Outcome:
-    from ..explain.table import STEPS_TABLE, step_time_table, steps_table
+    from ..explain.table import STEPS_TABLE, step_time_table, steps_table, where_table
 
     base, comp = ctx.explanations()
     if not base.step_count or not comp.step_count:
@@ -220,7 +220,8 @@ def _step_time(ctx: Context) -> Outcome:
     per_step = steps_table(base, comp)
     reason = ("per-step table: both sides need ProfilerStep markers and more than one step between them"
               if per_step is None else "")
-    return [step_time_table(base, comp), per_step if per_step is not None else Absent((STEPS_TABLE,), reason)]
+    return [step_time_table(base, comp), per_step if per_step is not None else Absent((STEPS_TABLE,), reason),
+            where_table(base, comp)]
 
 
 def _steps(ctx: Context) -> Outcome:
@@ -306,10 +307,12 @@ STEPS: tuple[Step, ...] = (
               "Where the time went, per step: step time split into computing by kernel class, "
               "uncovered communication (wait / transmit) and idle time by cause "
               "(synchronisation, host work, launch-bound, copies, device-side), base vs comparison.",
-              tree="outline", opens=True, open_levels=2),
+              tree="outline", opens=True, open_levels=2,
+              drill=Drill("StepTimeWhere", (("_cause", ("_cause",)), ("_label", ("label",))))),
         Sheet("StepTimeSteps", OVERALL,
               "Per step: both step times and which part (computing, communication, each idle "
-              "cause) moved by how much."))),
+              "cause) moved by how much."),
+        Sheet("StepTimeWhere", OVERALL, export=False))),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),)),

@@ -16,10 +16,16 @@ import pandas as pd
 
 from ..compare.result import LEVEL, Column, Table, diff, ratio
 from .explanation import COMMUNICATION, COMPUTE, IDLE, StepExplanation
+from .windows import WHOLE_PROFILE
 from .idle import CAUSES, COPY_CAUSE, DEVICE, HOST, LAUNCH, SYNC, UNKNOWN
 
 TABLE_NAME = "StepTime"
 STEPS_TABLE = "StepTimeSteps"
+WHERE_TABLE = "StepTimeWhere"
+#: Hidden StepTime columns Enter on a cause or label row narrows StepTimeWhere by.
+CAUSE_KEY, LABEL_KEY = "_cause", "_label"
+#: A cause row, or its "N more" row, narrows by the cause alone.
+ALL_LABELS = "[ TOTAL ]"
 _NS_PER_MS = 1e6
 #: How many labels a cause lists before the rest are summed into one row.
 TOP_LABELS = 8
@@ -69,12 +75,16 @@ def means(ex: StepExplanation) -> Means:
 def step_time_table(base: StepExplanation, comp: StepExplanation) -> Table:
     """The waterfall of both sides' per-step means (an outline: step → part → cause → label)."""
     b, c = means(base), means(comp)
-    rows: list[tuple[int, str, float, float]] = [(0, _step_title(b, c), b.total, c.total)]
+    # (level, text, base ns, comparison ns, the cause key and label a leaf drills to)
+    rows: list[tuple[int, str, float, float, str, str]] = [(0, _step_title(b, c), b.total, c.total, "", "")]
     for part in (COMPUTE, COMMUNICATION, IDLE):
-        rows.append((1, PART_TITLE[part], _get(b.parts, part), _get(c.parts, part)))
+        rows.append((1, PART_TITLE[part], _get(b.parts, part), _get(c.parts, part), "", ""))
         for cause in _causes(part, b, c):
-            rows.append((2, CAUSE_TITLE.get(cause, cause), _get(b.causes, (part, cause)), _get(c.causes, (part, cause))))
-            rows.extend((3, label, bv, cv) for label, bv, cv in _top_labels(part, cause, b, c))
+            key = _cause_key(part, cause)
+            rows.append((2, CAUSE_TITLE.get(cause, cause), _get(b.causes, (part, cause)),
+                         _get(c.causes, (part, cause)), key, ALL_LABELS))
+            rows.extend((3, label, bv, cv, key, ALL_LABELS if label.endswith(" more") else label)
+                        for label, bv, cv in _top_labels(part, cause, b, c))
     level = np.array([r[0] for r in rows], dtype="int64")
     bv = np.array([r[2] for r in rows], dtype="float64")
     cv = np.array([r[3] for r in rows], dtype="float64")
@@ -84,6 +94,8 @@ def step_time_table(base: StepExplanation, comp: StepExplanation) -> Table:
         "comp_ms": cv / _NS_PER_MS, "comp_share": _share(cv, c.total),
         "diff_ms": diff(bv, cv) / _NS_PER_MS, "diff_ratio": ratio(bv, cv),
         LEVEL: level,
+        CAUSE_KEY: pd.Series([r[4] for r in rows], dtype="str"),
+        LABEL_KEY: pd.Series([r[5] for r in rows], dtype="str"),
     })
     return Table(TABLE_NAME, COLUMNS, data, (1, 2), (3, 4), title="Where the time went (per step)",
                  notes=_notes(base, comp, b, c), lead=why(base, comp))
@@ -250,6 +262,78 @@ def _phrase(part: str, cause: str, label: str) -> str:
     if cause == HOST and not label.startswith("host gap"):
         return f"idle while the host ran {label}"
     return label
+
+
+def _cause_key(part: str, cause: str) -> str:
+    return f"{part}: {cause}"
+
+
+# ------------------------------------------------------------------------------ where it happened
+
+WHERE_COLUMNS: tuple[Column, ...] = (
+    Column("cause", "Cause", "key", "text", "", 24),
+    Column("label", "Label", "key", "text", "", 40),
+    Column("step", "Step", "key", "text", "", 10),
+    Column("base_ms", "Time(ms)", "base", "float", "ms", 12),
+    Column("base_n", "Intervals", "base", "int", "count", 10),
+    Column("base_at", "First At(ms)", "base", "float", "ms", 12),
+    Column("comp_ms", "Time(ms)", "comparison", "float", "ms", 12),
+    Column("comp_n", "Intervals", "comparison", "int", "count", 10),
+    Column("comp_at", "First At(ms)", "comparison", "float", "ms", 12),
+    Column("diff_ms", "Diff(ms)", "diff", "float", "ms", 12),
+)
+
+
+def where_table(base: StepExplanation, comp: StepExplanation) -> Table:
+    """Where each cause and label happened: per step (paired by position), its time, how many
+    intervals and how far into the step the first began — the rows Enter on a StepTime row
+    opens (a cause and a label's intervals are spread over the step; this says when)."""
+    b, c = _where(base), _where(comp)
+    keys = ["_cause", "label", "pos"]
+    both = b.merge(c, on=keys, how="outer", suffixes=("_b", "_c"))
+    # Steps are paired by position; a position one side lacks shows "—" for it.
+    ids_b, ids_c = base.windows["step"].tolist(), comp.windows["step"].tolist()
+    n = max(len(ids_b), len(ids_c))
+    names = [_pair(ids_b[i] if i < len(ids_b) else None, ids_c[i] if i < len(ids_c) else None) for i in range(n)]
+    step = np.asarray(names, dtype=object)[both["pos"].to_numpy(dtype="int64")] if n else np.empty(0, dtype=object)
+    cause = both["_cause"].map(lambda k: CAUSE_TITLE.get(k.split(": ", 1)[1], k.split(": ", 1)[1]))
+    data = pd.DataFrame({
+        "cause": cause.astype("str"), "label": both["label"].astype("str"), "step": pd.Series(step, dtype="str"),
+        "base_ms": both["ns_b"].fillna(0) / _NS_PER_MS, "base_n": both["n_b"].fillna(0).astype("int64"),
+        "base_at": both["at_b"] / _NS_PER_MS,
+        "comp_ms": both["ns_c"].fillna(0) / _NS_PER_MS, "comp_n": both["n_c"].fillna(0).astype("int64"),
+        "comp_at": both["at_c"] / _NS_PER_MS,
+        CAUSE_KEY: both["_cause"].astype("str"),
+    })
+    data["diff_ms"] = diff(data["base_ms"], data["comp_ms"])
+    data = data.sort_values(["diff_ms"], ascending=False, kind="stable").reset_index(drop=True)
+    return Table(WHERE_TABLE, WHERE_COLUMNS, data, (3, 5), (6, 8),
+                 title="Where each cause happened: per step, time, intervals, first offset (ms)",
+                 default_sort="diff_ms")
+
+
+def _where(ex: StepExplanation) -> pd.DataFrame:
+    """Per (part and cause, label, step position): ns, intervals, first start from the step's start."""
+    iv = ex.intervals
+    w = ex.windows
+    pos = pd.Series(np.arange(len(w)), index=w["step"].to_numpy())
+    start = pd.Series(w["start_ns"].to_numpy(), index=w["step"].to_numpy())
+    df = pd.DataFrame({
+        "_cause": iv["part"].astype(object) + ": " + iv["cause"].astype(object),
+        "label": iv["label"].astype(object),
+        "pos": pos.reindex(iv["step"]).to_numpy(),
+        "ns": (iv["end_ns"] - iv["start_ns"]).to_numpy(),
+        "at": iv["start_ns"].to_numpy() - start.reindex(iv["step"]).to_numpy(),
+    })
+    return (df.groupby(["_cause", "label", "pos"], sort=False)
+            .agg(ns=("ns", "sum"), n=("ns", "size"), at=("at", "min")).reset_index())
+
+
+def _pair(b: int | None, c: int | None) -> str:
+    """A step position's label: its id, or both ids when they differ ("—" for a side without)."""
+    if b == c and b is not None:
+        return "whole profile" if b == WHOLE_PROFILE else str(b)
+    return f"{'—' if b is None else b} / {'—' if c is None else c}"
 
 
 # ------------------------------------------------------------------------------ per step

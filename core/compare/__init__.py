@@ -87,14 +87,24 @@ class Context:
         not comparable: the headline figures become per-step means."""
         return len(self.base.steps), len(self.comp.steps)
 
+    def kernel_classes(self) -> tuple[Any, Any]:
+        """Each side's kernel classes (computed once: KernelClassCompare, KernelOpCompare and
+        the step explanation's computing by class read the same table)."""
+        if "kernel classes" not in self.cache:
+            from .kernel_families import kernel_classes
+
+            self.cache["kernel classes"] = (kernel_classes(self.base, self.equivalence),
+                                            kernel_classes(self.comp, self.equivalence))
+        return self.cache["kernel classes"]
+
     def explanations(self) -> tuple[Any, Any]:
-        """The step explanation of each side (computed once; the StepTime tables and the
-        summary's per-step figures share it)."""
+        """The step explanation of each side (computed once; the StepTime tables share it)."""
         if "explain" not in self.cache:
             from ..explain import explain_profile
 
-            self.cache["explain"] = (explain_profile(self.base, self.equivalence),
-                                     explain_profile(self.comp, self.equivalence))
+            b, c = self.kernel_classes()
+            self.cache["explain"] = (explain_profile(self.base, self.equivalence, b),
+                                     explain_profile(self.comp, self.equivalence, c))
         return self.cache["explain"]
 
     def operator_match(self) -> Any:
@@ -202,10 +212,10 @@ def _kernels(ctx: Context) -> Outcome:
 
 
 def _kernel_classes(ctx: Context) -> Outcome:
-    from .kernel_families import kernel_class_compare, kernel_classes, kernel_op_compare
+    from .kernel_families import kernel_class_compare, kernel_op_compare
 
     table = ctx.equivalence
-    classes = (kernel_classes(ctx.base, table), kernel_classes(ctx.comp, table))
+    classes = ctx.kernel_classes()
     return [kernel_class_compare(ctx.base, ctx.comp, table, classes),
             kernel_op_compare(ctx.base, ctx.comp, ctx.opts, table, classes)]
 

@@ -26,7 +26,7 @@ from ..compare.kernel_families import kernel_classes
 from ..model import Profile
 from ..timeline import Spans, overlaps
 from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_labels, device_items
-from .host import HostLayers, host_layers, outermost_ops
+from .host import HostLayers, host_layers, outermost_ops, ranges
 from .idle import idle_pieces
 from .windows import WHOLE_PROFILE, step_windows
 
@@ -42,6 +42,8 @@ class StepExplanation:
     windows: pd.DataFrame  # step, start_ns, end_ns — in time order
     intervals: pd.DataFrame  # step, start_ns, end_ns, part, cause, label — in time order
     notes: tuple[str, ...] = field(default=())
+    #: sums made once and read by every table (:meth:`parts`, :func:`.table.means`)
+    memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def has_steps(self) -> bool:
@@ -59,23 +61,28 @@ class StepExplanation:
     def parts(self) -> pd.DataFrame:
         """``step, part, cause, label, ns``: the pieces summed per step (int64 ns; for every step
         the rows add up to its window's length)."""
-        iv = self.intervals
-        ns = (iv["end_ns"] - iv["start_ns"]).astype("int64")
-        return (iv.assign(ns=ns).groupby(["step", "part", "cause", "label"], sort=False, observed=True)["ns"]
-                .sum().reset_index())
+        if "parts" not in self.memo:
+            iv = self.intervals
+            ns = (iv["end_ns"] - iv["start_ns"]).astype("int64")
+            self.memo["parts"] = (iv.assign(ns=ns).groupby(["step", "part", "cause", "label"], sort=False,
+                                                           observed=True)["ns"].sum().reset_index())
+        return self.memo["parts"]  # type: ignore[return-value]
 
 
-def explain_profile(profile: Profile, equivalence: Equivalence | None = None) -> StepExplanation:
-    """The step explanation of ``profile`` (kernel classes from ``equivalence``, by default the
-    built-in table)."""
+def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
+                    classes: pd.DataFrame | None = None) -> StepExplanation:
+    """The step explanation of ``profile``: kernel classes as ``classes`` gives them (the
+    :func:`~perfcmp_core.compare.kernel_families.kernel_classes` table a comparison already
+    made), else from ``equivalence``, by default the built-in table."""
     sets = device_sets(profile)
     windows = step_windows(profile, sets)
     if windows.empty:
         return StepExplanation(windows, _intervals([], []), ("no device activity and no steps: nothing to explain",))
     ws, we = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     items = device_items(profile)
-    classes = kernel_classes(profile, equivalence or builtin_equivalence()).set_index("row")
-    compute = compute_pieces(profile, sets, items, classes)
+    if classes is None:
+        classes = kernel_classes(profile, equivalence or builtin_equivalence())
+    compute = compute_pieces(profile, sets, items, classes.set_index("row"))
     comm = communication_pieces(profile, sets, None)
     copy_label, layers = _host(profile, items)
     idle, idle_window = idle_pieces(profile, ws, we, sets.compute | sets.uncovered, items, copy_label, layers)
@@ -99,14 +106,15 @@ def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]
     is_copy = np.flatnonzero(items.kind == COPY)
     kind = copy_labels(profile, items.row[is_copy])
     lrow = items.launch_row[is_copy]
-    top = outermost_ops(profile)
+    frame = ranges(profile)
+    top = outermost_ops(profile, frame)
     outer = np.where(lrow >= 0, top[np.maximum(lrow, 0)] if len(top) else -1, -1)
     names = profile.ops["name"].to_numpy(dtype=object)
     where = np.where(outer >= 0, names[np.maximum(outer, 0)] if len(names) else "", "")
     copy_label[is_copy] = np.where(where != "", kind + " in " + where.astype(object), kind)
     h2d = (lrow >= 0) & np.array([str(k).startswith("H2D") for k in kind], dtype=bool)
     launched = items.launch_row[items.launch_row >= 0]
-    return copy_label, host_layers(profile, launched, lrow[h2d], kind[h2d])
+    return copy_label, host_layers(profile, frame, top, launched, lrow[h2d], kind[h2d])
 
 
 def _intervals(frames: list[tuple[str, Pieces, np.ndarray]], _notes: list[str]) -> pd.DataFrame:

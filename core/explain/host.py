@@ -111,15 +111,14 @@ def ranges(profile: Profile) -> np.ndarray:
     return ops["is_step"].to_numpy(dtype=bool) | (ops["cat"].to_numpy(dtype=object) == "user_annotation") | named
 
 
-def outermost_ops(profile: Profile) -> np.ndarray:
-    """For every ``ops`` row, its outermost ancestor that is not inside a range (:func:`ranges`):
-    the row itself when it is outermost; -1 for the ranges themselves."""
+def outermost_ops(profile: Profile, frame: np.ndarray) -> np.ndarray:
+    """For every ``ops`` row, its outermost ancestor that is not inside a range (``frame``: the
+    :func:`ranges` of the profile): the row itself when it is outermost; -1 for the ranges."""
     ops = profile.ops
     n = len(ops)
     if n == 0:
         return np.empty(0, dtype="int64")
     parent = ops["parent"].to_numpy()
-    frame = ranges(profile)
     top = np.where(frame, -1, np.arange(n, dtype="int64"))
     live = np.flatnonzero(~frame)
     while len(live):
@@ -138,10 +137,11 @@ def launch_rows(profile: Profile) -> np.ndarray:
     return np.where((op_row >= 0) & (op_row < len(profile.ops)), op_row, -1)
 
 
-def host_layers(profile: Profile, launched_from: np.ndarray, h2d_from: np.ndarray,
-                h2d_label: np.ndarray) -> HostLayers:
-    """The layers of ``profile``'s host side. ``launched_from`` are the op rows device tasks were
-    launched from; ``h2d_from`` those of host-to-device copies, described by ``h2d_label``."""
+def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_from: np.ndarray,
+                h2d_from: np.ndarray, h2d_label: np.ndarray) -> HostLayers:
+    """The layers of ``profile``'s host side. ``frame`` and ``top`` are its :func:`ranges` and
+    :func:`outermost_ops`; ``launched_from`` the op rows device tasks were launched from;
+    ``h2d_from`` those of host-to-device copies, described by ``h2d_label``."""
     ops = profile.ops
     n = len(ops)
     start = ops["start_ns"].to_numpy()
@@ -149,7 +149,6 @@ def host_layers(profile: Profile, launched_from: np.ndarray, h2d_from: np.ndarra
     names = ops["name"].to_numpy(dtype=object)
     cat = ops["cat"].to_numpy(dtype=object)
     key = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
-    top = outermost_ops(profile)
     rows = np.arange(n, dtype="int64")
 
     is_runtime = np.isin(cat, list(LAUNCH_CATEGORIES))
@@ -175,7 +174,7 @@ def host_layers(profile: Profile, launched_from: np.ndarray, h2d_from: np.ndarra
         return Layer.of(start[which], end[which], row_label[which])
 
     bare_sync = is_sync & own
-    notes = np.isin(key, threads) & ranges(profile) & ~ops["is_step"].to_numpy(dtype=bool)
+    notes = np.isin(key, threads) & frame & ~ops["is_step"].to_numpy(dtype=bool)
     sync_rows = np.flatnonzero(is_sync)
     sync_cause = np.where(row_role[sync_rows] == COPY, "copy", "sync").astype(object)
     return HostLayers(

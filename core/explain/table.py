@@ -58,18 +58,26 @@ class Means:
 
     steps: int
     total: float
-    parts: pd.Series  # part → ns
-    causes: pd.Series  # (part, cause) → ns
-    labels: pd.Series  # (part, cause, label) → ns
+    parts: dict[str, float]  # part → ns
+    causes: dict[tuple[str, str], float]  # (part, cause) → ns, largest first within a part
+    labels: dict[tuple[str, str], dict[str, float]]  # (part, cause) → label → ns
 
 
 def means(ex: StepExplanation) -> Means:
-    """Per-step means of ``ex`` (a side without windows averages nothing: all zero)."""
-    n = max(ex.step_count, 1)
-    p = ex.parts()
-    labels = p.groupby(["part", "cause", "label"], sort=False)["ns"].sum() / n
-    return Means(ex.step_count, float(ex.window_ns().sum()) / n,
-                 labels.groupby(level=0, sort=False).sum(), labels.groupby(level=[0, 1], sort=False).sum(), labels)
+    """Per-step means of ``ex`` (a side without windows averages nothing: all zero), made once."""
+    if "means" not in ex.memo:
+        n = max(ex.step_count, 1)
+        p = ex.parts()
+        sums = p.groupby(["part", "cause", "label"], sort=False)["ns"].sum() / n
+        labels: dict[tuple[str, str], dict[str, float]] = {}
+        for (part, cause, label), ns in sums.items():
+            labels.setdefault((part, cause), {})[label] = float(ns)
+        causes = {k: sum(v.values()) for k, v in labels.items()}
+        parts: dict[str, float] = {}
+        for (part, _), ns in causes.items():
+            parts[part] = parts.get(part, 0.0) + ns
+        ex.memo["means"] = Means(ex.step_count, float(ex.window_ns().sum()) / n, parts, causes, labels)
+    return ex.memo["means"]  # type: ignore[return-value]
 
 
 def step_time_table(base: StepExplanation, comp: StepExplanation) -> Table:
@@ -108,7 +116,7 @@ def _step_title(b: Means, c: Means) -> str:
 
 
 def _causes(part: str, b: Means, c: Means) -> list[str]:
-    present = list(dict.fromkeys([k[1] for k in (*b.causes.index, *c.causes.index) if k[0] == part]))
+    present = list(dict.fromkeys([k[1] for k in (*b.causes, *c.causes) if k[0] == part]))
     if part == IDLE:
         return [x for x in CAUSES if x in present]
     if part == COMMUNICATION:
@@ -119,33 +127,22 @@ def _causes(part: str, b: Means, c: Means) -> list[str]:
 
 def _top_labels(part: str, cause: str, b: Means, c: Means) -> list[tuple[str, float, float]]:
     """The cause's labels with the largest time or change; the rest summed in one row."""
-    bl = _level(b.labels, part, cause)
-    cl = _level(c.labels, part, cause)
-    both = pd.concat({"b": bl, "c": cl}, axis=1).fillna(0.0)
-    if both.empty or (len(both) == 1 and both.index[0] == ""):
+    bl = b.labels.get((part, cause), {})
+    cl = c.labels.get((part, cause), {})
+    keys = list(dict.fromkeys([*bl, *cl]))
+    if not keys or keys == [""]:
         return []
-    weight = np.maximum(np.maximum(both["b"], both["c"]), (both["c"] - both["b"]).abs())
-    both = both.assign(w=weight.to_numpy()).sort_values("w", ascending=False, kind="stable")
-    top = both.iloc[:TOP_LABELS]
-    out = [(str(label), float(r.b), float(r.c)) for label, r in top.iterrows()]
-    rest = both.iloc[TOP_LABELS:]
-    if len(rest):
-        out.append((f"{len(rest)} more", float(rest["b"].sum()), float(rest["c"].sum())))
+    rows = [(k, bl.get(k, 0.0), cl.get(k, 0.0)) for k in keys]
+    rows.sort(key=lambda r: -max(r[1], r[2], abs(r[2] - r[1])))
+    out = rows[:TOP_LABELS]
+    rest = rows[TOP_LABELS:]
+    if rest:
+        out.append((f"{len(rest)} more", sum(r[1] for r in rest), sum(r[2] for r in rest)))
     return out
 
 
-def _level(s: pd.Series, part: str, cause: str) -> pd.Series:
-    if s.empty:
-        return pd.Series(dtype="float64")
-    sel = (s.index.get_level_values(0) == part) & (s.index.get_level_values(1) == cause)
-    return pd.Series(s[sel].to_numpy(), index=s[sel].index.get_level_values(2), dtype="float64")
-
-
-def _get(s: pd.Series, key: object) -> float:
-    try:
-        return float(s[key])
-    except KeyError:
-        return 0.0
+def _get(d: dict, key: object) -> float:
+    return float(d.get(key, 0.0))
 
 
 def _share(values: np.ndarray, total: float) -> np.ndarray:
@@ -172,10 +169,10 @@ def side_summary(ex: StepExplanation, top: int = 3) -> dict[str, object]:
     for part in (COMPUTE, COMMUNICATION, IDLE):
         causes = []
         for cause in _causes(part, m, m):
-            labels = _level(m.labels, part, cause).sort_values(ascending=False)
+            labels = sorted(m.labels.get((part, cause), {}).items(), key=lambda kv: -kv[1])[:top]
             causes.append({"cause": cause, "title": CAUSE_TITLE.get(cause, cause),
                            "ms": _get(m.causes, (part, cause)) / _NS_PER_MS,
-                           "top": [{"label": str(k), "ms": float(v) / _NS_PER_MS} for k, v in labels.head(top).items()]})
+                           "top": [{"label": str(k), "ms": v / _NS_PER_MS} for k, v in labels]})
         parts.append({"part": part, "title": PART_TITLE[part], "ms": _get(m.parts, part) / _NS_PER_MS, "causes": causes})
     return {"steps": ex.step_count, "has_steps": ex.has_steps, "step_ms": m.total / _NS_PER_MS,
             "per_step_ms": {str(k): v / _NS_PER_MS for k, v in ex.window_ns().items()},
@@ -240,7 +237,7 @@ def _contributors(b: Means, c: Means) -> list[tuple[tuple[str, str], str, float]
     """(part and cause, phrase, diff in ms) at the level a user acts on."""
     out: list[tuple[tuple[str, str], str, float]] = []
     whole = {(IDLE, LAUNCH), (IDLE, DEVICE), (IDLE, UNKNOWN)}
-    for key in dict.fromkeys([*b.causes.index, *c.causes.index]):
+    for key in dict.fromkeys([*b.causes, *c.causes]):
         part, cause = key
         moved = (_get(c.causes, key) - _get(b.causes, key)) / _NS_PER_MS
         if part == COMPUTE:
@@ -313,20 +310,21 @@ def where_table(base: StepExplanation, comp: StepExplanation) -> Table:
 
 
 def _where(ex: StepExplanation) -> pd.DataFrame:
-    """Per (part and cause, label, step position): ns, intervals, first start from the step's start."""
+    """Per (part and cause, label, step position): ns, intervals, first start from the step's
+    start. Grouped on integer codes (a large trace has hundreds of thousands of pieces)."""
     iv = ex.intervals
     w = ex.windows
-    pos = pd.Series(np.arange(len(w)), index=w["step"].to_numpy())
-    start = pd.Series(w["start_ns"].to_numpy(), index=w["step"].to_numpy())
-    df = pd.DataFrame({
-        "_cause": iv["part"].astype(object) + ": " + iv["cause"].astype(object),
-        "label": iv["label"].astype(object),
-        "pos": pos.reindex(iv["step"]).to_numpy(),
-        "ns": (iv["end_ns"] - iv["start_ns"]).to_numpy(),
-        "at": iv["start_ns"].to_numpy() - start.reindex(iv["step"]).to_numpy(),
-    })
-    return (df.groupby(["_cause", "label", "pos"], sort=False)
-            .agg(ns=("ns", "sum"), n=("ns", "size"), at=("at", "min")).reset_index())
+    pos = pd.Index(w["step"].to_numpy()).get_indexer(iv["step"].to_numpy())
+    starts = iv["start_ns"].to_numpy()
+    key_codes, keys = pd.factorize(iv["part"].to_numpy(dtype=object) + ": " + iv["cause"].to_numpy(dtype=object))
+    label_codes, labels = pd.factorize(iv["label"].to_numpy(dtype=object))
+    df = pd.DataFrame({"k": key_codes, "l": label_codes, "pos": pos, "ns": iv["end_ns"].to_numpy() - starts,
+                       "at": starts - w["start_ns"].to_numpy()[pos]})
+    g = df.groupby(["k", "l", "pos"], sort=False).agg(ns=("ns", "sum"), n=("ns", "size"), at=("at", "min")).reset_index()
+    return pd.DataFrame({"_cause": np.asarray(keys, dtype=object)[g["k"].to_numpy()],
+                         "label": np.asarray(labels, dtype=object)[g["l"].to_numpy()],
+                         "pos": g["pos"].to_numpy(), "ns": g["ns"].to_numpy(), "n": g["n"].to_numpy(),
+                         "at": g["at"].to_numpy()})
 
 
 def _pair(b: int | None, c: int | None) -> str:

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A/B: the same headless command from two checkouts of this repository, alternating.
+
+    git worktree add /tmp/before 5c0ebd8
+    .venv/bin/python bench/ab.py --a /tmp/before --b . --runs 5 \\
+        --pair ../shared/data/gpu-real/trace_diff_control.pt.trace.json.gz \\
+               ../shared/data/gpu-real/trace_diff_test.pt.trace.json.gz
+
+What a change costs end to end is only measurable side by side on one host: the rounds alternate
+which checkout goes first, so load from other processes hits both alike. Each run is
+``perfcmp-tui export BASE COMP -o TMP --no-cache`` (``--command summary`` for the terminal
+report only) with the packages imported from that checkout's ``core/`` and ``tui/`` (no install
+needed: this venv's dependencies serve both). Per pair it prints the median wall and CPU time of
+each checkout (CPU: the run's process and every process it started and reaped) and B ÷ A.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Runs the command line of the checkout given as argv[1]: its two packages under their import
+#: names, as the editable install maps them (perfcmp_core = core/, perfcmp_tui = tui/).
+LAUNCH = """
+import importlib.util, sys
+root = sys.argv[1]
+for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
+    spec = importlib.util.spec_from_file_location(name, f"{root}/{folder}/__init__.py",
+                                                  submodule_search_locations=[f"{root}/{folder}"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+sys.argv = ["perfcmp-tui", *sys.argv[2:]]
+from perfcmp_tui.cli import entry
+entry()
+"""
+
+
+def run_once(checkout: Path, command: str, base: str, comp: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one run."""
+    with tempfile.TemporaryDirectory() as out:
+        args = [sys.executable, "-c", LAUNCH, str(checkout), command, base, comp, "--no-cache"]
+        if command == "export":
+            args += ["-o", out]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.returncode != 0:
+            raise SystemExit(f"{checkout}: exit {proc.returncode}\n{err}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", type=Path, required=True, help="checkout A (before)")
+    ap.add_argument("--b", type=Path, required=True, help="checkout B (after)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per checkout and pair (default 5)")
+    ap.add_argument("--command", choices=("export", "summary"), default="export")
+    ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BASE", "COMP"))
+    ns = ap.parse_args()
+    for base, comp in ns.pair:
+        times: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+        for r in range(ns.runs):
+            order = (("A", ns.a), ("B", ns.b)) if r % 2 == 0 else (("B", ns.b), ("A", ns.a))
+            for name, checkout in order:
+                times[name].append(run_once(checkout.resolve(), ns.command, base, comp))
+        print(f"{Path(base).name} vs {Path(comp).name}: {ns.command}, {ns.runs} runs each, alternating")
+        med = {}
+        for name in ("A", "B"):
+            walls, cpus = zip(*times[name])
+            med[name] = (statistics.median(walls), statistics.median(cpus))
+            print(f"  {name} {getattr(ns, name.lower())}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+                  f"CPU {med[name][1]:.3f} s")
+        print(f"  B / A: wall {med['B'][0] / med['A'][0]:.3f}, CPU {med['B'][1] / med['A'][1]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -273,3 +273,23 @@ def test_where_table_by_hand() -> None:
     load_frame = t.loc[("idle: host", "train.py(12): load_batch")]
     assert (load_frame["comp_ms"], load_frame["comp_at"]) == (0.296, 0.002)
     assert sync["step"] == "1" and t["diff_ms"].iloc[0] == pytest.approx(0.32)  # largest change first
+
+
+def test_launchbound_stretch_by_hand() -> None:
+    """Three 5 µs kernels 40 µs apart, each launched at the end of a 30 µs op: the device waits
+    for the host's dispatch (fixtures/README.md)."""
+    path = FIX / "gpu_patterns" / "step_launchbound.pt.trace.json"
+    assert by_label(path) == {
+        (COMPUTE, "element-wise", "add_kernel"): 5, (COMPUTE, "element-wise", "mul_kernel"): 5,
+        (COMPUTE, "element-wise", "sub_kernel"): 5,
+        (IDLE, "host", "host gap before the step's first op"): 10,
+        (IDLE, "launch", "aten::add"): 30, (IDLE, "launch", "aten::mul"): 30, (IDLE, "launch", "aten::sub"): 30,
+        (IDLE, "host", "host gap between ops"): 10,
+        (IDLE, "host", "host gap after the step's last op"): 75,
+    }
+    ex = explain_profile(load(path))
+    assert (ex.lag_ns, ex.queue_depth) == (0.0, 0.0)  # started at once, nothing else queued
+    device_bound = explain_profile(load(FIX / "gpu_patterns" / "step_base.pt.trace.json"))
+    # the base pattern: the GEMM starts 5 µs after its launch, relu, add and mul wait behind it
+    # (lags 245, 300, 240 µs; 0, 0, 1 and 2 kernels queued ahead of them at launch)
+    assert device_bound.lag_ns == 242_500 and device_bound.queue_depth == 0.5

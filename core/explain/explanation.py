@@ -25,6 +25,7 @@ from ..compare.equivalence import Equivalence, builtin_equivalence
 from ..compare.kernel_families import kernel_classes
 from ..model import Profile
 from ..timeline import Spans, overlaps
+from .device import COMPUTE as COMPUTE_TASK
 from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_labels, device_items
 from .host import HostLayers, host_layers, outermost_ops, ranges
 from .idle import idle_pieces
@@ -42,6 +43,11 @@ class StepExplanation:
     windows: pd.DataFrame  # step, start_ns, end_ns — in time order
     intervals: pd.DataFrame  # step, start_ns, end_ns, part, cause, label — in time order
     notes: tuple[str, ...] = field(default=())
+    #: evidence for launch-bound time: the median over the kernels with a recorded launch of
+    #: launch→start lag (ns) and queue depth (work launched and not yet started when it was
+    #: launched); None without such kernels
+    lag_ns: float | None = None
+    queue_depth: float | None = None
     #: sums made once and read by every table (:meth:`parts`, :func:`.table.means`)
     memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
@@ -96,7 +102,26 @@ def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
     notes = [*sets.notes, *_collection_notes(profile)]
     if not profile.meta.kind == "gpu":
         notes.append("exposed communication is not yet split into wait and transmit for this input kind")
-    return StepExplanation(windows, intervals, tuple(notes))
+    lag, depth = _queue(items, ws[0], we[-1])
+    return StepExplanation(windows, intervals, tuple(notes), lag, depth)
+
+
+def _queue(items: DeviceItems, lo: int, hi: int) -> tuple[float | None, float | None]:
+    """Median launch→start lag and queue depth of the compute kernels started in ``[lo, hi)``:
+    a device that starts each kernel microseconds after its launch with nothing else queued is
+    waiting for the host (launch-bound); a long lag and a deep queue mean the host is ahead."""
+    launched = items.launch_end >= 0
+    if not launched.any():
+        return None, None
+    l_end = items.launch_end[launched]
+    start = items.start[launched]
+    mine = (items.kind[launched] == COMPUTE_TASK) & (start >= lo) & (start < hi)
+    if not mine.any():
+        return None, None
+    t = l_end[mine]
+    # Work launched by t (this kernel included) minus work started by t.
+    depth = (np.searchsorted(np.sort(l_end), t, side="right") - np.searchsorted(np.sort(start), t, side="right") - 1)
+    return float(np.median(np.maximum(start[mine] - t, 0))), float(np.median(np.maximum(depth, 0)))
 
 
 def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]:

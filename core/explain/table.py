@@ -155,6 +155,10 @@ def _notes(base: StepExplanation, comp: StepExplanation, b: Means, c: Means) -> 
         notes.append(f"per-step means: base averages {b.steps} step window(s), comparison {c.steps}"
                      + ("; a profile without step markers is one window (its E2E span)"
                         if not (base.has_steps and comp.has_steps) else ""))
+    if base.lag_ns is not None and comp.lag_ns is not None:
+        notes.append(f"launch-bound evidence (median over compute kernels): launch→start {base.lag_ns / 1e3:,.1f} µs "
+                     f"→ {comp.lag_ns / 1e3:,.1f} µs, work queued at launch {base.queue_depth:g} → "
+                     f"{comp.queue_depth:g} (a short lag and an empty queue: the device waits for the host)")
     notes += [f"base: {n}" for n in base.notes] + [f"comparison: {n}" for n in comp.notes]
     return notes
 
@@ -176,7 +180,8 @@ def side_summary(ex: StepExplanation, top: int = 3) -> dict[str, object]:
         parts.append({"part": part, "title": PART_TITLE[part], "ms": _get(m.parts, part) / _NS_PER_MS, "causes": causes})
     return {"steps": ex.step_count, "has_steps": ex.has_steps, "step_ms": m.total / _NS_PER_MS,
             "per_step_ms": {str(k): v / _NS_PER_MS for k, v in ex.window_ns().items()},
-            "parts": parts, "notes": list(ex.notes)}
+            "parts": parts, "launch_lag_us": None if ex.lag_ns is None else ex.lag_ns / 1e3,
+            "queue_depth": ex.queue_depth, "notes": list(ex.notes)}
 
 
 def format_side(summary: dict[str, object]) -> list[str]:
@@ -197,6 +202,9 @@ def format_side(summary: dict[str, object]) -> list[str]:
             top = " · ".join(f"{t['label']} {t['ms']:.3f}" for t in cause["top"] if t["label"])
             lines.append(f"      {cause['title']:<{width}} {cause['ms']:10.3f} ms  {pct(cause['ms'])}"
                          + (f"  ({top})" if top else ""))
+    if summary.get("launch_lag_us") is not None:
+        lines.append(f"  launch→start {summary['launch_lag_us']:,.1f} µs, work queued at launch "
+                     f"{summary['queue_depth']:g} (medians over compute kernels)")
     lines += [f"  note: {note}" for note in summary["notes"]]  # type: ignore[attr-defined]
     return lines
 

@@ -32,6 +32,9 @@ _DIRECTION = {"htod": "H2D", "dtoh": "D2H", "dtod": "D2D", "htoh": "H2H", "ptop"
 _NCCL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)|^ncclKernel_([A-Za-z]+)")
 _HCCL_INSTANCE = re.compile(r"(?:_\d+)+$")
 UNATTRIBUTED_COMPUTE = "compute without a kernel (profiler's overlap analysis)"
+#: Ops that move tensors between host and device: an NPU copy task they launch is the host-device
+#: transfer (the task itself names no direction).
+TRANSFER_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 UNATTRIBUTED_COMM = "communication without a collective row"
 
 
@@ -171,28 +174,38 @@ def collective_labels(comm_ops: pd.DataFrame, kind: str) -> np.ndarray:
     return np.where(group != "", group + " · " + coll, coll).astype(object)
 
 
-def copy_labels(profile: Profile, rows: np.ndarray) -> np.ndarray:
-    """What each copy task moved: ``H2D copy (pageable)``, ``memset``, ``SDMA copy`` …"""
+def copy_kinds(profile: Profile, rows: np.ndarray, op_names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What each copy task (``kernels`` rows) moved, and whether it copied host memory to the
+    device; ``op_names`` are the outermost ops that launched them ("" unknown).
+
+    GPU memcpy names say it: ``H2D copy (pageable)``, ``D2H copy (pinned)``, ``memset``. An NPU
+    copy task names no direction: a PCIe DMA task or a Db ``MEMCPY_ASYNC`` launched by an op that
+    moves tensors between host and device (:data:`TRANSFER_OPS`) is a ``host-device copy`` (the
+    batch copy of a training loop), one launched elsewhere a ``PCIe DMA copy`` / ``device copy``.
+    """
     k = profile.kernels
     names = k["name"].to_numpy(dtype=object)[rows]
     task = k["task_type"].to_numpy(dtype=object)[rows]
-    text = np.where(task == "gpu_memset", "memset", names)
-    codes, uniq = pd.factorize(text)
-    out = [_copy_label(str(u)) for u in uniq]
-    return np.asarray(out, dtype=object)[codes] if len(codes) else np.empty(0, dtype=object)
+    if profile.meta.kind == "gpu":
+        text = np.where(task == "gpu_memset", "memset", names)
+        codes, uniq = pd.factorize(text)
+        labels = np.asarray([_gpu_copy(str(u)) for u in uniq] + [""], dtype=object)[codes]
+        return labels, np.array([str(x).startswith("H2D") for x in labels], dtype=bool)
+    transfer = np.isin(op_names, list(TRANSFER_OPS)) & np.isin(task, ["PCIE_DMA_SQE", "MEMCPY_ASYNC"])
+    labels = np.where(transfer, "host-device copy",
+                      np.where(task == "PCIE_DMA_SQE", "PCIe DMA copy", "device copy (" + task.astype(object) + ")"))
+    return labels.astype(object), transfer
 
 
-def _copy_label(name: str) -> str:
-    if name == "memset" or name.lower().startswith("memset"):
+def _gpu_copy(name: str) -> str:
+    if name.lower().startswith("memset"):
         return "memset"
     m = _MEMCPY.match(name)
     if m:
         direction = _DIRECTION.get(m.group(1).lower(), m.group(1))
         memory = next((w for w in (m.group(2), m.group(3)) if w and w.lower() in ("pageable", "pinned")), "")
         return f"{direction} copy" + (f" ({memory.lower()})" if memory else "")
-    if name.upper().startswith("PCIE_DMA"):
-        return "host-device copy (PCIe DMA)"
-    return "SDMA copy" if "SDMA" in name.upper() or "MEMCPY" in name.upper() else f"copy: {name}"
+    return f"copy: {name}"
 
 
 def _labelled(start: np.ndarray, end: np.ndarray, cause: np.ndarray, label: np.ndarray, within: Spans) -> Pieces:

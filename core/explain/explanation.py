@@ -26,7 +26,7 @@ from ..compare.kernel_families import kernel_classes
 from ..model import Profile
 from ..timeline import Spans, overlaps
 from .device import COMPUTE as COMPUTE_TASK
-from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_labels, device_items
+from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_kinds, device_items
 from .host import HostLayers, host_layers, outermost_ops, ranges
 from .idle import idle_pieces
 from .windows import WHOLE_PROFILE, step_windows
@@ -129,16 +129,16 @@ def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]
     which need to know the ops that copied host memory to the device."""
     copy_label = np.full(len(items.row), "", dtype=object)
     is_copy = np.flatnonzero(items.kind == COPY)
-    kind = copy_labels(profile, items.row[is_copy])
     lrow = items.launch_row[is_copy]
     frame = ranges(profile)
     top = outermost_ops(profile, frame)
     outer = np.where(lrow >= 0, top[np.maximum(lrow, 0)] if len(top) else -1, -1)
     names = profile.ops["name"].to_numpy(dtype=object)
-    where = np.where(outer >= 0, names[np.maximum(outer, 0)] if len(names) else "", "")
-    copy_label[is_copy] = np.where(where != "", kind + " in " + where.astype(object), kind)
-    h2d = (lrow >= 0) & np.array([str(k).startswith("H2D") for k in kind], dtype=bool)
+    where = np.where(outer >= 0, names[np.maximum(outer, 0)] if len(names) else "", "").astype(object)
+    kind, h2d = copy_kinds(profile, items.row[is_copy], where)
+    copy_label[is_copy] = np.where(where != "", kind + " in " + where, kind)
     launched = items.launch_row[items.launch_row >= 0]
+    h2d &= lrow >= 0
     return copy_label, host_layers(profile, frame, top, launched, lrow[h2d], kind[h2d])
 
 

@@ -70,8 +70,9 @@ class StepExplanation:
         if "parts" not in self.memo:
             iv = self.intervals
             ns = (iv["end_ns"] - iv["start_ns"]).astype("int64")
-            self.memo["parts"] = (iv.assign(ns=ns).groupby(["step", "part", "cause", "label"], sort=False,
-                                                           observed=True)["ns"].sum().reset_index())
+            parts = (iv.assign(ns=ns).groupby(["step", "part", "cause", "label"], sort=False,
+                                              observed=True)["ns"].sum().reset_index())
+            self.memo["parts"] = parts.astype({"part": object, "cause": object, "label": object})
         return self.memo["parts"]  # type: ignore[return-value]
 
 
@@ -145,15 +146,17 @@ def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]
 def _intervals(frames: list[tuple[str, Pieces, np.ndarray]], _notes: list[str]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame({"step": pd.Series(dtype="int64"), "start_ns": pd.Series(dtype="int64"),
-                             "end_ns": pd.Series(dtype="int64"), "part": pd.Series(dtype=object),
-                             "cause": pd.Series(dtype=object), "label": pd.Series(dtype=object)})
+                             "end_ns": pd.Series(dtype="int64"), "part": pd.Categorical([]),
+                             "cause": pd.Categorical([]), "label": pd.Categorical([])})
+    # Dictionary-encoded text: a large trace has hundreds of thousands of pieces and a few
+    # hundred distinct labels, and every table groups by them.
     df = pd.DataFrame({
         "step": np.concatenate([f[2] for f in frames]).astype("int64"),
         "start_ns": np.concatenate([f[1].start for f in frames]).astype("int64"),
         "end_ns": np.concatenate([f[1].end for f in frames]).astype("int64"),
-        "part": np.concatenate([np.full(len(f[1].start), f[0], dtype=object) for f in frames]),
-        "cause": np.concatenate([f[1].cause for f in frames]).astype(object),
-        "label": np.concatenate([f[1].label for f in frames]).astype(object),
+        "part": pd.Categorical(np.concatenate([np.full(len(f[1].start), f[0], dtype=object) for f in frames])),
+        "cause": pd.Categorical(np.concatenate([f[1].cause for f in frames]).astype(object)),
+        "label": pd.Categorical(np.concatenate([f[1].label for f in frames]).astype(object)),
     })
     return df.sort_values("start_ns", kind="stable").reset_index(drop=True)
 

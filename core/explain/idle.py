@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from ..model import Profile
 from ..timeline import Spans, first_come, overlaps
@@ -212,11 +213,19 @@ def _position(rest: _Cut, layers: HostLayers, ws: np.ndarray, we: np.ndarray) ->
 
 
 def _prefixed(prefix: str, label: np.ndarray) -> np.ndarray:
-    return (prefix + label.astype(object)).astype(object) if len(label) else label
+    return _each(label, lambda text: prefix + text)
 
 
 def _suffixed(label: np.ndarray, suffix: str) -> np.ndarray:
-    return (label.astype(object) + suffix).astype(object) if len(label) else label
+    return _each(label, lambda text: text + suffix)
+
+
+def _each(label: np.ndarray, edit: Callable[[str], str]) -> np.ndarray:
+    """``edit`` applied once per distinct label (pieces repeat a few hundred labels)."""
+    if not len(label):
+        return label
+    codes, uniq = pd.factorize(label)
+    return np.asarray([edit(str(u)) for u in uniq], dtype=object)[codes]
 
 
 def _sorted(out: list[Pieces], win: list[np.ndarray]) -> tuple[Pieces, np.ndarray]:

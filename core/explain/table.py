@@ -324,8 +324,12 @@ def _where(ex: StepExplanation) -> pd.DataFrame:
     w = ex.windows
     pos = pd.Index(w["step"].to_numpy()).get_indexer(iv["step"].to_numpy())
     starts = iv["start_ns"].to_numpy()
-    key_codes, keys = pd.factorize(iv["part"].to_numpy(dtype=object) + ": " + iv["cause"].to_numpy(dtype=object))
-    label_codes, labels = pd.factorize(iv["label"].to_numpy(dtype=object))
+    part, cause = iv["part"].cat, iv["cause"].cat
+    key_codes, keys = pd.factorize(part.codes.to_numpy().astype("int64") * len(cause.categories)
+                                   + cause.codes.to_numpy())
+    keys = [f"{part.categories[k // len(cause.categories)]}: {cause.categories[k % len(cause.categories)]}"
+            for k in keys]
+    label_codes, labels = iv["label"].cat.codes.to_numpy(), iv["label"].cat.categories
     df = pd.DataFrame({"k": key_codes, "l": label_codes, "pos": pos, "ns": iv["end_ns"].to_numpy() - starts,
                        "at": starts - w["start_ns"].to_numpy()[pos]})
     g = df.groupby(["k", "l", "pos"], sort=False).agg(ns=("ns", "sum"), n=("ns", "size"), at=("at", "min")).reset_index()

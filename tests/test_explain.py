@@ -42,6 +42,7 @@ from perfcmp_core.compare.device_sets import device_sets
 from perfcmp_core.compare.overall_metrics import overall_metrics
 from perfcmp_core.compare.masks import DEFAULT_MASKS
 from perfcmp_core.explain import COMMUNICATION, COMPUTE, IDLE, explain_profile
+from perfcmp_core.explain.explanation import feeding
 from perfcmp_core.explain.table import step_time_table, steps_table, why
 from perfcmp_core.load import load_profile
 from perfcmp_core.model import Profile
@@ -293,3 +294,8 @@ def test_launchbound_stretch_by_hand() -> None:
     # the base pattern: the GEMM starts 5 µs after its launch, relu, add and mul wait behind it
     # (lags 245, 300, 240 µs; 0, 0, 1 and 2 kernels queued ahead of them at launch)
     assert device_bound.lag_ns == 242_500 and device_bound.queue_depth == 0.5
+    # the verdict the notes and `info` print: no lag, nothing queued → the device waits; a
+    # quarter-millisecond lag → the host was ahead even with half a kernel queued on average
+    assert feeding(ex.lag_ns, ex.queue_depth) == "the device waits for the host"
+    assert feeding(device_bound.lag_ns, device_bound.queue_depth) == "the host runs ahead of the device"
+    assert feeding(20_000, 1) == "the host just keeps up"

@@ -94,7 +94,7 @@ def test_same_sheets_headers_and_row_counts(books: tuple[str, Sheets, Sheets]) -
     _, ours, ref = books
     # our own sheets after the reference's: kernel classes (any pair), advisor, README
     assert list(ours)[:len(ref)] == list(ref)
-    assert list(ours)[len(ref):] == ["KernelClassCompare", "KernelOpCompare", "Advisor", "README"]
+    assert list(ours)[len(ref):] == ["KernelClassCompare", "KernelOpCompare", "StepTime", "Advisor", "README"]
     for title in ref:
         assert ours[title][0] == ref[title][0], title
         extra = 1 if title == "OverallMetrics" else 0  # the Free Time → SDMA row (O14)

@@ -28,7 +28,7 @@ from perfcmp_tui.screens.export_dialog import ExportDialog
 from perfcmp_tui.widgets.pane import TablePane
 
 from test_cluster_fixtures import DESIGNED_DIFF_MS, rank_folders
-from tui_support import ROOT, aio, replay, settle, shown, signed, text_of
+from tui_support import ROOT, aio, open_view, replay, settle, shown, signed, text_of
 
 BASE, COMP = "fixtures/cluster/npu_base", "fixtures/cluster/npu_comp"
 SIZE = (200, 50)
@@ -137,6 +137,7 @@ async def test_enter_opens_a_rank_pair_on_the_usual_screens() -> None:
         await settle(pilot, app)
         await open_rank(pilot, app, 1)
         assert app.opened == [1] and app.rank == 1 and app.pane.spec.id == "overall"
+        await open_view(pilot, app, "OverallMetrics")
         rows = {r["Index"].lstrip("▾▸ ").strip(): r for r in shown(app)}
         # fixtures/README.md: rank 1 computes +0.570 ms and waits no more (its E2E +0.570 too)
         assert rows["E2E Time"]["Diff Duration(ms)"] == "+0.57"
@@ -148,6 +149,7 @@ async def test_enter_opens_a_rank_pair_on_the_usual_screens() -> None:
         # another rank replaces it; the ranks stay
         await open_rank(pilot, app, 3)
         assert app.opened == [1, 3] and app.rank == 3
+        await open_view(pilot, app, "OverallMetrics")
         rows = {r["Index"].lstrip("▾▸ ").strip(): r for r in shown(app)}
         assert rows["Computing Time"]["Diff Duration(ms)"] == signed(DESIGNED_DIFF_MS[3]["compute"])
         assert app.query_one("#pane-ranks", TablePane).current == "ClusterCompare"

@@ -26,6 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXE = Path(sys.executable).parent / "perfcmp-tui"
 NPU = ("fixtures/npu_text/base_ascend_pt", "fixtures/npu_text/comp_ascend_pt")
+#: the title of the Overall screen's first view (StepTime): the comparison has been shown
+READY = "Where the time went"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -88,12 +90,14 @@ def app_command(*args: str, env: str = "TERM=xterm-256color") -> str:
 def check_session(term: Terminal) -> None:
     """Drive the app over the NPU pair: overall, screens, sort, quit; terminal restored."""
     # fixtures/README.md: 3 steps each; +36 µs/step of device work → E2E +0.108 ms.
-    screen = term.wait("Overall metrics", "E2E", absent="Esc / q cancels")
+    screen = term.wait(READY, "E2E", absent="Esc / q cancels")
     lines = screen.splitlines()
     assert lines[0].strip() == "BASE fixtures/npu_text/base_ascend_pt  · NPU Text · 3 steps"
     assert lines[1].strip() == "COMP fixtures/npu_text/comp_ascend_pt  · NPU Text · 3 steps"
     assert re.search(r"^ E2E .*▲ +\+0\.108 ms", screen, re.M)
-    assert "▾ Computing Time" in screen and "q Quit" in screen
+    assert "▾ Computing" in screen and "q Quit" in screen
+    term.keys("v")
+    assert "▾ Computing Time" in term.wait("Overall metrics")
     term.keys("4")
     # fixtures/README.md #3: the dp all-reduce +90 µs per call, 3 calls.
     screen = term.wait("Communication (µs)")
@@ -102,7 +106,7 @@ def check_session(term: Terminal) -> None:
     assert "Notify_Wait" in term.wait("Notify_Wait")
     term.keys("q")
     screen = term.wait("EXIT:0")
-    assert "Overall metrics" not in screen  # the alternate screen is gone
+    assert READY not in screen  # the alternate screen is gone
     assert term.flags() == {"alternate_on": "0", "mouse_any_flag": "0", "cursor_flag": "1"}
 
 
@@ -152,7 +156,7 @@ def colours(codes: set[str]) -> set[str]:
 ])
 def test_colour_depth_follows_the_terminal(terminal_factory, env: str, expect: str) -> None:
     term = terminal_factory(app_command(*NPU, env=env))
-    term.wait("Overall metrics", "E2E", absent="Esc / q cancels")
+    term.wait(READY, "E2E", absent="Esc / q cancels")
     found = colours(sgr_codes(term.screen(escapes=True)))
     truecolor = {c for c in found if c.startswith(("38;2", "48;2"))}
     indexed = {c for c in found if c.startswith(("38;5", "48;5"))}
@@ -172,7 +176,7 @@ def test_colour_depth_follows_the_terminal(terminal_factory, env: str, expect: s
 
 def test_no_mouse_flag(terminal_factory) -> None:
     term = terminal_factory(app_command(*NPU, "--no-mouse"))
-    term.wait("Overall metrics", absent="Esc / q cancels")
+    term.wait(READY, absent="Esc / q cancels")
     assert term.flags()["mouse_any_flag"] == "0" and term.flags()["alternate_on"] == "1"
     term.keys("q")
     term.wait("EXIT:0")
@@ -195,7 +199,9 @@ def test_wide_terminal_and_resize(terminal_factory) -> None:
     """The pty's size wins over stale COLUMNS/LINES, and a resize re-lays the screen out."""
     term = terminal_factory(app_command(*NPU, env="TERM=xterm-256color COLUMNS=80 LINES=24"),
                             size=(200, 50))
-    screen = term.wait("Overall metrics", "Number", absent="Esc / q cancels")
+    term.wait(READY, absent="Esc / q cancels")
+    term.keys("v")
+    screen = term.wait("Overall metrics", "Number")
     lines = screen.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("Index"))
     # Headers wider than their column take two lines: "Diff" over "Duration(ms)", "Base" over
@@ -232,7 +238,7 @@ def test_pictures_notes_kernels_and_a_step_rerun(terminal_factory) -> None:
     a screen's note line and `!`, `K` on an operator, and `S` rerunning on step 1 — a fresh
     child process whose E2E is StepCompare's first row (tests/test_step_compare.py)."""
     term = terminal_factory(app_command(*NPU), size=(160, 44))
-    screen = term.wait("Overall metrics", "E2E per step", absent="Esc / q cancels")
+    screen = term.wait(READY, "E2E per step", absent="Esc / q cancels")
     assert re.search(r"^ Base █+.* ms$", screen, re.M) and re.search(r"^ Comp █+.* ms$", screen, re.M)
     term.keys("2")
     screen = term.wait("note: base: 12 kernels")
@@ -244,7 +250,7 @@ def test_pictures_notes_kernels_and_a_step_rerun(terminal_factory) -> None:
     term.wait("Compare one step", "step 3")
     term.keys("Down", "Enter")
     # The header names the step each side is cut to.
-    screen = term.wait("Overall metrics", "NPU Text · step 1", absent="Esc / q cancels",
+    screen = term.wait(READY, "NPU Text · step 1", absent="Esc / q cancels",
                        timeout=120)
     e2e = re.search(r"^ E2E +([\d.,]+) ms →", screen, re.M)
     from tui_support import tables
@@ -268,7 +274,7 @@ def test_search_next_unchanged_notes_step_and_kernels(terminal_factory) -> None:
     core = tables("npu")
     stat = core["OperatorCompareStatistic"]
     term = terminal_factory(app_command(*NPU), size=(160, 44))
-    term.wait("Overall metrics", "E2E per step", absent="Esc / q cancels")
+    term.wait(READY, "E2E per step", absent="Esc / q cancels")
 
     # `/ a|b`: the rows whose text matches either alternative (counted here from core's table).
     term.keys("2")
@@ -330,7 +336,7 @@ def test_search_next_unchanged_notes_step_and_kernels(terminal_factory) -> None:
     term.keys("q", "1", "S")
     term.wait("Compare one step", "step 3")
     term.keys("Down", "Down", "Enter")
-    screen = term.wait("Overall metrics", "NPU Text · step 2", absent="Esc / q cancels",
+    screen = term.wait(READY, "NPU Text · step 2", absent="Esc / q cancels",
                        timeout=120)
     e2e = re.search(r"^ E2E +([\d.,]+) ms → +([\d.,]+) ms", screen, re.M)
     steps = core["StepCompare"].data

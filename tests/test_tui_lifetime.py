@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_tui_e2e import EXE, ROOT, Terminal
+from tests.test_tui_e2e import EXE, READY, ROOT, Terminal
 from tests.tui_support import operators_named, tables
 
 pytestmark = [
@@ -228,7 +228,7 @@ def test_terminal_gone_without_a_hangup_signal(tmp_path: Path) -> None:
     os.close(slave)
     try:
         seen, t0 = b"", time.monotonic()
-        while b"Overall metrics" not in seen:
+        while READY.encode() not in seen:
             assert time.monotonic() - t0 < 60, seen[-500:]
             if select.select([master], [], [], 0.2)[0]:
                 seen += os.read(master, 65536)
@@ -344,7 +344,7 @@ def test_unreadable_file_fails_before_the_screen(terminals, tmp_path: Path) -> N
 
 
 def _operators_screen(term: Terminal) -> None:
-    term.wait("Overall metrics", "E2E", absent="Esc / q cancels")
+    term.wait(READY, "E2E", absent="Esc / q cancels")
     term.keys("2")
     term.wait("Operators: device time per name")
 
@@ -449,7 +449,7 @@ def test_two_instances_open_the_same_pair_at_once(terminals, big_pair, tmp_path:
     cache = tmp_path / "cache"
     tags = [unique("twin-a"), unique("twin-b")]
     terms = [terminals(app(*big_pair, tag=t, cache=cache)) for t in tags]
-    screens = [t.wait("Overall metrics", "E2E", absent="Esc / q cancels", timeout=120)
+    screens = [t.wait(READY, "E2E", absent="Esc / q cancels", timeout=120)
                for t in terms]
     e2e = [next(ln for ln in s.splitlines() if ln.lstrip().startswith("E2E")) for s in screens]
     assert e2e[0] == e2e[1]
@@ -481,7 +481,7 @@ def test_fifty_open_quit_cycles(terminals, tmp_path: Path) -> None:
     first: list[str] = []
     for i in range(1, 51):
         if i == 1:
-            term.wait("Overall metrics", "E2E", absent="Esc / q cancels", timeout=60)
+            term.wait(READY, "E2E", absent="Esc / q cancels", timeout=60)
         else:
             term.wait("BASE ", "q Quit", timeout=60)
         term.keys("C-q")

@@ -125,6 +125,22 @@ def _queue(items: DeviceItems, lo: int, hi: int) -> tuple[float | None, float | 
     return float(np.median(np.maximum(start[mine] - t, 0))), float(np.median(np.maximum(depth, 0)))
 
 
+#: a kernel queued behind at least this many others, or started this long after its launch, was
+#: not waiting for the host
+_QUEUED = 2
+_LAG_NS = 100_000
+
+
+def feeding(lag_ns: float, depth: float) -> str:
+    """How the host fed the device, read from the launch evidence of :func:`_queue`: one owner for
+    the verdict the StepTime notes and ``info`` print."""
+    if depth < 1 and lag_ns < _LAG_NS:
+        return "the device waits for the host"
+    if depth >= _QUEUED or lag_ns >= _LAG_NS:
+        return "the host runs ahead of the device"
+    return "the host just keeps up"
+
+
 def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]:
     """Each copy task's description (``H2D copy (pageable) in aten::to``) and the host layers,
     which need to know the ops that copied host memory to the device."""

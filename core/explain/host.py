@@ -216,6 +216,8 @@ def _frames(profile: Profile, threads: np.ndarray) -> Layer:
 def _deepest(start: np.ndarray, end: np.ndarray, depth: np.ndarray, label: np.ndarray) -> Layer:
     """Nested intervals made disjoint so that every instant carries its deepest interval's label:
     each depth level is laid over what the deeper levels left uncovered."""
+    if not len(start):
+        return Layer.empty()
     parts: list[Layer] = []
     covered = Spans.empty()
     for d in np.unique(depth)[::-1]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..compare.result import LEVEL, Column, Table, diff, ratio
-from .explanation import COMMUNICATION, COMPUTE, IDLE, StepExplanation
+from .explanation import COMMUNICATION, COMPUTE, IDLE, StepExplanation, feeding
 from .windows import WHOLE_PROFILE
 from .idle import CAUSES, COPY_CAUSE, DEVICE, HOST, LAUNCH, SYNC, UNKNOWN
 
@@ -155,11 +155,12 @@ def _notes(base: StepExplanation, comp: StepExplanation, b: Means, c: Means) -> 
         notes.append(f"per-step means: base averages {b.steps} step window(s), comparison {c.steps}"
                      + ("; a profile without step markers is one window (its E2E span)"
                         if not (base.has_steps and comp.has_steps) else ""))
-    if base.lag_ns is not None and comp.lag_ns is not None:
-        notes.append(f"launch-bound evidence (median over compute kernels): launch→start {base.lag_ns / 1e3:,.1f} µs "
-                     f"→ {comp.lag_ns / 1e3:,.1f} µs, work queued at launch {base.queue_depth:g} → "
-                     f"{comp.queue_depth:g} (a short lag and an empty queue: the device waits for the host)")
     notes += [f"base: {n}" for n in base.notes] + [f"comparison: {n}" for n in comp.notes]
+    if base.lag_ns is not None and comp.lag_ns is not None:
+        notes.append(f"launch-bound evidence (medians over compute kernels): launch→start {base.lag_ns / 1e3:,.1f} µs "
+                     f"with {base.queue_depth:g} queued ({feeding(base.lag_ns, base.queue_depth)}) → "
+                     f"{comp.lag_ns / 1e3:,.1f} µs with {comp.queue_depth:g} queued "
+                     f"({feeding(comp.lag_ns, comp.queue_depth)})")
     return notes
 
 
@@ -204,7 +205,8 @@ def format_side(summary: dict[str, object]) -> list[str]:
                          + (f"  ({top})" if top else ""))
     if summary.get("launch_lag_us") is not None:
         lines.append(f"  launch→start {summary['launch_lag_us']:,.1f} µs, work queued at launch "
-                     f"{summary['queue_depth']:g} (medians over compute kernels)")
+                     f"{summary['queue_depth']:g} (medians over compute kernels: "
+                     f"{feeding(summary['launch_lag_us'] * 1e3, summary['queue_depth'])})")
     lines += [f"  note: {note}" for note in summary["notes"]]  # type: ignore[attr-defined]
     return lines
 

@@ -201,7 +201,10 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
                    help="advisor configuration (its warmup_steps is the default warm-up)")
     _add_load_options(p, pair=True)
-    _add_cluster_options(p)
+    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank traces: every "
+                             "rank pair is gated, each check reports its worst rank)")
+    _flag(g, "ranks", "gate only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
+    p.set_defaults(scheduler=None, jobs=None)  # the rank pairs are gated here, one at a time
     return p
 
 

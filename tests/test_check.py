@@ -242,6 +242,7 @@ def test_cluster_fixture_gate_names_the_failing_rank(capsys: pytest.CaptureFixtu
     assert checks(doc)["E2E"]["rank"] == worst
     assert (code == 1) == (excess[worst] > 0)
     assert f"E2E (rank {worst})" in out
+    assert checks(doc)["E2E"]["failing_ranks"] == sorted(r for r, x in excess.items() if x > 0)
 
 
 # ------------------------------------------------------------------------------ noise

@@ -83,12 +83,22 @@ def terminal_report(result: GateResult) -> str:
             v = result.verdicts[i - 1]
             lines.append(f"      {v.reason}; {noise_text(v)}" if v.test else f"      {v.reason}")
             lines += [f"      contributor: {c}" for c in v.contributors]
+            lines += [f"      {line}" for line in _ranks_line(result, i - 1)]
     failed, skipped = len(result.failed), sum(v.status == SKIP for v in result.verdicts)
     lines.append("")
     summary = (f"REGRESSION: {failed} of {len(result.verdicts)} checks failed" if failed
                else f"PASS: {len(result.verdicts) - skipped} of {len(result.verdicts)} checks passed")
     lines.append(summary + (f", {skipped} skipped" if skipped else ""))
     return "\n".join(lines)
+
+
+def _ranks_line(result: GateResult, index: int) -> list[str]:
+    if not result.is_cluster:
+        return []
+    failing = result.failing_ranks(index)
+    if not failing:
+        return []
+    return [f"ranks failing this check: {', '.join(map(str, failing))} (of {len(result.pairs)})"]
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -101,7 +111,8 @@ def json_document(result: GateResult) -> dict[str, Any]:
         "passed": not result.failed, "exit_code": result.exit_code,
         "policy": {"alpha": spec.alpha, "min_steps": spec.min_steps, "warmup_steps": spec.warmup_steps,
                    "gate_file": spec.source or None, "test": "one-sided Mann-Whitney U on per-step values"},
-        "checks": [_verdict_json(v) for v in result.verdicts],
+        "checks": [{**_verdict_json(v), "failing_ranks": result.failing_ranks(i) if result.is_cluster else None}
+                   for i, v in enumerate(result.verdicts)],
         "ranks": None if not result.is_cluster else {
             str(rank): [_verdict_json(v) for v in pair.verdicts] for rank, pair in result.pairs.items()},
         "steps": None if result.is_cluster else {
@@ -167,9 +178,12 @@ def markdown(result: GateResult) -> str:
         rank = f" (rank {v.rank})" if v.rank is not None else ""
         lines.append(f"| {_md(v.metric)}{rank} | {format_value(v.base, v.unit)} | {format_value(v.comp, v.unit)} | "
                      f"{_md(change_text(v))} | {_md(v.limit)} | {_MARK[v.status]} | {_md(noise_text(v))} |")
-    for v in failed:
+    for i, v in enumerate(result.verdicts):
+        if v.status != FAIL:
+            continue
         lines += ["", f"**{_md(v.metric)}**: {_md(v.reason)}"]
         lines += [f"- {_md(c)}" for c in v.contributors]
+        lines += [f"- {_md(line)}" for line in _ranks_line(result, i)]
     return "\n".join(lines) + "\n"
 
 

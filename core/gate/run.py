@@ -66,6 +66,10 @@ class GateResult:
     def is_cluster(self) -> bool:
         return None not in self.pairs
 
+    def failing_ranks(self, index: int) -> list[int]:
+        """The ranks whose pair fails check ``index`` (a cluster; [] for one pair)."""
+        return [r for r, p in self.pairs.items() if r is not None and p.verdicts[index].status == FAIL]
+
 
 def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> PairGate:
     """Load both profiles of ``request`` and evaluate every check of ``spec``."""

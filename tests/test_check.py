@@ -47,7 +47,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, st
 
 
 def gate_json(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: object) -> tuple[int, str, dict]:
-    path = tmp_path / "gate.json"
+    path = tmp_path / f"gate{len(list(tmp_path.glob('gate*.json')))}.json"  # reports never overwrite
     code, out, err = run(capsys, *args, "--json", path, "--no-cache")
     assert code in (0, 1), err
     return code, out, json.loads(path.read_text())
@@ -319,6 +319,23 @@ def test_junit_and_markdown_reports(capsys: pytest.CaptureFixture[str], tmp_path
     text = md.read_text()
     assert "| E2E |" in text and "PASS" in text and "SKIP" in text and "Mann-Whitney" in text
     assert f"JUnit report written: {junit}" in out
+
+
+def test_patterns_matching_nothing_are_skipped_not_passed(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    steps = PATTERNS / "steps_base.pt.trace.json"
+    hostbound = PATTERNS / "step_hostbound.pt.trace.json"
+    code, out, doc = gate_json(capsys, tmp_path, steps, steps, "--max", "op:aten::mmm=+0%",
+                               "--max", "module:*Llama*=+0%", "--max", "op:aten::m?=+0%")
+    by = checks(doc)
+    assert code == 0 and by["op:aten::mmm"]["verdict"] == "skip" and by["module:*Llama*"]["verdict"] == "skip"
+    assert "no kernel launched under a matching op in the base and comparison" in out
+    assert by["op:aten::m?"]["verdict"] == "pass" and by["op:aten::m?"]["base"] > 0
+    # An op only the comparison runs is checked: aten::to's pageable copy (2 µs) is new work.
+    code, out, doc = gate_json(capsys, tmp_path, PATTERNS / "step_base.pt.trace.json", hostbound,
+                               "--max", "op:aten::to=+0%")
+    to = checks(doc)["op:aten::to"]
+    assert code == 1 and to["verdict"] == "fail" and (to["base"], to["comparison"]) == (0, 2_000)
 
 
 def test_markdown_makes_profile_text_inert(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

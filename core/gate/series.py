@@ -39,7 +39,8 @@ class SideSeries:
     warmup: tuple[int, ...]  # leading steps left out
     explanation: StepExplanation  # cut down to the analysed steps
     values: dict[str, np.ndarray]  # metric name → one value per analysed step
-    recorded: dict[str, bool]  # metric name → whether the profile records it (memory samples)
+    #: metric name → whether the profile records it (memory samples; a pattern matching a kernel)
+    recorded: dict[str, bool]
     #: metric name → contributor label → per-step mean (what a failed check lists)
     parts: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -95,6 +96,7 @@ def side_series(profile: Profile, ex: StepExplanation, metrics: list[Metric], wa
             names = (_op_matches(profile, kernels, metric.pattern) if metric.kind == OP
                      else _module_matches(profile, kernels, metric.pattern))
             hit = names != ""
+            recorded[metric.name] = bool(hit.any())  # a pattern that matches nothing may be a typo
             values[metric.name] = _per_step(pd.Series(kernels.step[hit]), pd.Series(kernels.dur[hit]), ids)
             contributors[metric.name] = _means(pd.Series(names[hit], dtype=object),
                                                pd.Series(kernels.dur[hit]), n)

@@ -83,6 +83,31 @@ def analysed_mean_ns(path: Path) -> float:
     return float(w.iloc[WARMUP:].mean() if len(w) > WARMUP else w.mean())
 
 
+# ------------------------------------------------------------------------------ every input kind
+
+KINDS = {
+    "gpu": ("gpu/base.pt.trace.json", "gpu/comp.pt.trace.json"),
+    "npu_text": ("npu_text/base_ascend_pt", "npu_text/comp_ascend_pt"),
+    "npu_db": ("npu_db/base_ascend_pt", "npu_db/comp_ascend_pt"),
+    "npu_ms": ("npu_ms/base_ascend_ms", "npu_ms/comp_ascend_ms"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_input_kind(capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str) -> None:
+    base, comp = (FIX / p for p in KINDS[kind])
+    code, out, doc = gate_json(capsys, tmp_path, base, comp, "--max", "E2E=+5%", "--max", "Mem Usage=+1GiB",
+                               "--max", "communication.wait=+1ms", "--warmup-steps", "0")
+    by = checks(doc)
+    # Three steps a side (no warm-up left out): the E2E means from the step markers and kernels.
+    assert doc["steps"]["base"]["analysed"] == [1, 2, 3] and doc["policy"]["warmup_steps"] == 0
+    assert by["E2E"]["base"] == pytest.approx(step_windows_ns(base).mean(), abs=1)
+    assert by["E2E"]["comparison"] == pytest.approx(step_windows_ns(comp).mean(), abs=1)
+    assert code == 0 and by["E2E"]["verdict"] == by["Mem Usage"]["verdict"] == "pass"
+    # No input kind splits exposed communication into wait and transmit yet (docs/explain.md).
+    assert by["communication.wait"]["verdict"] == "skip"
+
+
 # ------------------------------------------------------------------------------ real GPU pairs
 
 @needs_h200

@@ -86,8 +86,12 @@ def terminal_report(result: GateResult) -> str:
             lines += [f"      {line}" for line in _ranks_line(result, i - 1)]
     failed, skipped = len(result.failed), sum(v.status == SKIP for v in result.verdicts)
     lines.append("")
-    summary = (f"REGRESSION: {failed} of {len(result.verdicts)} checks failed" if failed
-               else f"PASS: {len(result.verdicts) - skipped} of {len(result.verdicts)} checks passed")
+    if failed:
+        summary = f"REGRESSION: {failed} of {len(result.verdicts)} checks failed"
+    elif skipped == len(result.verdicts):
+        summary = "NOTHING CHECKED: every check was skipped (exit 0)"
+    else:
+        summary = f"PASS: {len(result.verdicts) - skipped} of {len(result.verdicts)} checks passed"
     lines.append(summary + (f", {skipped} skipped" if skipped else ""))
     return "\n".join(lines)
 

@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from ..device_time import EXCLUDED, classify
-from ..explain.explanation import StepExplanation
+from ..explain.explanation import COMMUNICATION, StepExplanation
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
-from .spec import CAUSE, E2E, KERNEL, MEMORY, MODULE, OP, PART, Metric
+from .spec import CAUSE, E2E, KERNEL, MEMORY, MODULE, NOT_SPLIT, OP, PART, Metric
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class SideSeries:
     warmup: tuple[int, ...]  # leading steps left out
     explanation: StepExplanation  # cut down to the analysed steps
     values: dict[str, np.ndarray]  # metric name → one value per analysed step
-    #: metric name → whether the profile records it (memory samples; a pattern matching a kernel)
+    #: metric name → whether the profile records it (memory samples; a pattern matching a kernel;
+    #: communication split into wait and transmit)
     recorded: dict[str, bool]
     #: metric name → contributor label → per-step mean (what a failed check lists)
     parts: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -86,6 +87,10 @@ def side_series(profile: Profile, ex: StepExplanation, metrics: list[Metric], wa
                 sel &= parts["cause"] == metric.cause
                 by = "label"
             rows = parts[sel]
+            if metric.kind == CAUSE and metric.part == COMMUNICATION and metric.cause != NOT_SPLIT:
+                # wait / transmit exist only where the profile tells them apart
+                causes = set(parts.loc[parts["part"] == COMMUNICATION, "cause"])
+                recorded[metric.name] = not causes or causes != {NOT_SPLIT}
             values[metric.name] = _per_step(rows["step"], rows["ns"], ids)
             contributors[metric.name] = _means(rows[by], rows["ns"], n)
         elif metric.kind == MEMORY:

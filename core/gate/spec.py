@@ -43,7 +43,8 @@ _PART_NAMES = {
     "free": IDLE, "free time": IDLE, "idle": IDLE,
 }
 PART_TITLES = {COMPUTE: "Computing", COMMUNICATION: "Uncovered Communication", IDLE: "Free"}
-_COMM_CAUSES = ("wait", "transmit", "not split")
+NOT_SPLIT = "not split"
+_COMM_CAUSES = ("wait", "transmit", NOT_SPLIT)
 _TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _BYTE_UNITS = {"b": 1.0, "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30, "tib": 2.0 ** 40,
                "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}

@@ -4,8 +4,8 @@ A metric regresses when its per-step mean grew by more than the limit allows **a
 sides hold at least ``min_steps`` analysed steps, the one-sided Mann-Whitney U test on the
 per-step values rejects "no shift" at ``alpha``. With fewer steps the limit alone decides, and the
 verdict says the noise was not assessed. A metric the profiles do not record (memory without
-memory samples, an ``op:`` / ``module:`` pattern matching nothing on either side) is skipped, not
-passed.
+memory samples, wait / transmit where communication is not split, an ``op:`` / ``module:`` pattern
+matching nothing on either side) is skipped, not passed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..explain.table import CAUSE_TITLE, why
 from .series import SideSeries
-from .spec import BYTES, E2E, MEMORY, MODULE, OP, PART, Check, GateSpec
+from .spec import BYTES, CAUSE, E2E, MEMORY, MODULE, OP, PART, Check, GateSpec
 from .stats import RankTest, mann_whitney_greater
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -71,11 +71,12 @@ def evaluate(check: Check, base: SideSeries, comp: SideSeries, spec: GateSpec) -
     common = dict(metric=name, unit=check.metric.unit, limit=check.limit.text, base=b_mean, comp=c_mean,
                   allowed=allowed, base_steps=len(b), comp_steps=len(c))
     missing = [side for side, s in (("base", base), ("comparison", comp)) if not s.recorded[name]]
-    # Memory needs samples on both sides; a pattern needs a match on either (an op that appears
-    # only in the comparison is exactly what a gate is for).
-    if (missing if check.metric.kind == MEMORY else len(missing) == 2) or not len(b) or not len(c):
+    # A pattern needs a match on either side (an op that appears only in the comparison is
+    # exactly what a gate is for); anything else must be recorded on both.
+    if (len(missing) == 2 if check.metric.kind in (OP, MODULE) else missing) or not len(b) or not len(c):
         what = {MEMORY: "no memory samples", OP: "no kernel launched under a matching op",
-                MODULE: "no kernel launched inside a matching module"}.get(check.metric.kind, "no steps")
+                MODULE: "no kernel launched inside a matching module",
+                CAUSE: "communication not split into wait and transmit"}.get(check.metric.kind, "no steps")
         return Verdict(**common, test=None, status=SKIP,  # type: ignore[arg-type]
                        reason=f"not checked: {what} in the {' and '.join(missing or ['profiles'])}")
     assessed = len(b) >= spec.min_steps and len(c) >= spec.min_steps

@@ -27,7 +27,7 @@ from ..device_time import EXCLUDED, classify
 from ..explain.explanation import COMMUNICATION, StepExplanation
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
-from .spec import CAUSE, E2E, KERNEL, MEMORY, MODULE, NOT_SPLIT, OP, PART, Metric
+from .spec import CAUSE, E2E, KERNEL, MEMORY, NOT_SPLIT, OP, PART, Metric
 
 
 @dataclass(frozen=True)

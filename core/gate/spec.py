@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import InputError, UsageError
 from ..explain.explanation import COMMUNICATION, COMPUTE, IDLE
@@ -129,7 +129,6 @@ def parse_metric(text: str, classes: list[str], where: str | None = None) -> Met
         _fail(where, f"unknown metric '{raw}': the causes of {part} are {', '.join(known)}")
     _fail(where, f"unknown metric '{raw}' (known: E2E, Computing, Uncovered Communication, Free, "
                  "Mem Usage, idle.CAUSE, kernel:CLASS, op:PATTERN, module:PATTERN; docs/ci.md)")
-    raise AssertionError  # _fail raised
 
 
 def _kernel(name: str, classes: list[str], raw: str, where: str | None) -> Metric:
@@ -184,7 +183,7 @@ def read_gate_file(path: str, classes: list[str]) -> GateSpec:
     bad = sorted(set(settings) - _SETTINGS)
     if bad:
         _fail(where, f"unknown setting [gate] {bad[0]} (known: {', '.join(sorted(_SETTINGS))})")
-    limits = _table(doc, "max", where)
+    limits = _flat(_table(doc, "max", where))
     checks = []
     for name, limit in limits.items():
         metric = parse_metric(name, classes, where)
@@ -225,6 +224,17 @@ def _table(doc: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     return value
 
 
+def _flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``idle.sync = "+1ms"`` unquoted is TOML for ``idle = {sync = "+1ms"}``: joined back."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def _count(settings: dict[str, Any], key: str, default: int | None, minimum: int, where: str) -> int | None:
     value = settings.get(key, default)
     if value is None:
@@ -234,7 +244,7 @@ def _count(settings: dict[str, Any], key: str, default: int | None, minimum: int
     return int(value)
 
 
-def _fail(where: str | None, problem: str) -> None:
+def _fail(where: str | None, problem: str) -> NoReturn:
     if where is None:
         raise UsageError(problem)
     raise InputError(where, problem)

@@ -268,6 +268,12 @@ def test_cluster_fixture_gate_names_the_failing_rank(capsys: pytest.CaptureFixtu
     assert (code == 1) == (excess[worst] > 0)
     assert f"E2E (rank {worst})" in out
     assert checks(doc)["E2E"]["failing_ranks"] == sorted(r for r, x in excess.items() if x > 0)
+    # Gated here one pair after the other, or on two worker processes: the same verdicts.
+    _, _, inline = gate_json(capsys, tmp_path, FIX / "cluster" / "npu_base", FIX / "cluster" / "npu_comp",
+                             "--max", "E2E=+5%", "--jobs", "1")
+    _, _, pooled = gate_json(capsys, tmp_path, FIX / "cluster" / "npu_base", FIX / "cluster" / "npu_comp",
+                             "--max", "E2E=+5%", "--jobs", "2")
+    assert inline["checks"] == pooled["checks"] == doc["checks"] and inline["ranks"] == pooled["ranks"]
 
 
 # ------------------------------------------------------------------------------ noise

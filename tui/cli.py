@@ -204,7 +204,8 @@ def _check_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank traces: every "
                              "rank pair is gated, each check reports its worst rank)")
     _flag(g, "ranks", "gate only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
-    p.set_defaults(scheduler=None, jobs=None)  # the rank pairs are gated here, one at a time
+    _flag(g, "jobs", "processes gating rank pairs on this machine (default: every core)", type=int)
+    p.set_defaults(scheduler=None)  # rank pairs are gated on this machine
     return p
 
 

@@ -5,7 +5,7 @@ checked before anything is loaded (:mod:`.spec`). Each side's per-step values co
 explanation with warm-up steps left out as the advisor leaves them out (:mod:`.series`); a check
 fails when the per-step mean grew past its limit and, with enough steps, a one-sided Mann-Whitney
 U test (:mod:`.stats`) says the growth is beyond step-to-step noise (:mod:`.verdict`). Clusters
-are gated rank pair by rank pair, worst rank reported (:mod:`.run`); the terminal, JUnit, JSON and
+are gated rank pair by rank pair on a process pool, worst rank reported (:mod:`.run`); the terminal, JUnit, JSON and
 Markdown reports are :mod:`.report`. docs/ci.md is the user's guide.
 """
 

@@ -21,6 +21,7 @@ import orjson
 from .. import __version__
 from ..export.safe_write import safe_write
 from .run import GateResult, Outputs
+from .series import SideSeries
 from .spec import GateSpec
 from .stats import EXACT
 from .verdict import FAIL, PASS, SKIP, Verdict, format_change, format_value
@@ -55,9 +56,11 @@ def noise_text(v: Verdict) -> str:
 
 def _steps_line(result: GateResult) -> str:
     if result.is_cluster:
-        return f"{len(result.pairs)} rank pairs gated; each check shows its worst rank"
-    pair = result.pairs[None]
-    def side(s: Any) -> str:
+        return f"{len(result.ranks)} rank pairs gated; each check shows its worst rank"
+    pair = result.pair
+    assert pair is not None
+
+    def side(s: SideSeries) -> str:
         n = len(s.steps)
         text = "whole profile (no step markers)" if s.steps == (-1,) else f"{n} step{'s' * (n != 1)}"
         warm = ", ".join(map(str, s.warmup))
@@ -102,7 +105,7 @@ def _ranks_line(result: GateResult, index: int) -> list[str]:
     failing = result.failing_ranks(index)
     if not failing:
         return []
-    return [f"ranks failing this check: {', '.join(map(str, failing))} (of {len(result.pairs)})"]
+    return [f"ranks failing this check: {', '.join(map(str, failing))} (of {len(result.ranks)})"]
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -117,11 +120,11 @@ def json_document(result: GateResult) -> dict[str, Any]:
                    "gate_file": spec.source or None, "test": "one-sided Mann-Whitney U on per-step values"},
         "checks": [{**_verdict_json(v), "failing_ranks": result.failing_ranks(i) if result.is_cluster else None}
                    for i, v in enumerate(result.verdicts)],
-        "ranks": None if not result.is_cluster else {
-            str(rank): [_verdict_json(v) for v in pair.verdicts] for rank, pair in result.pairs.items()},
-        "steps": None if result.is_cluster else {
+        "ranks": None if result.pair is not None else {
+            str(rank): [_verdict_json(v) for v in verdicts] for rank, verdicts in result.ranks.items()},
+        "steps": None if result.pair is None else {
             side: {"analysed": list(s.steps), "warmup": list(s.warmup)}
-            for side, s in (("base", result.pairs[None].base), ("comparison", result.pairs[None].comp))},
+            for side, s in (("base", result.pair.base), ("comparison", result.pair.comp))},
     }
 
 

@@ -2,8 +2,8 @@
 
 One profile pair is loaded here, both sides explained with the kernel classes of the request's
 equivalence table, and every check evaluated (:mod:`.verdict`). Two cluster folders are gated
-rank pair by rank pair, one pair in memory at a time, each exactly as ``--rank N`` would gate
-it; a check's verdict is its worst rank's (a failing rank first, then the one furthest past the
+rank pair by rank pair, on a process pool (one rank pair per process at a time), each exactly as
+``--rank N`` would gate it; a check's verdict is its worst rank's (a failing rank first, then the one furthest past the
 limit), and the report names that rank.
 """
 
@@ -52,7 +52,8 @@ class GateResult:
     comp: str
     spec: GateSpec
     verdicts: tuple[Verdict, ...]
-    pairs: dict[int | None, PairGate] = field(default_factory=dict)  # rank (None: one pair) → gate
+    pair: PairGate | None = None  # one profile pair
+    ranks: dict[int, tuple[Verdict, ...]] = field(default_factory=dict)  # a cluster: every rank's
 
     @property
     def failed(self) -> list[Verdict]:
@@ -64,11 +65,25 @@ class GateResult:
 
     @property
     def is_cluster(self) -> bool:
-        return None not in self.pairs
+        return self.pair is None
 
     def failing_ranks(self, index: int) -> list[int]:
         """The ranks whose pair fails check ``index`` (a cluster; [] for one pair)."""
-        return [r for r, p in self.pairs.items() if r is not None and p.verdicts[index].status == FAIL]
+        return sorted(r for r, verdicts in self.ranks.items() if verdicts[index].status == FAIL)
+
+
+@dataclass(frozen=True)
+class RankGate:
+    """One rank pair of a cluster to gate in a worker (picklable: the request is)."""
+
+    rank: int
+    request: RunRequest
+    spec: GateSpec
+
+
+def gate_rank(task: RankGate) -> tuple[int, tuple[Verdict, ...]]:
+    """The worker function: a rank pair's verdicts (the explanations stay in the worker)."""
+    return task.rank, gate_pair(task.request, task.spec, task.rank).verdicts
 
 
 def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> PairGate:
@@ -91,13 +106,15 @@ def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> P
 
 
 def gate_cluster(cluster: ClusterRequest, spec: GateSpec) -> GateResult:
-    """Every rank pair of two cluster folders; each check's verdict is its worst rank's."""
-    pairs: dict[int | None, PairGate] = {}
-    for rank in cluster.inputs.paired:
-        pairs[rank] = gate_pair(cluster.rank_request(rank), spec, rank)
-    worst = tuple(max((p.verdicts[i] for p in pairs.values()), key=lambda v: (v.status == FAIL, v.excess))
+    """Every rank pair of two cluster folders, on a process pool (``--jobs``); each check's
+    verdict is its worst rank's: a failing rank first, then the one furthest past the limit."""
+    from ..cluster.pool_map import map_in_pool
+
+    tasks = [RankGate(rank, cluster.rank_request(rank), spec) for rank in cluster.inputs.paired]
+    ranks = dict(sorted(map_in_pool(tasks, cluster.options.jobs, gate_rank)))
+    worst = tuple(max((verdicts[i] for verdicts in ranks.values()), key=lambda v: (v.status == FAIL, v.excess))
                   for i in range(len(spec.checks)))
-    return GateResult(cluster.base, cluster.comp, spec, worst, pairs)
+    return GateResult(cluster.base, cluster.comp, spec, worst, ranks=ranks)
 
 
 def run_check(request: RunRequest, spec: GateSpec, outputs: Outputs, *, cluster: ClusterRequest | None = None,
@@ -115,7 +132,7 @@ def run_check(request: RunRequest, spec: GateSpec, outputs: Outputs, *, cluster:
         result = gate_cluster(cluster, spec)
     else:
         pair = gate_pair(request, spec)
-        result = GateResult(request.base, request.comp, spec, pair.verdicts, {None: pair})
+        result = GateResult(request.base, request.comp, spec, pair.verdicts, pair)
     print(terminal_report(result), file=out)
     for kind, path in write_reports(result, outputs):
         print(f"{kind} written: {path}", file=out)

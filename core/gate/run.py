@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..request import RunRequest
 from .series import SideSeries, side_series
 from .spec import GateSpec
-from .verdict import FAIL, Verdict, evaluate
+from .verdict import FAIL, SKIP, Verdict, evaluate
 
 if TYPE_CHECKING:
     from ..cluster.request import ClusterRequest
@@ -88,7 +88,6 @@ def gate_rank(task: RankGate) -> tuple[int, tuple[Verdict, ...]]:
 
 def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> PairGate:
     """Load both profiles of ``request`` and evaluate every check of ``spec``."""
-    from ..compare.kernel_families import kernel_classes
     from ..explain import explain_profile
     from ..load import load_profile
 
@@ -97,7 +96,7 @@ def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> P
     sides = []
     for path, opts in ((request.base, request.base_opts), (request.comp, request.comp_opts)):
         profile = load_profile(path, opts)
-        ex = explain_profile(profile, request.equivalence, kernel_classes(profile, request.equivalence))
+        ex = explain_profile(profile, request.equivalence)  # kernel classes from the request's table
         sides.append(side_series(profile, ex, metrics, warmup))
         del profile  # one profile in memory at a time; the explanation is all that is kept
     base, comp = sides
@@ -107,12 +106,14 @@ def gate_pair(request: RunRequest, spec: GateSpec, rank: int | None = None) -> P
 
 def gate_cluster(cluster: ClusterRequest, spec: GateSpec) -> GateResult:
     """Every rank pair of two cluster folders, on a process pool (``--jobs``); each check's
-    verdict is its worst rank's: a failing rank first, then the one furthest past the limit."""
+    verdict is its worst rank's: a failing rank first, then the one furthest past the limit (a
+    rank that could not be checked only when no rank could)."""
     from ..cluster.pool_map import map_in_pool
 
     tasks = [RankGate(rank, cluster.rank_request(rank), spec) for rank in cluster.inputs.paired]
     ranks = dict(sorted(map_in_pool(tasks, cluster.options.jobs, gate_rank)))
-    worst = tuple(max((verdicts[i] for verdicts in ranks.values()), key=lambda v: (v.status == FAIL, v.excess))
+    worst = tuple(max((verdicts[i] for verdicts in ranks.values()),
+                      key=lambda v: (v.status == FAIL, v.status != SKIP, v.excess))
                   for i in range(len(spec.checks)))
     return GateResult(cluster.base, cluster.comp, spec, worst, ranks=ranks)
 

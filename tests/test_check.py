@@ -350,6 +350,15 @@ def test_junit_and_markdown_reports(capsys: pytest.CaptureFixture[str], tmp_path
     text = md.read_text()
     assert "| E2E |" in text and "PASS" in text and "SKIP" in text and "Mann-Whitney" in text
     assert f"JUnit report written: {junit}" in out
+    # A failure carries the figures, the reason and the contributors.
+    junit = tmp_path / "fail.xml"
+    code, _, _ = run(capsys, PATTERNS / "steps_base.pt.trace.json", PATTERNS / "steps_slower.pt.trace.json",
+                     "--max", "E2E=+5%", "--junit", junit)
+    failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")
+    assert code == 1 and failure is not None
+    assert "E2E: 0.501 ms → 0.551 ms per step" in failure.get("message", "")
+    assert "beyond step-to-step noise" in failure.get("message", "")
+    assert "contributor: +0.05 ms/step (0.50 → 0.55 ms): GEMM kernels +0.05" in (failure.text or "")
 
 
 def test_patterns_matching_nothing_are_skipped_not_passed(capsys: pytest.CaptureFixture[str],

@@ -40,6 +40,12 @@ SERIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs without --no-cache keep their profile cache away from the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
     code = main(["check", *(str(a) for a in args)])
     out = capsys.readouterr()

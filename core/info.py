@@ -12,7 +12,7 @@ from .device_time import DeviceTime, device_time, format_device_time
 from .load.detect import ENABLES, TEXT_FILES
 from .model import Profile
 
-_FILE_NAMES = {**TEXT_FILES, "profiler_info": "profiler_info*.json",
+_FILE_NAMES = {**TEXT_FILES, "trace_view": "trace_view.json", "profiler_info": "profiler_info*.json",
                "profiler_metadata": "profiler_metadata.json"}
 
 

@@ -171,7 +171,10 @@ def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame, notes: list
 
 def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     """Read an NPU Text export found by :func:`~perfcmp_core.load.detect.detect`."""
-    assert src.trace is not None
+    if src.trace is None:
+        from .npu_text_partial import load_npu_text_without_trace
+
+        return load_npu_text_without_trace(src, opts)
     notes = list(src.notes)
     ev = read_trace(src.trace)  # the collector is paused by the caller
     if ev.bad_dur:

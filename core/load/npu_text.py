@@ -25,6 +25,7 @@ from . import npu_device, npu_files
 from .common import assign_step, is_module_name, is_step_name, steps_from_ops
 from .detect import Source
 from .npu_trace import Events, numbers, read_layout, read_trace
+from .variants import text_variants
 
 FLOW_CAT = "async_npu"
 
@@ -229,6 +230,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         group_names=side.group_names,
         rdma_bandwidth_gbps=side.bandwidth[0],
         sdma_bandwidth_gbps=side.bandwidth[1],
+        variants=text_variants(src),
     )
     profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=_pyfuncs(ev), fwdbwd=fwdbwd,
                       comm_ops=comm.ops, comm_tasks=comm.tasks, overlap=overlap, queue=queue,

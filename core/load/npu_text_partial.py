@@ -33,6 +33,7 @@ from . import npu_files
 from .common import assign_step
 from .detect import ENABLES, TEXT_FILES, Source
 from .npu_text import _side_files
+from .variants import text_variants
 
 _NOT_OVERLAPPED = "Communication(Not Overlapped)"
 
@@ -138,7 +139,7 @@ def load_npu_text_without_trace(src: Source, opts: LoadOptions) -> Profile:
         with_stack=info.with_stack, profile_memory=info.profile_memory, record_shapes=info.record_shapes,
         profiler_level=info.level, has_pmu=bool(side.details and side.details.has_pmu),
         group_names=side.group_names, rdma_bandwidth_gbps=side.bandwidth[0],
-        sdma_bandwidth_gbps=side.bandwidth[1],
+        sdma_bandwidth_gbps=side.bandwidth[1], variants=text_variants(src),
     )
     profile = Profile(meta=meta, kernels=kernels, comm_ops=comm_ops, overlap=overlap, steps=steps)
     for name, table in (("memory", side.memory), ("op_memory", side.op_memory),

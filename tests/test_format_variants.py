@@ -119,3 +119,23 @@ def test_real_db_overlap_analysis_without_its_enum() -> None:
     assert rows["COMM_NOT_OVERLAP_COMP"]["profiler_ms"] == rows["COMM_NOT_OVERLAP_COMP"]["ours_ms"] \
         == pytest.approx(98.071947)
     assert rows["FREE"]["profiler_ms"] == pytest.approx(25.258144)
+
+
+def test_torch_npu_2026_level0_with_shapes_and_only_its_csv_files() -> None:
+    """Level 0 of today's torch_npu keeps shapes, dtypes and formats; arrived without its trace, it
+    compares from kernel_details.csv (the incomplete-export path) with the shapes of the csv."""
+    p = _load(VAR / "torch_npu_2026_l0_ascend_pt")
+    assert not p.meta.has_pmu and p.meta.files_missing[0] == "trace_view"
+    assert "kernel_details.csv: no PMU columns (Level 0), with shape / dtype / format columns" in p.meta.variants
+    full = _load(FIX / "npu_text" / "base_ascend_pt")
+    details = full.kernels[full.kernels["has_details"]].sort_values("start_ns", kind="stable")
+    _same_rows(p.kernels[["name", "start_ns", "dur_ns", "input_shapes", "input_dtypes", "step"]],
+               details[["name", "start_ns", "dur_ns", "input_shapes", "input_dtypes", "step"]])
+    assert (p.kernels["input_shapes"] != "").any()
+
+
+def test_mindspore_graph_text_and_rankless_db_pair() -> None:
+    text, db = VAR / "ms_graph_ascend_ms", VAR / "ms_db_ascend_ms"
+    result = collect(comparison_events(RunRequest.read(str(text), str(db), OPTS, OPTS, CompareOptions())),
+                     str(text), str(db))
+    assert {"OverallMetrics", "KernelCompare", "OperatorCompare"} <= set(result.tables)

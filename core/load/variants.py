@@ -25,6 +25,7 @@ import sqlite3
 from pathlib import Path
 
 from .detect import Source
+from .npu_files import PMU_MARKERS
 
 #: Tables schema 1.2.0 added (beside OVERLAP_ANALYSIS). The issue's list also names AICORE_FREQ,
 #: but the real schema 1.0.0 Db of January 2025 already has it: it marks no variant.
@@ -57,6 +58,9 @@ def _kernel_details(path: Path | None) -> list[str]:
         out.append("kernel_details.csv: blockDim / gridDim SIMT sizes (Ascend 950)")
     if "Device_id" in cols:
         out.append("kernel_details.csv: Device_id column")
+    if not set(PMU_MARKERS) & set(cols):
+        out.append("kernel_details.csv: no PMU columns (Level 0)" +
+                   (", with shape / dtype / format columns" if "Input Shapes" in cols else ""))
     if not {"Step Id", "Step ID"} & set(cols):
         out.append("kernel_details.csv: no Step Id (no steps, MindSpore graph mode or no schedule)")
     if "\t" in first:

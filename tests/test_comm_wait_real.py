@@ -2,6 +2,7 @@
 now reports the wait its Db export reports, both exactly the profiler's own communication
 analysis of that recording.
 
+The fixture clusters check the same in the default run (``../shared`` absent); on the real data:
 ``../shared/data/npu-real-runs`` holds a Text and a Db recording of one 2-rank AlexNet job
 (two runs of it: their waits differ as the recordings do). For each export and rank, the wait
 spans (:func:`wait_spans`) are checked against the ``Notify_Wait`` tasks read from the raw files
@@ -11,6 +12,9 @@ communication. Skipped when the data is absent.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +27,8 @@ from perfcmp_core.compare.overall_metrics import overall_metrics
 from perfcmp_core.load import load_profile
 from perfcmp_core.options import LoadOptions
 
-pytestmark = pytest.mark.skipif(not (REAL / "db" / "level1").is_dir(), reason="../shared/data absent")
+REAL_ONLY = pytest.mark.skipif(not (REAL / "db" / "level1").is_dir(), reason="../shared/data absent")
+CLUSTER = Path(__file__).resolve().parents[1] / "fixtures" / "cluster"
 
 RUNS = [(kind, rank) for kind in ("text", "db") for rank in (0, 1)]
 
@@ -40,6 +45,7 @@ def loaded() -> dict[tuple[str, int], object]:
             for kind, rank in RUNS}
 
 
+@REAL_ONLY
 @pytest.mark.parametrize(("kind", "rank"), RUNS)
 def test_wait_spans_are_the_profilers_own_wait(loaded: dict, kind: str, rank: int) -> None:
     raw = _raw(kind, rank)
@@ -53,6 +59,7 @@ def test_wait_spans_are_the_profilers_own_wait(loaded: dict, kind: str, rank: in
     assert spans.length == pytest.approx(sum(raw.profiler_ms.values()) * 1e6, abs=len(raw.spans))
 
 
+@REAL_ONLY
 @pytest.mark.parametrize(("kind", "rank"), RUNS)
 def test_overall_wait_row_is_the_wait_spans_in_uncovered_communication(loaded: dict, kind: str, rank: int) -> None:
     p = loaded[(kind, rank)]
@@ -63,6 +70,7 @@ def test_overall_wait_row_is_the_wait_spans_in_uncovered_communication(loaded: d
     assert m.wait_ns + sum(g.transmit_ns for g in m.groups.values()) == m.uncovered_ns
 
 
+@REAL_ONLY
 def test_text_and_db_of_one_job_agree_as_their_recordings_do(loaded: dict) -> None:
     """Each export's wait is its recording's (the profiler's own figure), so Text and Db differ
     by exactly what the profiler measured differently in the two recordings — and no longer by
@@ -74,3 +82,21 @@ def test_text_and_db_of_one_job_agree_as_their_recordings_do(loaded: dict) -> No
         assert text > 0 and db > 0
     # rank 0 of the Text recording waited for rank 1 in its first all-reduce: 5.94 vs 0.19 ms
     assert np.round([wait_spans(loaded[("text", r)]).length / 1e6 for r in (0, 1)], 2).tolist() == [5.94, 0.19]
+
+
+def test_fixture_cluster_waits_are_each_exports_own() -> None:
+    """The default run's check (no ../shared needed): every rank of the 4-rank fixture jobs waits
+    what its communication.json says (the generator's own figure: the counted Notify_Waits of the
+    op's first plane), and the Db exports of two comparison ranks wait what their Text twins do."""
+    opts = LoadOptions(use_cache=False)
+    text = {}
+    for side in ("npu_base", "npu_comp"):
+        for run in sorted((CLUSTER / side).iterdir()):
+            comm = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "communication.json").read_text(encoding="utf-8"))
+            own = sum(step["collective"]["Total Op Info"]["Communication Time Info"]["Wait Time(ms)"]
+                      for step in comm.values())
+            text[(side, run.name)] = wait_spans(load_profile(str(run), opts)).length
+            assert text[(side, run.name)] == pytest.approx(own * 1e6, abs=1), run.name
+    assert sorted({round(v / 1e6, 6) for v in text.values()}) == [0.006387, 0.306387, 0.606387]
+    for run in sorted((CLUSTER / "npu_comp_db").iterdir()):
+        assert wait_spans(load_profile(str(run), opts)).length == text[("npu_comp", run.name)]

@@ -12,7 +12,7 @@ from .device_time import DeviceTime, device_time, format_device_time
 from .load.detect import ENABLES, TEXT_FILES
 from .model import Profile
 
-_FILE_NAMES = {**TEXT_FILES, "profiler_info": "profiler_info*.json",
+_FILE_NAMES = {**TEXT_FILES, "trace_view": "trace_view.json", "profiler_info": "profiler_info*.json",
                "profiler_metadata": "profiler_metadata.json"}
 
 
@@ -65,7 +65,32 @@ def profile_info(profile: Profile) -> dict[str, Any]:
         "files_missing": missing,
         "notes": list(m.notes),
         "comparisons": comparisons_available(profile),
+        "variants": list(m.variants),
+        "profiler_overlap": profiler_cross_check(profile),
     }
+
+
+#: Our figure beside each OVERLAP_ANALYSIS type of the profiler.
+_CROSS_CHECK = (("COMPUTE", "Computing"), ("COMMUNICATION", "Communication"),
+                ("COMM_NOT_OVERLAP_COMP", "Uncovered Communication"), ("FREE", "Free"))
+
+
+def profiler_cross_check(profile: Profile) -> list[dict[str, Any]]:
+    """Our Computing / Communication / Uncovered Communication / Free (ms, the OverallMetrics
+    busy sets) next to the profiler's own ``OVERLAP_ANALYSIS`` totals, where the Db has them.
+    Free is E2E minus Computing and uncovered communication on both sides (the profiler's E2E:
+    the sum of its COMPUTE, COMM_NOT_OVERLAP_COMP and FREE spans)."""
+    theirs = profile.meta.profiler_overlap_ns
+    if not theirs:
+        return []
+    from .compare.device_sets import device_sets
+
+    sets = device_sets(profile)
+    ours = {"COMPUTE": sets.compute.length, "COMMUNICATION": sets.communication.length,
+            "COMM_NOT_OVERLAP_COMP": sets.uncovered.length,
+            "FREE": sets.e2e_ns - sets.compute.length - sets.uncovered.length}
+    return [{"figure": label, "type": t, "profiler_ms": theirs.get(t, 0) / 1e6, "ours_ms": ours[t] / 1e6}
+            for t, label in _CROSS_CHECK if t in theirs]
 
 
 def comparisons_available(profile: Profile) -> dict[str, str]:
@@ -114,6 +139,14 @@ def format_info(info: dict[str, Any]) -> str:
     lines.append("  device time")
     dt = DeviceTime.from_json(info["device_time"], info["device_time_detail"])
     lines.extend(f"    {line}" for line in format_device_time(dt, info["kind"]))
+    if info.get("variants"):
+        lines.append("  format")
+        lines.extend(f"    {v}" for v in info["variants"])
+    if info.get("profiler_overlap"):
+        lines.append("  the profiler's own breakdown (OVERLAP_ANALYSIS) beside ours, ms")
+        for row in info["profiler_overlap"]:
+            lines.append(f"    {row['figure']:<24} {row['profiler_ms']:12.3f}  ours {row['ours_ms']:12.3f}"
+                         f"  ({row['ours_ms'] - row['profiler_ms']:+.3f})")
     if info["files_used"]:
         lines.append("  files used")
         lines.extend(f"    {f}" for f in info["files_used"])

@@ -322,6 +322,10 @@ class ProfileMeta:
     rdma_bandwidth_gbps: float = 0.0  # communication.json, last step key (spec §2.5)
     sdma_bandwidth_gbps: float = 0.0
     selected_step: int | None = None  # the step filter applied, if any
+    variants: list[str] = field(default_factory=list)  # format variants seen (load/variants.py)
+    #: The profiler's own overall breakdown (Db ``OVERLAP_ANALYSIS``), ns per type: COMPUTE,
+    #: COMMUNICATION, COMM_NOT_OVERLAP_COMP, FREE; empty when the export has none.
+    profiler_overlap_ns: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

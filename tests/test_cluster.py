@@ -368,8 +368,14 @@ def test_real_clusters_agree_with_the_single_rank_comparison() -> None:
             assert row[f"base_{key}"] == pytest.approx(sheet[label]["base_ms"], abs=1e-9)
             assert row[f"comp_{key}"] == pytest.approx(sheet[label]["comp_ms"], abs=1e-9)
         assert row["base_spread"] == 0.0  # one step (50) each
-    # Db rank 1 waits 0.0002 ms, rank 0 2.68 ms: rank 0 waits for rank 1
-    assert by_rank(tables.groups.data)[1]["flag"] == WAITED_FOR
+    # The Text recording (base): rank 0 waits 4.64 ms of its uncovered communication, rank 1
+    # 0.17 ms, so rank 1 is the rank the others waited for; in the Db recording (comparison) both
+    # ranks waited ≈ 2.7 ms (the profiler's own analysis.db: 3.69 / 3.84 ms over the whole ops):
+    # nobody set the pace (tests/test_comm_wait_real.py derives each wait from the raw tasks)
+    groups = by_rank(tables.groups.data)
+    assert [round(groups[r]["base_wait"], 3) for r in (0, 1)] == [4.636, 0.171]
+    assert [round(groups[r]["comp_wait"], 3) for r in (0, 1)] == [2.676, 2.765]
+    assert (groups[0]["flag"], groups[1]["flag"]) == ("", "others waited for it in base")
 
 
 @pytest.mark.skipif(not (DATA / "db" / "level1").is_dir(), reason="../shared/data absent")

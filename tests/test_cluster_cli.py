@@ -150,12 +150,18 @@ def test_unreachable_scheduler_from_the_installed_command(tmp_path: Path) -> Non
 @pytest.mark.skipif(not (DATA / "text" / "level1").is_dir(), reason="../shared/data absent")
 def test_real_two_rank_clusters(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The Text and the Db export of two 2-rank DDP runs: both ranks compared, rank 1 (the one
-    rank 0 waits for in the Db run) opened in detail."""
+    rank 0 waits for in the Text run) opened in detail."""
     code, out, err = run(capsys, "export", DATA / "text" / "level1", DATA / "db" / "level1", "-o", tmp_path,
                          "--no-cache")
     assert code == 0, err
     assert out.startswith("Cluster: 2 rank pairs compared")
-    assert "the others wait for rank 1" in out
+    # the Db run (comparison): both ranks waited ≈ 2.7 ms, nobody set the pace
+    assert "the others wait for rank" not in out
+    # the Text run as the comparison: rank 0 waited 4.636 ms for rank 1 (docs/differences.md O15;
+    # before, a Text export reported no wait at all and no group line)
+    code, swapped, err = run(capsys, "summary", DATA / "db" / "level1", DATA / "text" / "level1", "--no-cache")
+    assert code == 0, err
+    assert "the others wait for rank 1 (its wait 0.171 ms, theirs 4.636 ms)" in swapped
     sheet = pd.read_excel(next(tmp_path.glob("*.xlsx")), sheet_name="ClusterCompare", header=2)
     assert sheet["Rank"].tolist() == [0, 1]
     assert sheet["E2E Time(ms)"].round(3).tolist() == [136.581, 131.913]  # OverallMetrics' E2E of each Text rank

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.compare import STEPS, Context
+from perfcmp_core.compare.comm_groups import wait_spans
 from perfcmp_core.load import load_profile
 from perfcmp_core.model import Profile
 from perfcmp_core.options import CompareOptions, LoadOptions
@@ -168,6 +169,8 @@ def varying_figures(text: Profile, db: Profile) -> dict[str, tuple[float, float]
     out = {label: (float(df.loc[label, "base_ms"]), float(df.loc[label, "comp_ms"]))
            for label in ("Uncovered Communication Time", "Free Time", "E2E Time")}
     out["HCCL all-reduce (4 ops)"] = (text.comm_ops["dur_ns"].sum() / 1e6, db.comm_ops["dur_ns"].sum() / 1e6)
+    # the profiler's communication plane, whole ops (tests/test_comm_wait_real.py: the profiler's own)
+    out["communication wait (Notify_Wait)"] = (wait_spans(text).length / 1e6, wait_spans(db).length / 1e6)
     t, d = top_level_times(text), top_level_times(db)
     out["input batch copy (aten::to)"] = (t.loc["aten::to", "copy"], d.loc["aten::to", "copy"])
     return out

@@ -126,9 +126,13 @@ def test_folder_without_profile_and_output_without_trace(tmp_path: Path) -> None
         detect(str(tmp_path))
     out = tmp_path / "r_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     out.mkdir(parents=True)
-    (out / "kernel_details.csv").write_text("x")
-    with pytest.raises(InputError, match="has no trace_view.json"):
+    (out / "operator_memory.csv").write_text("x")
+    with pytest.raises(InputError, match="has no trace_view.json, no kernel_details.csv"):
         detect(str(out))
+    # kernel_details.csv alone is an incomplete Text export: compared from what is there
+    (out / "kernel_details.csv").write_text("x")
+    src = detect(str(out))
+    assert (src.kind, src.trace, src.missing[0]) == ("npu_text", None, "trace_view")
 
 
 def test_size_cap_and_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,8 @@ entry of docs/differences.md:
 * A4 — the reference rounds API times to 0.01 ms before averaging and taking ratios; M1 — Module Level;
 * O12 — the NPU side's copies on its compute stream are the ``SDMA`` row under Free Time (the
   reference finds no stream in torch_npu 2.x exports); L14 — the NPU side's flowless twin copies
-  are charged to their op (backward ``aten::convolution_backward``).
+  are charged to their op (backward ``aten::convolution_backward``); O15 — the NPU side's
+  communication Wait row (the reference finds none in Text exports).
 
 Skipped when ../shared is absent.
 """
@@ -34,6 +35,7 @@ import numpy as np
 import orjson
 import pytest
 
+from npu_waits import overall_wait_ms
 from perfcmp_core.compare import run_all
 from perfcmp_core.compare.result import Table
 from perfcmp_core.load import load_profile
@@ -174,9 +176,9 @@ def test_the_reference_sheets_are_all_there() -> None:
     exported = {n for n, t in _ours().items() if t.export}
     assert set(_golden()["sheets"]) <= exported
     # both tools fail nothing here: every sheet has the same number of rows, except ApiCompare,
-    # which has our cuLaunchKernel row (L12)
+    # which has our cuLaunchKernel row (L12), and OverallMetrics, our NPU side's Wait row (O15)
     for sheet, gold in _golden()["sheets"].items():
-        extra = 1 if sheet == "ApiCompare" else 0
+        extra = 1 if sheet in ("ApiCompare", "OverallMetrics") else 0
         assert len(_ours()[sheet].data) == gold["total_rows"] + extra, sheet
 
 
@@ -197,10 +199,16 @@ def test_overall_metrics_equal_but_for_the_gpu_tick_count() -> None:
     checked = 0
     for label, (ref, ours) in rows.items():
         skip = {"base_ms", "base_ratio", "diff_ms", "diff_ratio"} if label in TICK_ROWS else set()
-        if label in ("SDMA", "Free"):  # O12: the NPU copies move from Free to SDMA
-            skip |= {"comp_ms", "comp_ratio", "diff_ms", "diff_ratio"}
+        if label in ("SDMA", "Free", "Transmit"):  # O12: the NPU copies move from Free to SDMA;
+            skip |= {"comp_ms", "comp_ratio", "diff_ms", "diff_ratio"}  # O15: its Wait from Transmit
         checked += _check("OverallMetrics", [(ref, ours)], {"diff_ms": 2, "diff_ratio": 4}, skip)
     assert checked >= 24 * 5
+    # O15: the NPU side's wait (the reference finds none) is the raw Notify_Wait tasks' share of the
+    # uncovered communication, and with Transmit it makes the reference's Transmit
+    (wait,) = [r for r in _ours()["OverallMetrics"].data.to_dict("records") if r["index"].strip() == "Wait"]
+    assert wait["comp_ms"] == pytest.approx(overall_wait_ms(NPU), abs=1e-6)  # 4.636 ms
+    ref_t, ours_t = rows["Transmit"]
+    assert ours_t["comp_ms"] + wait["comp_ms"] == pytest.approx(ref_t["comp_ms"], abs=1e-6)
     assert (rows["SDMA"][0]["comp_ms"], rows["SDMA"][1]["comp_ms"]) == (0, pytest.approx(NPU_SDMA_MS, abs=1e-6))
     assert rows["Free"][1]["comp_ms"] + NPU_SDMA_MS == pytest.approx(rows["Free"][0]["comp_ms"], abs=1e-6)
     # O1, derived from the raw trace: the reference counts the 1-µs ticks t with

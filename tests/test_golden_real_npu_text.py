@@ -21,6 +21,8 @@ what they are, each against a figure derived here from the raw export files:
 * L13 — the stream of an Ascend Hardware task is read from ``Physic Stream Id``: the copies on the
   compute stream appear as the ``SDMA`` row under Free Time (the reference, reading only
   ``Stream Id``, finds no stream and shows none);
+* O15 — the communication groups' Wait: the reference's Text rule picks the copy-only plane 0 and
+  reports none; ours is checked against the raw ``Notify_Wait`` tasks and folded back;
 * L14 — a task of a launch that ran two tasks but carries no ``async_npu`` flow is charged to the
   op of its flowed twin (same ``connection_id``): the module/operator device times include it.
 """
@@ -38,6 +40,7 @@ import openpyxl
 import orjson
 import pytest
 
+from npu_waits import fold_waits, overall_wait_ms
 from perfcmp_core.collect import collect
 from perfcmp_core.export.xlsx import write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
@@ -208,6 +211,9 @@ def _sheet_rows_with_sdma(pair: dict) -> tuple[list, list[list], list[list]]:
         free[col] += sdma[col]  # the reference's Free holds the copies
     free[2], free[5] = free[1] / ours[-1][1], free[4] / ours[-1][4]
     free[7], free[8] = free[4] - free[1], free[4] / free[1]
+    # O15: the groups' Wait (the reference's Text rule always finds 0), checked against the raw
+    # Notify_Wait tasks and folded back into Transmit
+    ours = fold_waits(ours, ref["rows"], tuple(overall_wait_ms(_run(run)) for run in pair["sides"]))
     assert [r[0] for r in ours] == [r[0] for r in ref["rows"]]
     return header, ours, ref["rows"]
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfcmp_core.compare.comm_groups import wait_spans
 from perfcmp_core.compare.masks import DEFAULT_MASKS, Masks, load_masks
 from perfcmp_core.compare.overall import (
     COLUMNS,
@@ -328,12 +329,13 @@ def test_text_groups_wait_transmit_with_rdma_history_and_pairs() -> None:
     m = overall_metrics(comm_group_profile("npu_text"), DEFAULT_MASKS)
     assert (m.compute_ns, m.uncovered_ns, m.e2e_ns) == (200_000, 150_000, 400_000)
     assert list(m.groups) == [G1, G2]
-    # U = [100,150) ∪ [300,400). G1 waits on plane 0 (35 < 40): [100,120) + [345,360) = 35;
-    # its ops cover 50 + 100 of U → transmit 115.
+    # U = [100,150) ∪ [300,400). G1's communication plane is plane 0 (the first with counted
+    # waits): [100,120) + [345,360) = 35; its ops cover 50 + 100 of U → transmit 115.
     assert m.groups[G1] == GroupTime(35_000, 115_000)
-    # G2 has a plane without counted waits → wait 0; ops in U: [140,150) + [350,380)
-    assert m.groups[G2] == GroupTime(0, 40_000)
-    assert m.wait_ns == 35_000
+    # G2: its plane 0 has no wait, so plane 1 is its communication plane: [140,150) = 10 (the
+    # reference counts the wait-free plane and says 0); ops in U: [140,150) + [350,380)
+    assert m.groups[G2] == GroupTime(10_000, 30_000)
+    assert m.wait_ns == 45_000
     assert m.pairs == {(G1, G2): 40_000}
     assert m.group_label(G1) == "dp: Group 1 Communication" and m.group_label(G2) == G2
 
@@ -423,10 +425,33 @@ def test_db_groups_choose_among_planes_with_waits_and_order_waiting_groups_first
     assert list(m.groups) == ["g1", "g2"]
     assert m.groups == {"g1": GroupTime(5_000, 25_000), "g2": GroupTime(0, 6_000)}
     assert m.pairs == {("g2", "g1"): 6_000}  # pairs follow communication-op order
-    # the same data as Text picks the plane without waits → wait 0
+    # the same data as Text gives the same wait (the reference: 0, from the wait-free plane 2)
     text = overall_metrics(profile("npu_text", comm_ops=ops, comm_tasks=tasks,
                                    overlap=[span(20, 30, kind=_NOT_OVERLAPPED)]), DEFAULT_MASKS)
-    assert text.groups["g1"] == GroupTime(0, 30_000)
+    assert text.groups["g1"] == GroupTime(5_000, 25_000)
+
+
+@pytest.mark.parametrize("kind", ["npu_text", "npu_db"])
+def test_wait_plane_is_each_ops_first_plane_with_waits_not_the_least_waiting(kind: str) -> None:
+    """Per communication op, the counted waits of its lowest plane that has any: the plane the
+    profiler's communication analysis reports (op 0: plane 1 waits 40 though plane 2 waits 5;
+    op 1 has no wait on plane 1, so its plane 2 counts). Text and Db give the same spans."""
+    def task(name: str, start: float, dur: float, plane: int, op_row: int) -> dict[str, object]:
+        return span(start, dur, name=name, group="g", plane=f"Plane {plane}", plane_order=plane, op_row=op_row)
+
+    tasks = [
+        task("Memcpy", 0, 10, 0, 0),  # plane 0 copies only
+        task("Notify_Wait", 10, 40, 1, 0),
+        task("Notify_Wait", 10, 5, 2, 0),
+        task("Notify_Wait", 100, 7, 2, 1),
+        task("Memcpy", 100, 30, 1, 1),
+    ]
+    ops = [span(0, 60, name="hcom_allReduce__1", group="g"), span(100, 30, name="hcom_allReduce__2", group="g")]
+    p = profile(kind, comm_ops=ops, comm_tasks=tasks, overlap=[span(0, 200, kind=_NOT_OVERLAPPED)])
+    waits = wait_spans(p)
+    assert (waits.start.tolist(), waits.end.tolist()) == ([10_000, 100_000], [50_000, 107_000])
+    assert waits.length == 47_000
+    assert wait_spans(profile("gpu")).length == 0
 
 
 def test_npu_side_metadata_memory_and_bandwidth() -> None:

@@ -2,9 +2,21 @@
 HCCL group's share of the uncovered communication time, split into waiting (inter-rank
 ``Notify_Wait``) and transmitting, and the time two groups' communication was uncovered together.
 
-Deliberate difference from the reference (docs/differences.md O5): overlaps of wait tasks /
-communication ops with uncovered spans are exact interval intersections; the reference's sweep
-double-counts or drops time when the tasks of one list overlap each other.
+What counts as waiting is defined once, by :func:`wait_spans` (the step explanation splits
+exposed communication with the same spans): the counted ``Notify_Wait`` tasks of each
+communication op on its *communication plane*, the lowest-numbered plane on which the op has
+counted waits. That is the plane whose ``Notify_Wait`` time the profiler's own communication
+analysis reports as Wait Time (``communication.json`` of a Text export, ``CommAnalyzerTime`` of
+``analysis.db``; equal to the ns on the real torch_npu exports), and it is found the same way in
+Text and Db exports, so the two exports of one job tell the same story.
+
+Deliberate differences from the reference (docs/differences.md O5, O15): overlaps of wait tasks /
+communication ops with uncovered spans are exact interval intersections (the reference's sweep
+double-counts or drops time when the tasks of one list overlap each other); and the reference
+picks a group's wait plane by the least total wait, counting in Text the planes without any wait
+(plane 0 of every real torch_npu export copies and reduces only, so its Wait is always 0) and in
+Db only the planes with waits (a plane that barely waited: 0.00018 ms on the real Db rank 1,
+whose ``analysis.db`` reports 3.84 ms).
 """
 
 from __future__ import annotations
@@ -61,6 +73,33 @@ def _counted_waits(tasks: pd.DataFrame) -> np.ndarray:
     return counted
 
 
+def _wait_plane_rows(tasks: pd.DataFrame, counted: np.ndarray) -> np.ndarray:
+    """The counted waits on each op's communication plane (bool per task row): per
+    communication op (tasks outside any op: per group), the counted waits of the lowest
+    ``plane_order`` that has counted waits."""
+    if not counted.any():
+        return counted
+    op_row = tasks["op_row"].to_numpy()
+    # an op is its own key; tasks that no op contains fall back to their group
+    group_code = pd.factorize(tasks["group"].to_numpy(dtype=object))[0]
+    key = np.where(op_row >= 0, op_row, -2 - group_code)
+    order = tasks["plane_order"].to_numpy()
+    first = pd.Series(order[counted]).groupby(key[counted]).transform("min").to_numpy()
+    chosen = np.zeros(len(tasks), dtype=bool)
+    chosen[np.flatnonzero(counted)] = order[counted] == first
+    return chosen
+
+
+def wait_spans(profile: Profile) -> Spans:
+    """Where ``profile`` waited for other ranks: the counted ``Notify_Wait`` tasks on each
+    communication op's communication plane (see the module docstring), as one normalised interval
+    set in int64 ns (``.start`` / ``.end`` arrays). Not clipped to the uncovered communication:
+    callers intersect it with the busy set they split. Empty on GPU traces (NCCL records no
+    waits) and on exports without communication tasks."""
+    tasks = profile.comm_tasks
+    return _task_spans(tasks, _wait_plane_rows(tasks, _counted_waits(tasks)))
+
+
 def _op_spans(ops: pd.DataFrame) -> dict[str, Spans]:
     """Communication-op spans per group, groups in order of first appearance."""
     start = ops["start_ns"].to_numpy()
@@ -95,61 +134,42 @@ def _task_spans(tasks: pd.DataFrame, mask: np.ndarray) -> Spans:
 
 
 def text_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
-    """Text: groups in HCCL thread order; the wait plane is the one with the least counted wait
-    (planes without counted waits included, so such a plane gives the group zero wait)."""
+    """Text: groups in HCCL thread order (a group thread precedes its plane threads, so a
+    group's rank is its first plane's sort index; groups seen only through ops follow, in op
+    order); each group's wait is its share of :func:`wait_spans`."""
     tasks = profile.comm_tasks
     op_spans = _op_spans(profile.comm_ops)
-    counted = _counted_waits(tasks)
+    chosen = _wait_plane_rows(tasks, _counted_waits(tasks))
     plane_order = tasks["plane_order"].to_numpy()
     group_col = tasks["group"].to_numpy()
 
-    # Group threads precede their plane threads in sort order, so a group's rank is its first
-    # plane's sort index; groups seen only through ops keep their op order, after those.
     first_plane = pd.Series(plane_order).groupby(group_col).min().to_dict() if len(tasks) else {}
     groups = list(dict.fromkeys([*op_spans, *first_plane]))
     groups = [g for g in groups if g]
     op_rank = {g: i for i, g in enumerate(op_spans)}
     groups.sort(key=lambda g: (first_plane.get(g, np.iinfo("int64").max), op_rank.get(g, len(op_rank))))
 
-    dur = tasks["dur_ns"].to_numpy()
-    out: dict[str, GroupTime] = {}
-    for g in groups:
-        in_group = group_col == g
-        waits = Spans.empty()
-        if in_group.any():
-            per_plane = pd.DataFrame({
-                "plane": tasks["plane"].to_numpy()[in_group],
-                "order": plane_order[in_group],
-                "wait": np.where(counted[in_group], dur[in_group], 0),
-            }).groupby("plane", sort=False).agg(order=("order", "min"), wait=("wait", "sum"))
-            chosen = per_plane.sort_values(["wait", "order"], kind="stable").index[0]
-            waits = _task_spans(tasks, in_group & counted & (tasks["plane"].to_numpy() == chosen))
-        out[g] = _group_time(uncovered, waits, op_spans.get(g))
+    out = {g: _group_time(uncovered, _task_spans(tasks, chosen & (group_col == g)), op_spans.get(g))
+           for g in groups}
     return out, _pairs(groups, op_spans, uncovered)
 
 
 def db_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime], dict[tuple[str, str], int]]:
-    """Db: groups with counted waits first (in order of their first counted wait), the wait plane
-    chosen among planes that have counted waits; then the other groups in op order."""
+    """Db: groups with counted waits first (in order of their first counted wait), then the
+    other groups in op order; each group's wait is its share of :func:`wait_spans`."""
     tasks = profile.comm_tasks
     op_spans = _op_spans(profile.comm_ops)
     counted = _counted_waits(tasks)
-    waits_df = pd.DataFrame({
-        "group": tasks["group"].to_numpy()[counted],
-        "plane": tasks["plane"].to_numpy()[counted],
-        "start": tasks["start_ns"].to_numpy()[counted],
+    chosen = _wait_plane_rows(tasks, counted)
+    group_col = tasks["group"].to_numpy()
+    first_wait = pd.DataFrame({
+        "group": group_col[counted], "start": tasks["start_ns"].to_numpy()[counted],
         "row": np.flatnonzero(counted),
-        "dur": tasks["dur_ns"].to_numpy()[counted],
-    }).sort_values(["start", "row"], kind="stable")
+    }).sort_values(["start", "row"], kind="stable")["group"]
 
     out: dict[str, GroupTime] = {}
-    for g, gw in waits_df.groupby("group", sort=False):
-        per_plane = gw.groupby("plane", sort=False)["dur"].sum()
-        chosen = per_plane.index[int(np.argmin(per_plane.to_numpy()))]
-        rows = gw["row"].to_numpy()[gw["plane"].to_numpy() == chosen]
-        mask = np.zeros(len(tasks), dtype=bool)
-        mask[rows] = True
-        out[str(g)] = _group_time(uncovered, _task_spans(tasks, mask), op_spans.get(str(g)))
+    for g in dict.fromkeys(first_wait.tolist()):
+        out[str(g)] = _group_time(uncovered, _task_spans(tasks, chosen & (group_col == g)), op_spans.get(str(g)))
     for g, spans in op_spans.items():
         if g not in out:
             out[g] = _group_time(uncovered, Spans.empty(), spans)

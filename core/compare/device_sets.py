@@ -11,7 +11,9 @@ disagree about what counts as busy. What differs per kind is only where the sets
   read at all); communication the union of NCCL kernels; E2E spans every kernel and memcpy with a
   stream (0 included: ROCm runs every HIP kernel there).
 * **NPU Text** — the ``Overlap Analysis`` process the exporter computed: its ``Computing`` and
-  ``Communication(Not Overlapped)`` events, E2E from its first to its last event.
+  ``Communication(Not Overlapped)`` events, E2E from its first to its last event (without
+  ``trace_view.json``: the kernel_details rows as for a Db export, else the per-step times of
+  ``step_trace_time.csv``).
 * **NPU Db** — there is no overlap analysis: compute is the union of described compute tasks,
   communication the union of ``COMMUNICATION_OP`` rows, E2E widened by any other device task
   (SDMA, event waits, AI_CPU …).
@@ -127,12 +129,30 @@ def _npu_text(profile: Profile) -> DeviceSets:
     notes: tuple[str, ...] = ()
     if len(ov):
         lo, hi = int(o_start.min()), int(o_end.max())
+    elif "trace_view" in profile.meta.files_missing and profile.kernels["has_details"].any():
+        return _npu_details_only(profile)
     else:
         notes = ("no Overlap Analysis data: compute, uncovered communication and E2E are 0",)
     k = profile.kernels
     rows = k["in_trace"].to_numpy() & ~k["is_comm"].to_numpy()
     return DeviceSets(Spans.of(o_start[computing], o_end[computing]), Spans.of(o_start[comm], o_end[comm]),
                       Spans.of(o_start[not_overlapped], o_end[not_overlapped]), lo, hi, rows, -1, notes)
+
+
+def _npu_details_only(profile: Profile) -> DeviceSets:
+    """A Text export without trace_view.json: the kernel_details rows are the device record, so
+    the sets are built as for a Db export — compute the union of the non-HCCL rows,
+    communication the union of the HCCL rows, E2E from the first to the last."""
+    k = profile.kernels
+    start = k["start_ns"].to_numpy()
+    end = start + k["dur_ns"].to_numpy()
+    is_comm = k["is_comm"].to_numpy()
+    compute_rows = k["has_details"].to_numpy() & ~is_comm
+    busy = Spans.of(start[compute_rows], end[compute_rows])
+    comm = Spans.of(start[is_comm], end[is_comm])
+    note = ("no trace_view.json: Computing, uncovered communication and E2E are unions of the "
+            "kernel_details.csv rows",)
+    return DeviceSets(busy, comm, comm - busy, int(start.min()), int(end.max()), compute_rows, -1, note)
 
 
 def _npu_db(profile: Profile) -> DeviceSets:

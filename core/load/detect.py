@@ -45,6 +45,7 @@ TEXT_FILES = {
     "memory_record": "memory_record.csv",
     "operator_memory": "operator_memory.csv",
     "communication": "communication.json",
+    "step_trace_time": "step_trace_time.csv",
 }
 #: What each side file enables (``info`` explains missing files with this).
 ENABLES = {
@@ -53,6 +54,9 @@ ENABLES = {
     "memory_record": "Mem Usage in the overall summary",
     "operator_memory": "MemoryCompare",
     "communication": "RDMA/SDMA bandwidth",
+    "step_trace_time": "per-step Computing / Communication / Free when trace_view.json is missing",
+    "trace_view": "timeline (host ops: OperatorCompare, ModuleCompare, ApiCompare, memory per op; "
+                  "communication tasks: Wait / Transmit; the step explanation's idle causes)",
     "profiler_info": "profiler level / with_stack / profile_memory in info",
     "profiler_metadata": "process-group names (dp, tp …) of communication groups",
 }
@@ -78,7 +82,7 @@ class Source:
     framework: str = ""
     export: str = ""  # json | text | db
     level: str = ""  # file | trace | output | profiling
-    trace: Path | None = None  # GPU trace or trace_view.json
+    trace: Path | None = None  # GPU trace or trace_view.json (None: a Text export without one)
     db: Path | None = None
     run_dir: Path | None = None  # *_ascend_pt folder (profiling level)
     output_dir: Path | None = None  # ASCEND_PROFILER_OUTPUT (or the folder holding trace_view)
@@ -261,12 +265,20 @@ def _npu_dir(given: str, path: Path, rank: int | None) -> Source:
             src.notes.append(f"both Db and Text exports present: using {db.name} (Db wins)")
         return src
     trace = out_dir / TRACE_VIEW
-    if not trace.is_file():
-        raise InputError(out_dir, f"has no {TRACE_VIEW} and no ascend_*_profiler_*.db "
-                                  "(was the profile parsed/exported?)")
     src = Source("npu_text", given, framework=_framework_from_dir(run_dir, out_dir) or "pytorch",
-                 export="text", level=level, trace=trace, run_dir=run_dir, output_dir=out_dir)
+                 export="text", level=level, trace=trace if trace.is_file() else None, run_dir=run_dir,
+                 output_dir=out_dir)
     _attach_text_side_files(src)
+    if src.trace is not None:  # the timeline's own Overlap Analysis has the per-step times
+        src.files.pop("step_trace_time", None)
+        src.missing = [r for r in src.missing if r != "step_trace_time"]
+    else:
+        # An export that arrived without its largest file: compare what the side files allow, as
+        # long as one of them describes the device (kernels or per-step times).
+        if not {"kernel_details", "step_trace_time"} & src.files.keys():
+            raise InputError(out_dir, f"has no {TRACE_VIEW}, no kernel_details.csv / step_trace_time.csv "
+                                      "and no ascend_*_profiler_*.db (was the profile parsed/exported?)")
+        src.missing.insert(0, "trace_view")
     return src
 
 

@@ -65,6 +65,7 @@ from ..model import MEMORY, OP_MEMORY, Profile, ProfileMeta, empty, frame
 from ..options import LoadOptions
 from .common import assign_step
 from .detect import Source
+from .variants import db_variants
 from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic
 from .npu_db_host import (fwdbwd_pairs, host_ops, python_functions, queue_rows, read_apis, read_connection_ids,
                           read_steps, read_syncs)
@@ -115,6 +116,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
     if not has_pmu and kernels["has_details"].any():
         notes.append("no TASK_PMU_INFO rows: Cube/Vector split falls back to the task type (Level0 export?)")
     rank, device = _rank_device(db, src.rank)
+    profiler_overlap = _overlap_analysis(db, steps[steps["step"] == opts.step] if opts.step is not None else None)
     meta = ProfileMeta(
         kind="npu_db",
         source=src.given,
@@ -128,6 +130,8 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         has_pmu=has_pmu,
         group_names=_group_names(db, notes),
         backward_tid=int(fwdbwd["end_tid"].iloc[0]) if len(fwdbwd) else -1,
+        variants=db_variants(src),
+        profiler_overlap_ns=profiler_overlap,
     )
     if db.unmerged_wal:
         notes.append(f"{db.path.name}-wal holds changes not merged into the database (was the profiler "
@@ -152,6 +156,34 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         steps=steps,
         syncs=read_syncs(db),
     )
+
+
+# ------------------------------------------------------------------------------ OVERLAP_ANALYSIS
+
+#: ``ENUM_OVERLAP_ANALYSIS_TYPE`` names by id, as schema 1.2.0 writes them; an export holding the
+#: table without the enum (the real torch_npu Db of January 2025) uses the same ids.
+OVERLAP_TYPES = ("COMPUTE", "COMMUNICATION", "COMM_NOT_OVERLAP_COMP", "FREE")
+
+
+def _overlap_analysis(db: Db, steps: pd.DataFrame | None) -> dict[str, int]:
+    """Total ns per ``OVERLAP_ANALYSIS`` type (within the selected step's window when ``steps``
+    is given); empty when the table is absent."""
+    if not db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
+        return {}
+    names = dict(enumerate(OVERLAP_TYPES))
+    if db.has("ENUM_OVERLAP_ANALYSIS_TYPE", "id", "name"):
+        enum = Select(db).col("E", "ENUM_OVERLAP_ANALYSIS_TYPE", "id", "id", INT) \
+            .col("E", "ENUM_OVERLAP_ANALYSIS_TYPE", "name", "name", TEXT).fetch("FROM ENUM_OVERLAP_ANALYSIS_TYPE AS E")
+        names = dict(zip(enum["id"].tolist(), enum["name"].astype(str).tolist()))
+    rows = Select(db).col("O", "OVERLAP_ANALYSIS", "startNs", "start", INT) \
+        .col("O", "OVERLAP_ANALYSIS", "endNs", "end", INT).col("O", "OVERLAP_ANALYSIS", "type", "type", INT) \
+        .fetch("FROM OVERLAP_ANALYSIS AS O")
+    if steps is not None and len(steps):
+        lo, hi = int(steps["start_ns"].min()), int(steps["end_ns"].max())
+        rows = rows[(rows["start"] >= lo) & (rows["start"] < hi)]
+    dur = (rows["end"] - rows["start"]).clip(lower=0)
+    totals = dur.groupby(rows["type"]).sum()
+    return {names.get(int(t), str(t)): int(v) for t, v in totals.items()}
 
 
 # ---------------------------------------------------------------------------------------- memory

@@ -423,3 +423,26 @@ def read_group_names(path: Path, notes: list[str]) -> dict[str, str]:
         name = _dict(info).get("group_name", "")
         out.setdefault(f"Group {group_id} Communication", name if isinstance(name, str) else "")
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# step_trace_time.csv
+# ------------------------------------------------------------------------------------------------
+
+#: step_trace_time.csv columns (µs) the trace-less loader reads; ``Step`` is absent in MindSpore
+#: graph mode and without a schedule, ``Device_id`` leads newer torch_npu files (neither matters).
+STEP_TIME_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Free")
+
+
+def read_step_trace_time(path: Path, notes: list[str]) -> pd.DataFrame:
+    """step_trace_time.csv → one row per step: ``step`` (-1 without a ``Step`` column) and the
+    :data:`STEP_TIME_COLUMNS` in int64 ns (a missing or N/A cell is 0)."""
+    df = read_csv(path, STEP_TIME_COLUMNS, ("Step", "Device_id", *STEP_TIME_COLUMNS))
+    if df is None:
+        notes.append(f"{path.name} is empty: no per-step times")
+        return pd.DataFrame({"step": np.zeros(0, dtype="int64"),
+                             **{c: np.zeros(0, dtype="int64") for c in STEP_TIME_COLUMNS}})
+    out = {"step": _scaled_int(_float(_optional(df, "Step")), 1, -1)}
+    for col in STEP_TIME_COLUMNS:
+        out[col] = np.maximum(_scaled_int(_float(df[col]), 1000, 0), 0)
+    return pd.DataFrame(out)

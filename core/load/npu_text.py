@@ -25,6 +25,7 @@ from . import npu_device, npu_files
 from .common import assign_step, is_module_name, is_step_name, steps_from_ops
 from .detect import Source
 from .npu_trace import Events, Layout, numbers, read_layout, read_trace
+from .variants import text_variants
 
 FLOW_CAT = "async_npu"
 
@@ -189,7 +190,10 @@ def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame, notes: list
 
 def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     """Read an NPU Text export found by :func:`~perfcmp_core.load.detect.detect`."""
-    assert src.trace is not None
+    if src.trace is None:
+        from .npu_text_partial import load_npu_text_without_trace
+
+        return load_npu_text_without_trace(src, opts)
     notes = list(src.notes)
     ev = read_trace(src.trace)  # the collector is paused by the caller
     if ev.bad_dur:
@@ -244,6 +248,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         group_names=side.group_names,
         rdma_bandwidth_gbps=side.bandwidth[0],
         sdma_bandwidth_gbps=side.bandwidth[1],
+        variants=text_variants(src),
     )
     profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=_pyfuncs(ev), fwdbwd=fwdbwd,
                       comm_ops=comm.ops, comm_tasks=comm.tasks, overlap=overlap, queue=queue,

@@ -90,6 +90,14 @@ def _wait_plane_rows(tasks: pd.DataFrame, counted: np.ndarray) -> np.ndarray:
     return chosen
 
 
+def records_waits(profile: Profile) -> bool:
+    """Whether the profile's communication tasks name their ``Notify_Wait`` tasks, so that waiting
+    can be told from transmitting: not on GPU traces, not without communication tasks, and not on
+    a level-0 Db, whose tasks carry only the runtime type (``Notify Wait`` for waits and for the
+    handshakes of a transfer alike, on planes it does not name)."""
+    return bool((profile.comm_tasks["name"].to_numpy(dtype=object) == _NOTIFY_WAIT).any())
+
+
 def wait_spans(profile: Profile) -> Spans:
     """Where ``profile`` waited for other ranks: the counted ``Notify_Wait`` tasks on each
     communication op's communication plane (see the module docstring), as one normalised interval

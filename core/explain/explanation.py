@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..compare.comm_groups import records_waits, wait_spans
 from ..compare.device_sets import device_sets
 from ..compare.equivalence import Equivalence, builtin_equivalence
 from ..compare.kernel_families import kernel_classes
@@ -90,7 +91,7 @@ def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
     if classes is None:
         classes = kernel_classes(profile, equivalence or builtin_equivalence())
     compute = compute_pieces(profile, sets, items, classes.set_index("row"))
-    comm = communication_pieces(profile, sets, None)
+    comm = communication_pieces(profile, sets, _waits(profile))
     copy_label, layers = _host(profile, items)
     idle, idle_window = idle_pieces(profile, ws, we, sets.compute | sets.uncovered, items, copy_label, layers)
     frames = []
@@ -101,10 +102,15 @@ def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
     steps = windows["step"].to_numpy()
     intervals = _intervals([(part, p, steps[w]) for part, p, w in frames], list(sets.notes))
     notes = [*sets.notes, *_collection_notes(profile)]
-    if not profile.meta.kind == "gpu":
-        notes.append("exposed communication is not yet split into wait and transmit for this input kind")
     lag, depth = _queue(items, ws[0], we[-1])
     return StepExplanation(windows, intervals, tuple(notes), lag, depth)
+
+
+def _waits(profile: Profile) -> Spans | None:
+    """Where the profile waited for other ranks, when it can tell
+    (:func:`~perfcmp_core.compare.comm_groups.records_waits`): the NPU communication tasks'
+    counted ``Notify_Wait`` time. None — wait and transmit not told apart — otherwise."""
+    return wait_spans(profile) if records_waits(profile) else None
 
 
 def _queue(items: DeviceItems, lo: int, hi: int) -> tuple[float | None, float | None]:

@@ -8,6 +8,14 @@ keywords) that was running when it was launched, then from its own name and op t
 pipelines of :mod:`.overall_metrics` decide which kernels are compute kernels and what "cube"
 means for them (PMU data, task types or kernel names), and sum the durations per class.
 
+On GPU the one kernel classification of a profile (:func:`.kernel_families.kernel_classes`)
+decides first (:func:`family_codes`): a kernel whose *own name* makes it a GEMM (cuBLAS / cuBLASLt
+``nvjet``, CUTLASS, ``xmma`` / ``wgmma``, Tensile ``Cijk``, Inductor ``triton_tem`` mm), an
+attention kernel (FlashAttention, cuDNN SDPA, ``fmha``) or a convolution is Matmul (Cube), Flash
+Attention or Conv (Cube) whichever host op launched it; the reference's rules below decide the
+rest (its masks miss ``nvjet`` GEMMs and cuDNN attention: docs/differences.md). NPU classes are the
+reference's exactly: PMU data says cube or vector there, and the op types are already decisive.
+
 Deliberate difference from the reference (docs/differences.md): a kernel is attributed to the
 earliest-starting FA/Conv/Matmul host op whose [start, end] contains its launch time. The reference
 finds that op with a forward-only pointer shared by all kernels; processed in launch order (GPU,
@@ -132,4 +140,37 @@ def classify(
     take(cube, CODE["cube"])
     take(trans, CODE["vector_trans"])
     take(np.ones(n, dtype=bool), CODE["vector_notrans"])
+    return code
+
+
+#: Kernel families (:mod:`.kernel_families` rule ids) that decide a GPU kernel's class when its
+#: own name or task type placed it there: forward and backward class.
+FAMILY_CLASSES: dict[str, tuple[str, str]] = {
+    "attention": ("fa_fwd_cube", "fa_bwd_cube"),
+    "convolution": ("conv_fwd_cube", "conv_bwd_cube"),
+    "gemm": ("matmul_cube", "matmul_cube"),
+}
+#: Kernel-name words of backward attention / convolution kernels (cuDNN ``bprop`` / ``dgrad`` /
+#: ``wgrad``, FlashAttention ``flash_bwd``, xFormers' backward ``fmha_cutlassB``). Narrower than
+#: :data:`BACKWARD_WORDS`: "back" is in kernel names such as ``…fallback…``.
+KERNEL_BACKWARD: tuple[str, ...] = ("bwd", "backward", "bprop", "dgrad", "wgrad", "fmha_cutlassb")
+
+
+#: Kernel-name words of paged-attention kernels (vLLM's ``paged_attention_v1_kernel``): the
+#: "Page Attention" row, as the NPU's PagedAttention op type is, not Flash Attention.
+PAGED: tuple[str, ...] = ("paged_attention", "pagedattention")
+
+
+def family_codes(family: np.ndarray, by_name: np.ndarray, backward: np.ndarray, paged: np.ndarray) -> np.ndarray:
+    """Class code per kernel from its kernel family (-1: the family does not decide).
+
+    ``family``: rule id per kernel (object array, "" where the kernel has none); ``by_name``: the
+    kernel's name decided the family (a kernel placed only by its launching op keeps the
+    reference's rules: the cuDNN layout kernels of a convolution are its Vector part);
+    ``backward``, ``paged``: per kernel, from its name and launching op."""
+    code = np.full(len(family), -1, dtype="int16")
+    for fam, (fwd, bwd) in FAMILY_CLASSES.items():
+        sel = by_name & (family == fam)
+        code[sel] = np.where(backward[sel], CODE[bwd], CODE[fwd])
+    code[by_name & (family == "attention") & paged] = CODE["page_attention"]
     return code

@@ -123,12 +123,18 @@ def _present(rows: pd.DataFrame, method: str) -> pd.DataFrame:
     return rows[rows["stage"].isin(keep)].reset_index(drop=True)
 
 
-def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None) -> Analysis:
+def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None,
+            classes: pd.DataFrame | None = None) -> Analysis:
     """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile
     (``equivalence``: the table that names operators across platforms, None for the built-in
-    one)."""
+    one; ``classes``: the profile's kernel classification when the caller has it)."""
+    from ..compare.equivalence import builtin_equivalence
+    from ..compare.kernel_families import kernel_classes
+
     items = build_items(profile, equivalence)
-    cats = classify(items, config)
+    if classes is None:
+        classes = kernel_classes(profile, equivalence or builtin_equivalence())
+    cats = classify(items, config, classes)
     assignment = assign_stages(profile, items, config)
     stage_names = config.stage_names
     analysed, warm = _steps(profile, config.warmup_steps)

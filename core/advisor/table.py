@@ -170,7 +170,8 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
     ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
     (named in a note), None for the shipped rules alone. Operators are named across platforms
     by the context's equivalence table."""
-    base, comp = analyse(ctx.base, cfg, ctx.equivalence), analyse(ctx.comp, cfg, ctx.equivalence)
+    b_cls, c_cls = ctx.kernel_classes()
+    base, comp = analyse(ctx.base, cfg, ctx.equivalence, b_cls), analyse(ctx.comp, cfg, ctx.equivalence, c_cls)
     rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:

@@ -168,8 +168,11 @@ def _chosen(table: Equivalence, text: pd.Series, task: pd.Series, op: pd.Series)
 
 
 def class_order(table: Equivalence) -> list[str]:
-    """Class labels in rule order, communication first and other last (the sheet's row order)."""
-    return list(dict.fromkeys([COMMUNICATION, *(r.label for r in table.kernels), OTHER]))
+    """Class labels in rule order, communication first and other last (the sheet's row order);
+    a label that several rules share stands where its last rule does (the Inductor rules come
+    first only to decide first)."""
+    labels = [COMMUNICATION, *(r.label for r in table.kernels), OTHER]
+    return list(reversed(dict.fromkeys(reversed(labels))))
 
 
 def _top_kernels(df: pd.DataFrame, by: list[str]) -> pd.Series:

@@ -21,8 +21,11 @@ _MAX_STEP_COLUMNS = 8
 
 def report(a: Analysis, cfg: AdvisorConfig) -> str:
     """The readable single-profile report of ``perfcmp-tui advise``."""
-    lines = [f"Advisor: {a.source} ({a.kind})", a.stage_note[:1].upper() + a.stage_note[1:],
-             f"Steps: {steps_text(a)}"]
+    lines = [f"Advisor: {a.source} ({a.kind})"]
+    if a.workload is not None:
+        lines.append(f"Workload: {a.workload.label}")
+        lines += [f"  evidence: {e}" for e in a.workload.evidence]
+    lines += [a.stage_note[:1].upper() + a.stage_note[1:], f"Steps: {steps_text(a)}"]
     per_step = a.per_step
     show_steps = 1 < len(a.steps) <= _MAX_STEP_COLUMNS
     for stage, rows in a.summary.groupby("stage", sort=False):
@@ -70,6 +73,9 @@ def document(a: Analysis) -> dict[str, Any]:
     return {
         "tool": "perfcmp-tui", "version": __version__, "command": "advise",
         "source": a.source, "kind": a.kind, "config": a.config_source,
+        "workload": None if a.workload is None else {
+            "mode": a.workload.mode, "family": a.workload.family, "detail": a.workload.detail,
+            "source": a.workload.source, "evidence": list(a.workload.evidence)},
         "stages": {"method": a.method, "note": a.stage_note},
         "steps": {"analysed": list(a.steps), "warmup": list(a.warmup), "excluded_ns": a.excluded_ns},
         "summary": _records(a.summary), "per_step": _records(a.per_step),

@@ -25,6 +25,7 @@ from .items import build_items
 from .measure import Window, measure
 from .rules import ALL, CATEGORIES, COMM_EXPOSED, ROW_CATEGORIES, AdvisorConfig, Finding, evaluate
 from .stages import assign_stages
+from .workload import Workload, detect_workload
 
 if TYPE_CHECKING:
     from ..compare.equivalence import Equivalence
@@ -53,6 +54,7 @@ class Analysis:
     operators: pd.DataFrame  # stage, category, label, operator, time_ns
     findings: list[Finding] = field(default_factory=list)
     config_source: str = ""
+    workload: Workload | None = None  # training / inference, model family, and the evidence
 
     @property
     def has_stages(self) -> bool:
@@ -135,7 +137,8 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
     if classes is None:
         classes = kernel_classes(profile, equivalence or builtin_equivalence())
     cats = classify(items, config, classes)
-    assignment = assign_stages(profile, items, config)
+    workload = detect_workload(profile, config)
+    assignment = assign_stages(profile, items, config, workload)
     stage_names = config.stage_names
     analysed, warm = _steps(profile, config.warmup_steps)
     f = items.frame
@@ -177,5 +180,5 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
         stage_note=assignment.note, steps=analysed, warmup=warm,
         excluded_ns=int(f["dur_ns"].to_numpy()[~keep].sum()), summary=summary,
         per_step=steps_df.reset_index(drop=True), operators=operators,
-        findings=evaluate(config.rules, summary), config_source=config.source,
+        findings=evaluate(config.rules, summary), config_source=config.source, workload=workload,
     )

@@ -46,11 +46,12 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # Two more workers share the loaded profiles with this process: the steps declared
     # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute and
     # whose tables come last, so it runs on what CPU the other two leave.
-    # The one kernel classification of each side, before the workers fork: OverallMetrics,
-    # KernelClassCompare, the step explanation and the advisor all read it (computed once).
-    ctx.kernel_classes()
     beside = [s for s in steps if s.beside]
     later = in_background(_run_steps, beside, ctx) if beside else None
+    # The one kernel classification and the step explanation of each side, before the advisor
+    # forks: OverallMetrics, KernelClassCompare, StepTime and the advisor's categories and
+    # checks all read them (computed once; the steps beside need neither).
+    ctx.explanations()
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file,
                            nice=LAST_NICE)
     try:

@@ -50,8 +50,12 @@ def report(a: Analysis, cfg: AdvisorConfig) -> str:
                 line += f"{pct(row['step_min']):>11}{pct(row['step_max']):>11}"
             lines.append(line)
     lines += ["", "Findings:"]
-    if not a.findings:
-        lines.append(f"  none of the {len(cfg.rules)} rule(s) tripped")
+    if not a.findings and not a.checks:
+        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped")
+    for c in a.checks:
+        lines.append(f"  - {c.headline} → {c.direction}")
+        lines.append(f"      {c.evidence}")
+        lines.append(f"      top: {c.top_text}")
     summary = a.summary.set_index(["stage", "category"])
     for f in a.findings:
         row = summary.loc[(f.rule.stage, f.rule.category)]
@@ -88,6 +92,10 @@ def document(a: Analysis) -> dict[str, Any]:
                       "top": [{"label": label, "time_ns": ns}
                               for label, ns in a.top(f.rule.stage, f.rule.category, 10)]}
                      for f in a.findings],
+        "checks": [{"check": c.key, "value": c.value, "threshold": c.threshold, "finding": c.headline,
+                    "direction": c.direction, "evidence": c.evidence, "time_ns": c.time_ns,
+                    "top": [{"label": label, "figure": figure} for label, figure in c.top]}
+                   for c in a.checks],
     }
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..model import Profile
 from .categories import classify
+from .checks import CheckFinding, run_checks
 from .items import build_items
 from .measure import Window, measure
 from .rules import ALL, CATEGORIES, COMM_EXPOSED, ROW_CATEGORIES, AdvisorConfig, Finding, evaluate
@@ -29,6 +30,7 @@ from .workload import Workload, detect_workload
 
 if TYPE_CHECKING:
     from ..compare.equivalence import Equivalence
+    from ..explain import StepExplanation
 
 #: Category of a stage's Total row.
 TOTAL = "Total"
@@ -55,6 +57,7 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     config_source: str = ""
     workload: Workload | None = None  # training / inference, model family, and the evidence
+    checks: list[CheckFinding] = field(default_factory=list)  # checks beyond the seed's rules
 
     @property
     def has_stages(self) -> bool:
@@ -126,16 +129,21 @@ def _present(rows: pd.DataFrame, method: str) -> pd.DataFrame:
 
 
 def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None,
-            classes: pd.DataFrame | None = None) -> Analysis:
-    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile
-    (``equivalence``: the table that names operators across platforms, None for the built-in
-    one; ``classes``: the profile's kernel classification when the caller has it)."""
+            classes: pd.DataFrame | None = None, explanation: StepExplanation | None = None) -> Analysis:
+    """Stages, categories, shares, per-step figures, top operators, tripped rules and checks of a
+    profile (``equivalence``: the table that names operators across platforms, None for the
+    built-in one; ``classes`` and ``explanation``: the profile's kernel classification and step
+    explanation when the caller has them — a comparison computes each once per side)."""
     from ..compare.equivalence import builtin_equivalence
     from ..compare.kernel_families import kernel_classes
+    from ..explain import explain_profile
 
     items = build_items(profile, equivalence)
+    table = equivalence or builtin_equivalence()
     if classes is None:
-        classes = kernel_classes(profile, equivalence or builtin_equivalence())
+        classes = kernel_classes(profile, table)
+    if explanation is None:
+        explanation = explain_profile(profile, table, classes)
     cats = classify(items, config, classes)
     workload = detect_workload(profile, config)
     assignment = assign_stages(profile, items, config, workload)
@@ -181,4 +189,5 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
         excluded_ns=int(f["dur_ns"].to_numpy()[~keep].sum()), summary=summary,
         per_step=steps_df.reset_index(drop=True), operators=operators,
         findings=evaluate(config.rules, summary), config_source=config.source, workload=workload,
+        checks=run_checks(profile, explanation, classes, config),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 import pandas as pd
@@ -14,6 +14,9 @@ from ..options import LoadOptions
 from .analysis import Analysis, analyse
 from .rules import AdvisorConfig, load_config
 from .text import NS_PER_MS, ms, pct, steps_text, top_text
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 #: Per-step share columns printed before switching to a min–max summary.
 _MAX_STEP_COLUMNS = 8
@@ -100,15 +103,16 @@ def document(a: Analysis) -> dict[str, Any]:
 
 
 def run_advise(path: str, load_opts: LoadOptions, config_path: str | None, json_path: str | None,
-               out: TextIO | None = None) -> int:
+               out: TextIO | None = None, settings: Settings | None = None) -> int:
     """``perfcmp-tui advise PATH``: analyse one profile, print the report (to ``out``, default
-    stdout), optionally write JSON."""
+    stdout), optionally write JSON. ``config_path``: a legacy advisor INI file, read unless the
+    command line already read the run's configuration (``settings``, :mod:`perfcmp_core.settings`)."""
     from ..export.safe_write import safe_write
     from ..load import load_profile
 
     out = out if out is not None else sys.stdout
-    cfg = load_config(config_path)  # a bad config fails before a long load
-    a = analyse(load_profile(path, load_opts), cfg)
+    cfg = settings.advisor if settings is not None else load_config(config_path)  # fails before a long load
+    a = analyse(load_profile(path, load_opts), cfg, settings.equivalence if settings is not None else None)
     print(report(a, cfg), file=out)
     if json_path:
         payload = orjson.dumps(document(a), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE

@@ -291,8 +291,9 @@ def _default_text() -> str:
     return resources.files(__package__).joinpath(DEFAULT_PATH).read_text(encoding="utf-8")
 
 
-def load_config(path: str | Path | None) -> AdvisorConfig:
-    """The shipped rules, with ``path``'s sections and keys read on top when given.
+def load_config(path: str | Path | None, text: str | None = None) -> AdvisorConfig:
+    """The shipped rules, with ``path``'s sections and keys read on top when given (``text``:
+    those sections already in hand, from the TOML configuration, :mod:`perfcmp_core.settings`).
 
     Raises :class:`InputError` naming the file for an unreadable file, bad ini syntax, an unknown
     section/key, an invalid regex or an invalid rule.
@@ -304,7 +305,7 @@ def load_config(path: str | Path | None) -> AdvisorConfig:
     where = str(default)
     if path is not None:
         where = str(path)
-        _read(parser, Path(path))
+        _read(parser, Path(path), text)
     _validate_keys(parser, where)
 
     def keywords(section: str, key: str) -> Keywords:

@@ -183,6 +183,31 @@ def test_gpu_kernels_are_classified_by_the_host_op_running_at_launch() -> None:
     assert m.computing_count == 14
 
 
+def test_gpu_kernels_only_their_launching_op_places_are_that_familys_vector_part() -> None:
+    """cuDNN attention launches helper kernels (``compute_dot_do_o``, ``convert_dq_to_16bits``)
+    that no name rule claims; the reference's FA keywords miss ``cudnn_attention``, so they were
+    Vector (No Trans) — and "conv" in ``convert_dq`` made one of them "Cube". They are Flash
+    Attention (Vector) now, backward by their launching op; the attention kernel itself Cube."""
+    ops = [op("aten::_scaled_dot_product_cudnn_attention", 0, 100),
+           op("aten::_scaled_dot_product_cudnn_attention_backward", 200, 300)]
+
+    def launched_in(parent: int, at_us: float) -> int:  # the launching op is the runtime call's parent
+        row = launched(ops, at_us)
+        ops[row]["parent"] = parent
+        return row
+
+    ks = [kern("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", 500, 4, task_type="kernel",
+               stream=7, op_row=launched_in(0, 10)),
+          kern("cudnn::fusion::compute_dot_do_o_specialized", 600, 3, task_type="kernel", stream=7,
+               op_row=launched_in(1, 210)),
+          kern("cudnn::fusion::convert_dq_to_16bits", 700, 2, task_type="kernel", stream=7,
+               op_row=launched_in(1, 220))]
+    m = overall_metrics(profile("gpu", kernels=ks, ops=ops), DEFAULT_MASKS)
+    assert m.fa_fwd_cube == Bucket(4_000, 1)
+    assert m.fa_bwd_vector == Bucket(5_000, 2)
+    assert m.cube == Bucket() and m.vector_notrans == Bucket()
+
+
 def test_gpu_without_backward_tid_keeps_conv_on_that_thread_forward() -> None:
     ops = [op("aten::conv2d", 0, 100, tid=99)]
     # a layout kernel: convolution only by its launching op, so the reference's rules decide

@@ -12,8 +12,10 @@ On GPU the one kernel classification of a profile (:func:`.kernel_families.kerne
 decides first (:func:`family_codes`): a kernel whose *own name* makes it a GEMM (cuBLAS / cuBLASLt
 ``nvjet``, CUTLASS, ``xmma`` / ``wgmma``, Tensile ``Cijk``, Inductor ``triton_tem`` mm), an
 attention kernel (FlashAttention, cuDNN SDPA, ``fmha``) or a convolution is Matmul (Cube), Flash
-Attention or Conv (Cube) whichever host op launched it; the reference's rules below decide the
-rest (its masks miss ``nvjet`` GEMMs and cuDNN attention: docs/differences.md). NPU classes are the
+Attention or Conv (Cube) whichever host op launched it; a kernel only its launching op puts in
+such a family (a Triton kernel of ``aten::mm``, a layout kernel of cuDNN attention) is that
+family's Vector part unless the reference's rules below already filed it under the family; they
+decide the rest (its masks miss ``nvjet`` GEMMs and cuDNN attention: docs/differences.md). NPU classes are the
 reference's exactly: PMU data says cube or vector there, and the op types are already decisive.
 
 Deliberate difference from the reference (docs/differences.md): a kernel is attributed to the
@@ -161,16 +163,31 @@ KERNEL_BACKWARD: tuple[str, ...] = ("bwd", "backward", "bprop", "dgrad", "wgrad"
 PAGED: tuple[str, ...] = ("paged_attention", "pagedattention")
 
 
-def family_codes(family: np.ndarray, by_name: np.ndarray, backward: np.ndarray, paged: np.ndarray) -> np.ndarray:
-    """Class code per kernel from its kernel family (-1: the family does not decide).
+#: The Vector part of each family's class: a kernel its launching op alone puts in the family.
+FAMILY_VECTOR: dict[str, tuple[str, str]] = {
+    "attention": ("fa_fwd_vector", "fa_bwd_vector"),
+    "convolution": ("conv_fwd_vector", "conv_bwd_vector"),
+    "gemm": ("matmul_vector", "matmul_vector"),
+}
+
+
+def family_codes(family: np.ndarray, by_name: np.ndarray, backward: np.ndarray, paged: np.ndarray,
+                 reference: np.ndarray) -> np.ndarray:
+    """Class code per kernel from its kernel family and the reference's code (``reference``).
 
     ``family``: rule id per kernel (object array, "" where the kernel has none); ``by_name``: the
-    kernel's name decided the family (a kernel placed only by its launching op keeps the
-    reference's rules: the cuDNN layout kernels of a convolution are its Vector part);
+    kernel's own name decided the family — it is the family's cube class; a kernel placed only by
+    its launching op (a Triton kernel of ``aten::mm``, the layout kernels of a convolution or of
+    cuDNN attention) keeps the reference's class when that is already one of the family's
+    (FA / Conv / Matmul, cube or vector), else becomes the family's Vector part (also when the
+    reference's "cube" keywords hit its name: "conv" is in cuDNN's ``convert_dq`` kernels);
     ``backward``, ``paged``: per kernel, from its name and launching op."""
-    code = np.full(len(family), -1, dtype="int16")
+    code = reference.astype("int16", copy=True)
     for fam, (fwd, bwd) in FAMILY_CLASSES.items():
         sel = by_name & (family == fam)
         code[sel] = np.where(backward[sel], CODE[bwd], CODE[fwd])
+        loose = ~by_name & (family == fam) & np.isin(reference, [CODE["vector_notrans"], CODE["cube"]])
+        vec_fwd, vec_bwd = FAMILY_VECTOR[fam]
+        code[loose] = np.where(backward[loose], CODE[vec_bwd], CODE[vec_fwd])
     code[by_name & (family == "attention") & paged] = CODE["page_attention"]
     return code

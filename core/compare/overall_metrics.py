@@ -256,15 +256,15 @@ def gpu_codes(profile: Profile, masks: Masks, texts: TextIndexes, compute: np.nd
         sub_names, texts("kernels", "op_type").subset(compute), masks, sub_names.contains_any(masks.cube),
         np.zeros(n, dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
     )
-    by_family = _gpu_family_codes(profile, texts, compute, launch_bwd, classes)
-    return np.where(by_family >= 0, by_family, codes)
+    return _gpu_family_codes(profile, texts, compute, launch_bwd, classes, codes)
 
 
 def _gpu_family_codes(profile: Profile, texts: TextIndexes, compute: np.ndarray, launch_bwd: np.ndarray,
-                      classes: pd.DataFrame | None) -> np.ndarray:
-    """Class codes the kernel families decide for the GPU compute kernels ``kernels[compute]``
-    (-1 where they do not). Backward: the reference's launch-op test (``launch_bwd``), the
-    kernel's name, its launching op's name, or the launching op on the autograd thread."""
+                      classes: pd.DataFrame | None, reference: np.ndarray) -> np.ndarray:
+    """The class codes of the GPU compute kernels ``kernels[compute]``: the reference's
+    (``reference``) mapped over the kernel families (:func:`.kernel_classes.family_codes`).
+    Backward: the reference's launch-op test (``launch_bwd``), the kernel's name, its launching
+    op's name, or the launching op on the autograd thread."""
     if classes is None:
         from .equivalence import builtin_equivalence
         from .kernel_families import kernel_classes
@@ -288,7 +288,7 @@ def _gpu_family_codes(profile: Profile, texts: TextIndexes, compute: np.ndarray,
         linked = launch >= 0
         backward[linked] |= op_bwd[launch[linked]]
     return family_codes(family[compute], by_name[compute], backward[compute] | launch_bwd,
-                        names.contains_any(PAGED)[compute])
+                        names.contains_any(PAGED)[compute], reference)
 
 
 def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:

@@ -74,13 +74,15 @@ def test_workload_label_and_stages(rel: str) -> None:
     assert len(w.evidence) >= 2 and w.source  # …and what named the model
     a = analyse(profile, CFG)
     assert a.method == method, a.stage_note
+    assert a.workload is not None and a.workload.label == label
+    assert any(e.startswith("kernels: GEMM ") for e in a.workload.evidence)  # the kernel mix
     if w.family != "diffusion":
         assert "DiT" not in set(a.summary["stage"]), a.stage_note  # an LLM is never a DiT
     if method == "kernel regions":
         assert "guessed" in a.stage_note
     text = report(a, CFG)
     assert f"Workload: {label}" in text
-    assert all(f"  evidence: {e}" in text for e in w.evidence)
+    assert all(f"  evidence: {e}" in text for e in a.workload.evidence)
 
 
 def test_qwen_is_an_llm_prefill_and_says_so() -> None:

@@ -145,7 +145,7 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
     if explanation is None:
         explanation = explain_profile(profile, table, classes)
     cats = classify(items, config, classes)
-    workload = detect_workload(profile, config)
+    workload = detect_workload(profile, config, classes)
     assignment = assign_stages(profile, items, config, workload)
     stage_names = config.stage_names
     analysed, warm = _steps(profile, config.warmup_steps)

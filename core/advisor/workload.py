@@ -14,6 +14,8 @@ look like a DiT) is what labelled Qwen1.5 "DiT" (issue 25). The evidence is, str
    DiT; convolutions and pooling without attention a vision model; ``fbgemm::`` / embedding-bag
    ops a recommender.
 
+The kernel classification's GEMM / attention / convolution shares are quoted beside them.
+
 Training vs inference: forward→backward flows, backward ops (``…Backward0``, ``autograd::engine``)
 or an optimizer step, per the advisor's ``[training] markers``. LLM inference is split into
 prefill and decode by its forward passes: one pass is a prefill; N passes of ``generate`` are one
@@ -202,8 +204,24 @@ def _passes(profile: Profile) -> tuple[int, str]:
     return n, "aten::embedding calls"
 
 
-def detect_workload(profile: Profile, cfg: AdvisorConfig) -> Workload:
-    """Training or inference, the model family and its evidence (see the module docstring)."""
+#: Kernel families (the one kernel classification) quoted as evidence of what the model computes.
+_KERNEL_EVIDENCE = (("gemm", "GEMM"), ("attention", "attention"), ("convolution", "convolution"))
+
+
+def _kernel_mix(classes: pd.DataFrame) -> str:
+    """``kernels: GEMM 41.2%, attention 7.9%, convolution 0.0% of device compute``."""
+    compute = classes[classes["family"] != "communication"]
+    total = float(compute["dur_ns"].sum())
+    if total <= 0:
+        return ""
+    by = compute.groupby("family")["dur_ns"].sum()
+    parts = [f"{label} {float(by.get(fam, 0)) / total * 100:.1f}%" for fam, label in _KERNEL_EVIDENCE]
+    return "kernels: " + ", ".join(parts) + " of device compute"
+
+
+def detect_workload(profile: Profile, cfg: AdvisorConfig, classes: pd.DataFrame | None = None) -> Workload:
+    """Training or inference, the model family and its evidence (see the module docstring);
+    ``classes``: the profile's kernel classification, quoted as evidence of what it computes."""
     op_names = _distinct(profile.ops["name"]) if len(profile.ops) else pd.Series(dtype=object)
     mode, mode_evidence = _mode(profile, op_names, cfg)
     family, detail, evidence, source = UNKNOWN, "", [], ""
@@ -225,6 +243,8 @@ def detect_workload(profile: Profile, cfg: AdvisorConfig) -> Workload:
             else:
                 detail = "prefill"
                 evidence.append(f"one forward pass ({counted}): a prefill")
+    if classes is not None and "family" in classes:
+        evidence.append(_kernel_mix(classes))
     if family == UNKNOWN:
         evidence.append("no module, call-stack or op name identifies the model")
     return Workload(mode, family, detail, source, tuple(e for e in (mode_evidence, *evidence) if e))

@@ -48,6 +48,10 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # whose tables come last, so it runs on what CPU the other two leave.
     beside = [s for s in steps if s.beside]
     later = in_background(_run_steps, beside, ctx) if beside else None
+    # The one kernel classification and the step explanation of each side, before the advisor
+    # forks: OverallMetrics, KernelClassCompare, StepTime and the advisor's categories and
+    # checks all read them (computed once; the steps beside need neither).
+    ctx.explanations()
     advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file,
                            nice=LAST_NICE)
     try:

@@ -52,9 +52,7 @@ class RunRequest:
     ) -> RunRequest:
         """The request, with every configuration file read now (``InputError`` naming a file
         that cannot be read or holds a mistake)."""
-        from .advisor.rules import load_config
-        from .compare.equivalence import load_equivalence
-        from .compare.masks import load_masks
+        from .settings import load_settings
 
-        return cls(base, comp, base_opts, comp_opts, compare, load_masks(mask_file),
-                   load_config(advisor_file), load_equivalence(equivalence_file), advisor_file)
+        s = load_settings(mask_file, advisor_file, equivalence_file)
+        return cls(base, comp, base_opts, comp_opts, compare, s.masks, s.advisor, s.equivalence, s.advisor_file)

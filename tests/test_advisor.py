@@ -39,7 +39,7 @@ import pytest
 from perfcmp_core.advisor import advisor_tables, analyse, format_findings, load_config, run_advise
 from perfcmp_core.advisor.categories import classify
 from perfcmp_core.advisor.items import build_items
-from perfcmp_core.advisor.rules import CATEGORIES
+from perfcmp_core.advisor.rules import CATEGORIES, ROW_CATEGORIES
 from perfcmp_core.compare import Context
 from perfcmp_core.compare.result import IS_TOTAL, ComparisonResult, Table
 from perfcmp_core.errors import InputError
@@ -423,7 +423,8 @@ def test_region_needs_its_required_kernel() -> None:
                    ("mm2", 580, 200), ("conv", 780, 100)] for sid in (3, 4)}
     a = analyse(build(steps, frames=[]), CFG)
     assert not a.has_stages and a.method == ""
-    assert "no DiT/VAE stage" in a.stage_note and "GroupNorm".lower() in a.stage_note.lower()
+    # (issue 25: the workload reading — a vision model by its convolutions — rules out a guess)
+    assert "no DiT/VAE stage" in a.stage_note and "a vision model" in a.stage_note
     assert set(a.summary["stage"]) == {"All"}
     assert_shares(a, "All", {"Other": 600, "Vector": 80, "MatMul": 200}, 880)
 
@@ -776,7 +777,10 @@ def test_screen_lead_lists_findings_first_each_part_on_its_own_line() -> None:
     assert lines[0].startswith("Findings")
     df = t.data
     hits = df[(df["scope"] != "diff") & ~df[IS_TOTAL] & (df["finding"] != "")]
-    assert len(hits) == 4
+    assert hits["category"].isin(ROW_CATEGORIES).sum() == 4  # the seed's rules
+    # …and the checks beyond them (issue 25), worded the same way: the synthetic profiles have
+    # no host ops between their kernels' launches, so the device is idle most of each step
+    assert hits.loc[~hits["category"].isin(ROW_CATEGORIES), "category"].tolist() == ["device_idle"] * 2
     for row in hits.itertuples(index=False):
         i = lines.index(f"{row.scope}: {row.finding}")
         evidence, top = row.evidence.split("; top: ")

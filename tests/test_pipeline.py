@@ -155,7 +155,9 @@ def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kernel classes broke")
 
-    monkeypatch.setattr(kernel_families, "kernel_classes", broken)
+    # (kernel_classes itself runs before the workers fork: the KernelClassCompare table is the
+    # step of this process that fails)
+    monkeypatch.setattr(kernel_families, "kernel_class_compare", broken)
     with pytest.raises(RuntimeError, match="kernel classes broke"):
         for _ in pipeline.comparison_events(_request("npu")):
             pass
@@ -167,3 +169,25 @@ def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -
             break
     stream.close()
     assert mp.active_children() == []
+
+
+def test_kernels_are_classified_once_per_side_for_every_screen(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """Issue 25: OverallMetrics (GPU classes), KernelClassCompare, KernelOpCompare, the step
+    explanation and the advisor (in its own process) read one classification per side: the
+    classifier runs twice in a whole GPU comparison, whichever process asks (each call is
+    written to a file, so a call in a worker counts too)."""
+    from perfcmp_core.compare import kernel_families
+
+    calls = tmp_path / "calls"
+    real = kernel_families.kernel_classes
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with calls.open("a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_families, "kernel_classes", counted)
+    tables = [value[0] for kind, value in _stream(_request("gpu_npu")) if kind == "table"]
+    assert {"OverallMetrics", "KernelClassCompare", "KernelOpCompare", "StepTime", "Advisor"} <= set(tables)
+    assert calls.read_text().split() == [str(os.getpid())] * 2

@@ -103,10 +103,11 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     _flag(g, "use_input_shape", "match ops by name and input shapes", action="store_true")
     _flag(g, "use_kernel_type", "kernel comparison by op type/core type (op_statistic.csv)",
           action="store_true")
-    _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
+    _flag(g, "config", "the one TOML configuration: masks, kernel classes, advisor rules and checks "
+                       "(docs/configuration.md); a legacy ini file with an [OP_MASK] section still works",
           default=None)
-    _flag(g, "equivalence", "ini file of equivalent operators / kernel classes read on top of the "
-                            "built-in table (docs/matching.md)", default=None)
+    _flag(g, "equivalence", "legacy ini file of equivalent operators / kernel classes read on top of "
+                            "the built-in table (docs/matching.md)", default=None)
     _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
                             "equivalence table, no pairing by position)", action="store_true")
 
@@ -142,7 +143,11 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         p = _Parser(prog=f"{PROG} advise", description="Bottleneck advisor for one profile.")
         p.add_argument("path", metavar="PATH")
         p.add_argument("--json", dest="json_out", metavar="FILE", help="also write JSON here")
-        p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE")
+        p.add_argument("--config", dest="config", metavar="FILE.toml", default=None,
+                       help="the one TOML configuration: masks, kernel classes, advisor rules and "
+                            "checks (docs/configuration.md)")
+        p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
+                       help="legacy advisor INI file (rules/keywords override)")
         _add_load_options(p, pair=False)
         return p
     if command == "check":
@@ -369,8 +374,10 @@ def cmd_check(ns: argparse.Namespace) -> int:
 
 def cmd_advise(ns: argparse.Namespace) -> int:
     from perfcmp_core.advisor import run_advise
+    from perfcmp_core.settings import load_settings
 
-    return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out)
+    settings = load_settings(ns.config, ns.advisor_config)  # a bad file fails before the load
+    return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out, settings=settings)
 
 
 def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = False) -> None:

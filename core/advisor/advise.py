@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 import pandas as pd
@@ -15,14 +15,20 @@ from .analysis import Analysis, analyse
 from .rules import AdvisorConfig, load_config
 from .text import NS_PER_MS, ms, pct, steps_text, top_text
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 #: Per-step share columns printed before switching to a min–max summary.
 _MAX_STEP_COLUMNS = 8
 
 
 def report(a: Analysis, cfg: AdvisorConfig) -> str:
     """The readable single-profile report of ``perfcmp-tui advise``."""
-    lines = [f"Advisor: {a.source} ({a.kind})", a.stage_note[:1].upper() + a.stage_note[1:],
-             f"Steps: {steps_text(a)}"]
+    lines = [f"Advisor: {a.source} ({a.kind})"]
+    if a.workload is not None:
+        lines.append(f"Workload: {a.workload.label}")
+        lines += [f"  evidence: {e}" for e in a.workload.evidence]
+    lines += [a.stage_note[:1].upper() + a.stage_note[1:], f"Steps: {steps_text(a)}"]
     per_step = a.per_step
     show_steps = 1 < len(a.steps) <= _MAX_STEP_COLUMNS
     for stage, rows in a.summary.groupby("stage", sort=False):
@@ -47,8 +53,12 @@ def report(a: Analysis, cfg: AdvisorConfig) -> str:
                 line += f"{pct(row['step_min']):>11}{pct(row['step_max']):>11}"
             lines.append(line)
     lines += ["", "Findings:"]
-    if not a.findings:
-        lines.append(f"  none of the {len(cfg.rules)} rule(s) tripped")
+    if not a.findings and not a.checks:
+        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped")
+    for c in a.checks:
+        lines.append(f"  - {c.headline} → {c.direction}")
+        lines.append(f"      {c.evidence}")
+        lines.append(f"      top: {c.top_text}")
     summary = a.summary.set_index(["stage", "category"])
     for f in a.findings:
         row = summary.loc[(f.rule.stage, f.rule.category)]
@@ -70,6 +80,9 @@ def document(a: Analysis) -> dict[str, Any]:
     return {
         "tool": "perfcmp-tui", "version": __version__, "command": "advise",
         "source": a.source, "kind": a.kind, "config": a.config_source,
+        "workload": None if a.workload is None else {
+            "mode": a.workload.mode, "family": a.workload.family, "detail": a.workload.detail,
+            "source": a.workload.source, "evidence": list(a.workload.evidence)},
         "stages": {"method": a.method, "note": a.stage_note},
         "steps": {"analysed": list(a.steps), "warmup": list(a.warmup), "excluded_ns": a.excluded_ns},
         "summary": _records(a.summary), "per_step": _records(a.per_step),
@@ -82,19 +95,24 @@ def document(a: Analysis) -> dict[str, Any]:
                       "top": [{"label": label, "time_ns": ns}
                               for label, ns in a.top(f.rule.stage, f.rule.category, 10)]}
                      for f in a.findings],
+        "checks": [{"check": c.key, "value": c.value, "threshold": c.threshold, "finding": c.headline,
+                    "direction": c.direction, "evidence": c.evidence, "time_ns": c.time_ns,
+                    "top": [{"label": label, "figure": figure} for label, figure in c.top]}
+                   for c in a.checks],
     }
 
 
 def run_advise(path: str, load_opts: LoadOptions, config_path: str | None, json_path: str | None,
-               out: TextIO | None = None) -> int:
+               out: TextIO | None = None, settings: Settings | None = None) -> int:
     """``perfcmp-tui advise PATH``: analyse one profile, print the report (to ``out``, default
-    stdout), optionally write JSON."""
+    stdout), optionally write JSON. ``config_path``: a legacy advisor INI file, read unless the
+    command line already read the run's configuration (``settings``, :mod:`perfcmp_core.settings`)."""
     from ..export.safe_write import safe_write
     from ..load import load_profile
 
     out = out if out is not None else sys.stdout
-    cfg = load_config(config_path)  # a bad config fails before a long load
-    a = analyse(load_profile(path, load_opts), cfg)
+    cfg = settings.advisor if settings is not None else load_config(config_path)  # fails before a long load
+    a = analyse(load_profile(path, load_opts), cfg, settings.equivalence if settings is not None else None)
     print(report(a, cfg), file=out)
     if json_path:
         payload = orjson.dumps(document(a), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE

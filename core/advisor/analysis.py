@@ -21,13 +21,16 @@ import pandas as pd
 
 from ..model import Profile
 from .categories import classify
+from .checks import CheckFinding, run_checks
 from .items import build_items
 from .measure import Window, measure
 from .rules import ALL, CATEGORIES, COMM_EXPOSED, ROW_CATEGORIES, AdvisorConfig, Finding, evaluate
 from .stages import assign_stages
+from .workload import Workload, detect_workload
 
 if TYPE_CHECKING:
     from ..compare.equivalence import Equivalence
+    from ..explain import StepExplanation
 
 #: Category of a stage's Total row.
 TOTAL = "Total"
@@ -53,6 +56,8 @@ class Analysis:
     operators: pd.DataFrame  # stage, category, label, operator, time_ns
     findings: list[Finding] = field(default_factory=list)
     config_source: str = ""
+    workload: Workload | None = None  # training / inference, model family, and the evidence
+    checks: list[CheckFinding] = field(default_factory=list)  # checks beyond the seed's rules
 
     @property
     def has_stages(self) -> bool:
@@ -123,13 +128,25 @@ def _present(rows: pd.DataFrame, method: str) -> pd.DataFrame:
     return rows[rows["stage"].isin(keep)].reset_index(drop=True)
 
 
-def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None) -> Analysis:
-    """Stages, categories, shares, per-step figures, top operators and tripped rules of a profile
-    (``equivalence``: the table that names operators across platforms, None for the built-in
-    one)."""
+def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | None = None,
+            classes: pd.DataFrame | None = None, explanation: StepExplanation | None = None) -> Analysis:
+    """Stages, categories, shares, per-step figures, top operators, tripped rules and checks of a
+    profile (``equivalence``: the table that names operators across platforms, None for the
+    built-in one; ``classes`` and ``explanation``: the profile's kernel classification and step
+    explanation when the caller has them — a comparison computes each once per side)."""
+    from ..compare.equivalence import builtin_equivalence
+    from ..compare.kernel_families import kernel_classes
+    from ..explain import explain_profile
+
     items = build_items(profile, equivalence)
-    cats = classify(items, config)
-    assignment = assign_stages(profile, items, config)
+    table = equivalence or builtin_equivalence()
+    if classes is None:
+        classes = kernel_classes(profile, table)
+    if explanation is None:
+        explanation = explain_profile(profile, table, classes)
+    cats = classify(items, config, classes)
+    workload = detect_workload(profile, config, classes)
+    assignment = assign_stages(profile, items, config, workload)
     stage_names = config.stage_names
     analysed, warm = _steps(profile, config.warmup_steps)
     f = items.frame
@@ -171,5 +188,6 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
         stage_note=assignment.note, steps=analysed, warmup=warm,
         excluded_ns=int(f["dur_ns"].to_numpy()[~keep].sum()), summary=summary,
         per_step=steps_df.reset_index(drop=True), operators=operators,
-        findings=evaluate(config.rules, summary), config_source=config.source,
+        findings=evaluate(config.rules, summary), config_source=config.source, workload=workload,
+        checks=run_checks(profile, explanation, classes, config),
     )

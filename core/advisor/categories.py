@@ -1,6 +1,13 @@
 """What each piece of device work is: FA, MatMul, Vector, Comm or Other.
 
-An item's category comes from ``advisor.ini``'s ``[category.*]`` lists, matched once per distinct
+An item's category comes first from the profile's one kernel classification
+(:func:`perfcmp_core.compare.kernel_families.kernel_classes`, the same table behind
+KernelClassCompare, OverallMetrics' GPU classes and the step explanation): a kernel whose own
+name or task type puts it in one of the families that decide Overall's classes too is that
+family's category (:data:`FAMILY_CATEGORY`: attention → FA, GEMM → MatMul, convolution → Other).
+The rest — vector work (split finer by the advisor's own lists: an attention op's softmax is FA
+work, a user's keyword may claim a norm kernel), kernels placed only by their launching op,
+copies and casts — get ``advisor.ini``'s ``[category.*]`` lists, matched once per distinct
 classification text (kernel name | NPU op type | launching host op | core or task type,
 :mod:`.items`):
 
@@ -27,8 +34,32 @@ _OTHER = CATEGORIES.index("Other")
 _ORDER = ("FA", "Other", "MatMul", "Comm", "Vector")
 
 
-def classify(items: Items, cfg: AdvisorConfig) -> np.ndarray:
-    """Category code (index into :data:`CATEGORIES`) of every item."""
+#: Kernel families (:mod:`perfcmp_core.compare.kernel_families` rule ids) whose kernels, placed
+#: there by their own name, take this category (the families OverallMetrics maps to Flash
+#: Attention, Matmul and Conv on GPU, and the collectives).
+FAMILY_CATEGORY: dict[str, str] = {
+    "attention": "FA", "gemm": "MatMul", "convolution": "Other", "communication": "Comm",
+}
+
+
+def family_categories(items: Items, classes: pd.DataFrame | None) -> np.ndarray:
+    """Category code per item from the kernel classification, -1 where it does not decide."""
+    out = np.full(len(items.frame), -1, dtype="int64")
+    if classes is None or classes.empty or not len(out):
+        return out
+    decided = classes[classes["by_name"].to_numpy(dtype=bool) | (classes["family"] == "communication").to_numpy()]
+    code = decided["family"].map({f: CATEGORIES.index(c) for f, c in FAMILY_CATEGORY.items()})
+    lookup = pd.Series(code.fillna(-1).to_numpy(dtype="int64"), index=decided["row"].to_numpy())
+    krow = items.frame["kernel_row"].to_numpy()
+    found = lookup.reindex(krow).to_numpy()
+    hit = ~np.isnan(found)
+    out[hit] = found[hit].astype("int64")
+    return out
+
+
+def classify(items: Items, cfg: AdvisorConfig, classes: pd.DataFrame | None = None) -> np.ndarray:
+    """Category code (index into :data:`CATEGORIES`) of every item (``classes``: the profile's
+    kernel classification, None to use the keyword lists alone)."""
     n = len(items.text)
     code = np.full(n, -1, dtype="int64")
     # Far fewer kernel names than texts (a name comes with many ops and shapes): each list is
@@ -45,5 +76,7 @@ def classify(items: Items, cfg: AdvisorConfig) -> np.ndarray:
         code[open_[cfg.categories[name].matches(items.text.iloc[open_])]] = CATEGORIES.index(name)
     code[code < 0] = _OTHER
     out = code[items.text_code]
+    family = family_categories(items, classes)
+    out = np.where(family >= 0, family, out)
     out[items.frame["is_comm"].to_numpy()] = COMM
     return out

@@ -38,7 +38,7 @@ _COPY_TASKS = ("gpu_memcpy", "gpu_memset")
 class Items:
     """Device work of one profile, sorted by start (parallel arrays + the frame they came from)."""
 
-    frame: pd.DataFrame  # start_ns, end_ns, dur_ns, step, is_comm, op_row, host_row
+    frame: pd.DataFrame  # start_ns, end_ns, dur_ns, step, is_comm, op_row, host_row, kernel_row
     text: pd.Series  # distinct lower-cased classification texts
     text_code: np.ndarray  # item → row of ``text``
     label: np.ndarray  # operator label per item (object array): NPU op type, host op or kernel name
@@ -183,8 +183,15 @@ def work_items(profile: Profile) -> pd.DataFrame:
     compute &= ~_collective_tasks(profile)
     compute &= ~(_matches(k["task_type"], _NOT_WORK) | _matches(k["name"], _NOT_WORK))
     compute &= ~_envelopes(k, compute)
-    parts = [k[compute], _collectives(profile)]
-    out = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else k.iloc[:0]
+    collectives = _collectives(profile)
+    # kernel_row: the row in ``Profile.kernels`` (-1 for collectives, which come from comm_ops),
+    # where the profile's one kernel classification is looked up
+    parts = [k[compute].assign(kernel_row=np.flatnonzero(compute)),
+             collectives.assign(kernel_row=np.full(len(collectives), -1, dtype="int64"))]
+    if any(len(p) for p in parts):
+        out = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    else:
+        out = k.iloc[:0].assign(kernel_row=np.zeros(0, dtype="int64"))
     out = out[out["dur_ns"].to_numpy() > 0]
     return out.iloc[np.argsort(out["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
 
@@ -279,6 +286,7 @@ def build_items(profile: Profile, equivalence: Equivalence | None = None) -> Ite
         "is_comm": k["is_comm"].to_numpy(),
         "op_row": k["op_row"].to_numpy(),
         "host_row": host,
+        "kernel_row": k["kernel_row"].to_numpy(dtype="int64"),
     })
     return Items(table, text, code, labels[code], operator)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import configparser
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -45,7 +45,12 @@ _SECTION_KEYS: dict[str, frozenset[str]] = {
     "stage": frozenset({"names", "kernels", "require"}),
     "category": frozenset({"keywords", "kernel_names"}),
     "rule": frozenset({"stage", "category", "threshold", "of", "finding", "direction", "enabled"}),
+    "check": frozenset({"threshold", "direction", "enabled"}),  # and direction_<cause> keys
 }
+#: The checks beyond the seed's rules (:mod:`.checks`), in report order.
+CHECKS: tuple[str, ...] = ("comm_exposed", "device_idle", "syncs", "host_copies", "cast_transdata", "aicpu")
+#: What a check's ``threshold`` counts (a percentage, or syncs per step).
+CHECK_UNITS: dict[str, str] = {"syncs": "count"}
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,19 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One check of :mod:`.checks`: its threshold, and its direction (``direction``) or, where
+    the check names a cause, one direction per cause (``direction_<cause>``)."""
+
+    key: str
+    threshold: float
+    directions: dict[str, str]  # cause ("" = the default) → direction
+
+    def direction_for(self, cause: str) -> str:
+        return self.directions.get(cause) or self.directions.get("", "")
+
+
+@dataclass(frozen=True)
 class AdvisorConfig:
     source: str  # file(s) it was read from, for messages
     warmup_steps: int
@@ -124,6 +142,7 @@ class AdvisorConfig:
     categories: dict[str, Keywords]  # CATEGORIES → keywords (classification text)
     kernel_names: dict[str, Keywords]  # CATEGORIES → kernel-name patterns, decisive before keywords
     rules: tuple[Rule, ...]
+    checks: dict[str, Check] = field(default_factory=dict)  # enabled checks by key
 
     @property
     def stage_names(self) -> tuple[str, ...]:
@@ -184,10 +203,10 @@ def _kind(section: str, path: str) -> str:
     kind, _, name = section.partition(".")
     if kind in ("advisor", "training") and not name:
         return kind
-    if kind in ("stage", "rule", "category") and name:
+    if kind in ("stage", "rule", "category", "check") and name:
         return kind
     raise InputError(path, f"unknown section [{section}] (expected [advisor], [training], "
-                           "[stage.NAME], [category.NAME], [rule.NAME])")
+                           "[stage.NAME], [category.NAME], [rule.NAME], [check.NAME])")
 
 
 def _int(value: str, where: str, path: str, minimum: int) -> int:
@@ -206,24 +225,38 @@ def _validate_keys(parser: configparser.ConfigParser, path: str) -> None:
         allowed = _SECTION_KEYS[kind]
         if section == f"stage.{OTHER}":
             allowed = frozenset({"names"})
-        unknown = [k for k in parser[section] if k not in allowed]
+        unknown = [k for k in parser[section] if k not in allowed and not (kind == "check" and k.startswith("direction_"))]
         if unknown:
             raise InputError(path, f"[{section}]: unknown key(s) {', '.join(unknown)} "
                                    f"(expected: {', '.join(sorted(allowed))})")
+        if kind == "check" and section.partition(".")[2] not in CHECKS:
+            raise InputError(path, f"unknown check [{section}] (checks: {', '.join(CHECKS)})")
         if kind == "category" and section.partition(".")[2] not in CATEGORIES:
             raise InputError(path, f"unknown category [{section}] (categories: {', '.join(CATEGORIES)})")
         if section == f"stage.{ALL}":
             raise InputError(path, f"[{section}]: '{ALL}' is the whole profile, not a stage")
 
 
+def _enabled(sec: configparser.SectionProxy, section: str, path: str) -> bool:
+    try:
+        return sec.getboolean("enabled", fallback=True)
+    except ValueError:
+        raise InputError(path, f"[{section}] enabled: {sec['enabled']!r} is not yes/no") from None
+
+
+def _threshold(sec: configparser.SectionProxy, section: str, path: str) -> float:
+    raw = sec.get("threshold", "").strip().rstrip("%")
+    try:
+        return float(raw)
+    except ValueError:
+        raise InputError(path, f"[{section}] threshold: {raw!r} is not a number") from None
+
+
 def _rule(parser: configparser.ConfigParser, section: str, stages: tuple[str, ...], path: str) -> Rule | None:
     sec = parser[section]
     key = section.partition(".")[2]
-    try:
-        if not sec.getboolean("enabled", fallback=True):
-            return None
-    except ValueError:
-        raise InputError(path, f"[{section}] enabled: {sec['enabled']!r} is not yes/no") from None
+    if not _enabled(sec, section, path):
+        return None
     for required in ("stage", "category", "threshold"):
         if not sec.get(required, "").strip():
             raise InputError(path, f"[{section}]: missing {required} =")
@@ -232,10 +265,7 @@ def _rule(parser: configparser.ConfigParser, section: str, stages: tuple[str, ..
         raise InputError(path, f"[{section}] stage: {stage!r} is not one of {', '.join((*stages, ALL))}")
     if category not in ROW_CATEGORIES:
         raise InputError(path, f"[{section}] category: {category!r} is not one of {', '.join(ROW_CATEGORIES)}")
-    try:
-        threshold = float(sec["threshold"].strip().rstrip("%"))
-    except ValueError:
-        raise InputError(path, f"[{section}] threshold: {sec['threshold']!r} is not a number") from None
+    threshold = _threshold(sec, section, path)
     if not 0 <= threshold <= 100:
         raise InputError(path, f"[{section}] threshold: {threshold} is not a percentage (0–100)")
     of = sec.get("of", "stage").strip().lower()
@@ -245,12 +275,25 @@ def _rule(parser: configparser.ConfigParser, section: str, stages: tuple[str, ..
     return Rule(key, stage, category, threshold, of, finding, sec.get("direction", "").strip())
 
 
+def _check(parser: configparser.ConfigParser, section: str, path: str) -> Check | None:
+    sec = parser[section]
+    key = section.partition(".")[2]
+    if not _enabled(sec, section, path):
+        return None
+    threshold = _threshold(sec, section, path)
+    if threshold < 0 or (CHECK_UNITS.get(key) != "count" and threshold > 100):
+        raise InputError(path, f"[{section}] threshold: {threshold} is out of range")
+    directions = {k.partition("_")[2]: v.strip() for k, v in sec.items() if k.startswith("direction")}
+    return Check(key, threshold, directions)
+
+
 def _default_text() -> str:
     return resources.files(__package__).joinpath(DEFAULT_PATH).read_text(encoding="utf-8")
 
 
-def load_config(path: str | Path | None) -> AdvisorConfig:
-    """The shipped rules, with ``path``'s sections and keys read on top when given.
+def load_config(path: str | Path | None, text: str | None = None) -> AdvisorConfig:
+    """The shipped rules, with ``path``'s sections and keys read on top when given (``text``:
+    those sections already in hand, from the TOML configuration, :mod:`perfcmp_core.settings`).
 
     Raises :class:`InputError` naming the file for an unreadable file, bad ini syntax, an unknown
     section/key, an invalid regex or an invalid rule.
@@ -262,7 +305,7 @@ def load_config(path: str | Path | None) -> AdvisorConfig:
     where = str(default)
     if path is not None:
         where = str(path)
-        _read(parser, Path(path))
+        _read(parser, Path(path), text)
     _validate_keys(parser, where)
 
     def keywords(section: str, key: str) -> Keywords:
@@ -279,6 +322,8 @@ def load_config(path: str | Path | None) -> AdvisorConfig:
     stage_names = (*(s.name for s in stages), OTHER)
     rules = tuple(r for s in parser.sections() if s.startswith("rule.")
                   if (r := _rule(parser, s, stage_names, where)) is not None)
+    checks = {c.key: c for s in parser.sections() if s.startswith("check.")
+              if (c := _check(parser, s, where)) is not None}
     return AdvisorConfig(
         source=where,
         warmup_steps=number("warmup_steps", 0),
@@ -292,6 +337,7 @@ def load_config(path: str | Path | None) -> AdvisorConfig:
         categories={c: keywords(f"category.{c}", "keywords") for c in CATEGORIES},
         kernel_names={c: keywords(f"category.{c}", "kernel_names") for c in CATEGORIES},
         rules=rules,
+        checks=checks,
     )
 
 

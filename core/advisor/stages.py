@@ -10,7 +10,8 @@ Two methods, tried in this order (docs/advisor.md):
    do not place are ``Other`` — except work inside an *opaque* wrapper module (``opaque_modules``:
    torch.compile's ``OptimizedModule`` hides the modules of the model it wraps), which the kernel
    region method places.
-2. **Kernel regions** — only for inference profiles (no backward work) without such names. Each
+2. **Kernel regions** — a guess, said to be one: only for inference profiles (no backward work)
+   without such names, and only where the workload (:mod:`.workload`) is diffusion or unknown. Each
    stage-typical kernel votes for its stage; the vote is smoothed by a centred majority over
    ``region_window`` neighbouring votes, runs shorter than ``region_min_kernels`` votes are
    absorbed by the run before them, and a run becomes a stage only if it contains one of the
@@ -32,6 +33,7 @@ from ..model import Profile
 from ..timeline import innermost, thread_key
 from .items import Items, climb
 from .rules import AdvisorConfig, Keywords
+from .workload import INFERENCE, Workload, stage_guess_note
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,11 @@ def _stage_list(cfg: AdvisorConfig, codes: np.ndarray) -> str:
     return ", ".join(sorted({cfg.stages[c].name for c in np.unique(codes)}))
 
 
-def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAssignment:
-    """Stage code per item and how they were found (see the module docstring)."""
+def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig,
+                  workload: Workload | None = None) -> StageAssignment:
+    """Stage code per item and how they were found (see the module docstring). ``workload``:
+    the profile's :func:`~.workload.detect_workload` reading; kernel regions are guessed only
+    where it allows (diffusion inference, or nothing identified) — an LLM is never a DiT."""
     other = len(cfg.stages)
     stage_list = "/".join(s.name for s in cfg.stages) or "no stage"
     if len(items.frame) == 0:
@@ -258,6 +263,8 @@ def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAs
                 wrappers = ", ".join(cfg.opaque_modules.items)
                 note += f"; inside {wrappers} from kernel regions: {_stage_list(cfg, regions[placed])}"
         return StageAssignment(np.where(codes >= 0, codes, other), method, note)
+    if workload is not None and workload.mode == INFERENCE and not workload.allows_stage_guess:
+        return StageAssignment(np.full(len(codes), other, dtype="int64"), "", stage_guess_note(workload))
     training = is_training(profile, items, cfg)
     if training:
         return StageAssignment(
@@ -275,4 +282,5 @@ def assign_stages(profile: Profile, items: Items, cfg: AdvisorConfig) -> StageAs
             f"dominated by stage-typical kernels ({needs})")
     out = np.where(codes >= 0, codes, np.where(found_regions, regions, other))
     found = _stage_list(cfg, regions[found_regions])
-    return StageAssignment(out, "kernel regions", f"stages from kernel regions: {found}")
+    return StageAssignment(out, "kernel regions",
+                           f"stages guessed from kernel regions (no module or call-stack name says): {found}")

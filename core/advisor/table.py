@@ -48,6 +48,16 @@ def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[
     return "; ".join(parts)
 
 
+def _check_rows(scope: str, a: Analysis) -> list[dict[str, Any]]:
+    """One row per tripped check of a side (stage All, the check as its category)."""
+    return [{
+        "scope": scope, "stage": ALL, "category": c.key, "time_ms": c.time_ns / NS_PER_MS,
+        "share": c.value if c.key != "syncs" else np.nan, "steps": steps_text(a),
+        "finding": c.headline, "direction": c.direction, "evidence": f"{c.evidence}; top: {c.top_text}",
+        IS_TOTAL: False,
+    } for c in a.checks]
+
+
 def _side_rows(scope: str, a: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:
     found = {(f.rule.stage, f.rule.category): f for f in a.findings}
     rules = {(r.stage, r.category): r for r in cfg.rules}
@@ -117,6 +127,9 @@ def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[
     merged = merged.assign(_s=merged["stage"].map(order), _c=merged["category"].map(cat_order))
     merged = merged.sort_values(["_s", "_c"], kind="stable")
     directions = {(f.rule.stage, f.rule.category): f.rule.direction for f in comp.findings}
+    # A profile without steps is one window: its figures are totals, not means per step.
+    per = "per step" if base.steps and comp.steps else "in total" if not (base.steps or comp.steps) else \
+        "(per step where a side has steps, in total where it has none)"
     out = []
     for _, row in merged.iterrows():
         tb, tc = np.nan_to_num(row["time_ns_b"]), np.nan_to_num(row["time_ns_c"])
@@ -126,7 +139,7 @@ def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[
         if d == 0:
             finding = "unchanged"
         else:
-            finding = (f"{'grew' if d > 0 else 'shrank'} {ms(abs(d))} per step "
+            finding = (f"{'grew' if d > 0 else 'shrank'} {ms(abs(d))} {per} "
                        f"({'+' if d_share >= 0 else '−'}{abs(d_share) * 100:.2f} pt share)")
         evidence = "" if total or d == 0 else _drivers(base, comp, row["stage"], row["category"], d > 0,
                                                         cfg.top_operators)
@@ -170,8 +183,12 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
     ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
     (named in a note), None for the shipped rules alone. Operators are named across platforms
     by the context's equivalence table."""
-    base, comp = analyse(ctx.base, cfg, ctx.equivalence), analyse(ctx.comp, cfg, ctx.equivalence)
-    rows = _side_rows("base", base, cfg) + _side_rows("comparison", comp, cfg) + _diff_rows(base, comp, cfg)
+    b_cls, c_cls = ctx.kernel_classes()
+    b_ex, c_ex = ctx.explanations()
+    base = analyse(ctx.base, cfg, ctx.equivalence, b_cls, b_ex)
+    comp = analyse(ctx.comp, cfg, ctx.equivalence, c_cls, c_ex)
+    rows = (_side_rows("base", base, cfg) + _check_rows("base", base) + _side_rows("comparison", comp, cfg)
+            + _check_rows("comparison", comp) + _diff_rows(base, comp, cfg))
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:
         notes.append("the sides' stages were found differently; compare the All rows first")

@@ -6,9 +6,12 @@ same thing the same way.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
-from .analysis import Analysis
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 NS_PER_MS = 1e6
 

@@ -78,8 +78,12 @@ class Context:
             from .overall_metrics import overall_metrics
 
             masks = self.masks()
-            self.cache["metrics"] = (overall_metrics(self.base, masks, self.texts(self.base)),
-                                     overall_metrics(self.comp, masks, self.texts(self.comp)))
+            # GPU classes map the kernel families (computed once, shared with KernelClassCompare
+            # and the step explanation); NPU classes do not read them.
+            gpu = self.base.meta.kind == "gpu" or self.comp.meta.kind == "gpu"
+            classes = self.kernel_classes() if gpu else (None, None)
+            self.cache["metrics"] = tuple(overall_metrics(p, masks, self.texts(p), cls)
+                                          for p, cls in ((self.base, classes[0]), (self.comp, classes[1])))
         return self.cache["metrics"]
 
     def step_counts(self) -> tuple[int, int]:

@@ -163,15 +163,16 @@ def builtin_equivalence() -> Equivalence:
     return _merged(None)
 
 
-def load_equivalence(path: str | None = None) -> Equivalence:
-    """The built-in table, with ``path`` (a user file) read on top of it when given.
+def load_equivalence(path: str | None = None, text: str | None = None) -> Equivalence:
+    """The built-in table, with ``path`` (a user file) read on top of it when given (``text``:
+    its sections already in hand, from the TOML configuration, :mod:`perfcmp_core.settings`).
 
     The command line calls this once, into the run request (:class:`perfcmp_core.request.
     RunRequest`), so a bad file fails before any profile is opened and is never read again."""
-    return builtin_equivalence() if path is None else _merged(path)
+    return builtin_equivalence() if path is None else _merged(path, text)
 
 
-def _merged(path: str | None) -> Equivalence:
+def _merged(path: str | None, text: str | None = None) -> Equivalence:
     base = _parser()
     _read(base, _builtin_text(), f"perfcmp_core/compare/{BUILTIN}")
     ops, kernels = _sections(base, BUILTIN)
@@ -179,7 +180,7 @@ def _merged(path: str | None) -> Equivalence:
     if path is not None:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8") if text is None else text
         except OSError as exc:
             raise InputError(p, f"cannot read equivalence table ({exc.strerror or exc})") from None
         except UnicodeDecodeError:

@@ -8,6 +8,16 @@ keywords) that was running when it was launched, then from its own name and op t
 pipelines of :mod:`.overall_metrics` decide which kernels are compute kernels and what "cube"
 means for them (PMU data, task types or kernel names), and sum the durations per class.
 
+On GPU the one kernel classification of a profile (:func:`.kernel_families.kernel_classes`)
+decides first (:func:`family_codes`): a kernel whose *own name* makes it a GEMM (cuBLAS / cuBLASLt
+``nvjet``, CUTLASS, ``xmma`` / ``wgmma``, Tensile ``Cijk``, Inductor ``triton_tem`` mm), an
+attention kernel (FlashAttention, cuDNN SDPA, ``fmha``) or a convolution is Matmul (Cube), Flash
+Attention or Conv (Cube) whichever host op launched it; a kernel only its launching op puts in
+such a family (a Triton kernel of ``aten::mm``, a layout kernel of cuDNN attention) is that
+family's Vector part unless the reference's rules below already filed it under the family; they
+decide the rest (its masks miss ``nvjet`` GEMMs and cuDNN attention: docs/differences.md). NPU classes are the
+reference's exactly: PMU data says cube or vector there, and the op types are already decisive.
+
 Deliberate difference from the reference (docs/differences.md): a kernel is attributed to the
 earliest-starting FA/Conv/Matmul host op whose [start, end] contains its launch time. The reference
 finds that op with a forward-only pointer shared by all kernels; processed in launch order (GPU,
@@ -132,4 +142,52 @@ def classify(
     take(cube, CODE["cube"])
     take(trans, CODE["vector_trans"])
     take(np.ones(n, dtype=bool), CODE["vector_notrans"])
+    return code
+
+
+#: Kernel families (:mod:`.kernel_families` rule ids) that decide a GPU kernel's class when its
+#: own name or task type placed it there: forward and backward class.
+FAMILY_CLASSES: dict[str, tuple[str, str]] = {
+    "attention": ("fa_fwd_cube", "fa_bwd_cube"),
+    "convolution": ("conv_fwd_cube", "conv_bwd_cube"),
+    "gemm": ("matmul_cube", "matmul_cube"),
+}
+#: Kernel-name words of backward attention / convolution kernels (cuDNN ``bprop`` / ``dgrad`` /
+#: ``wgrad``, FlashAttention ``flash_bwd``, xFormers' backward ``fmha_cutlassB``). Narrower than
+#: :data:`BACKWARD_WORDS`: "back" is in kernel names such as ``…fallback…``.
+KERNEL_BACKWARD: tuple[str, ...] = ("bwd", "backward", "bprop", "dgrad", "wgrad", "fmha_cutlassb")
+
+
+#: Kernel-name words of paged-attention kernels (vLLM's ``paged_attention_v1_kernel``): the
+#: "Page Attention" row, as the NPU's PagedAttention op type is, not Flash Attention.
+PAGED: tuple[str, ...] = ("paged_attention", "pagedattention")
+
+
+#: The Vector part of each family's class: a kernel its launching op alone puts in the family.
+FAMILY_VECTOR: dict[str, tuple[str, str]] = {
+    "attention": ("fa_fwd_vector", "fa_bwd_vector"),
+    "convolution": ("conv_fwd_vector", "conv_bwd_vector"),
+    "gemm": ("matmul_vector", "matmul_vector"),
+}
+
+
+def family_codes(family: np.ndarray, by_name: np.ndarray, backward: np.ndarray, paged: np.ndarray,
+                 reference: np.ndarray) -> np.ndarray:
+    """Class code per kernel from its kernel family and the reference's code (``reference``).
+
+    ``family``: rule id per kernel (object array, "" where the kernel has none); ``by_name``: the
+    kernel's own name decided the family — it is the family's cube class; a kernel placed only by
+    its launching op (a Triton kernel of ``aten::mm``, the layout kernels of a convolution or of
+    cuDNN attention) keeps the reference's class when that is already one of the family's
+    (FA / Conv / Matmul, cube or vector), else becomes the family's Vector part (also when the
+    reference's "cube" keywords hit its name: "conv" is in cuDNN's ``convert_dq`` kernels);
+    ``backward``, ``paged``: per kernel, from its name and launching op."""
+    code = reference.astype("int16", copy=True)
+    for fam, (fwd, bwd) in FAMILY_CLASSES.items():
+        sel = by_name & (family == fam)
+        code[sel] = np.where(backward[sel], CODE[bwd], CODE[fwd])
+        loose = ~by_name & (family == fam) & np.isin(reference, [CODE["vector_notrans"], CODE["cube"]])
+        vec_fwd, vec_bwd = FAMILY_VECTOR[fam]
+        code[loose] = np.where(backward[loose], CODE[vec_bwd], CODE[vec_fwd])
+    code[by_name & (family == "attention") & paged] = CODE["page_attention"]
     return code

@@ -100,8 +100,15 @@ def short_kernel_name(text: pd.Series) -> pd.Series:
 
 def kernel_classes(profile: Profile, table: Equivalence) -> pd.DataFrame:
     """Every counted kernel of ``profile`` with its class: ``row`` (in ``Profile.kernels``),
-    ``cls`` (a class label, ``communication`` or ``other``), ``launch`` (launching op row, -1),
-    ``kernel`` (short name), ``dur_ns``."""
+    ``cls`` (a class label, ``communication`` or ``other``), ``family`` (the deciding rule's id,
+    ``communication`` or ``other``: what other screens map from, whatever label a user gives
+    it), ``by_name`` (the kernel's own name or task type decided, not its launching op),
+    ``launch`` (launching op row, -1), ``kernel`` (short name), ``dur_ns``.
+
+    This is the one classification of a profile's kernels: KernelClassCompare, KernelOpCompare,
+    the step explanation, OverallMetrics' GPU classes and the advisor's categories all read it
+    (a comparison computes it once per side, :meth:`perfcmp_core.compare.Context.kernel_classes`);
+    every rule runs once per distinct text."""
     k = profile.kernels
     bucket = device_buckets(profile)
     rows = np.flatnonzero(bucket != EXCLUDED)
@@ -110,14 +117,16 @@ def kernel_classes(profile: Profile, table: Equivalence) -> pd.DataFrame:
     launch_name = np.where(launch >= 0, op_names[np.maximum(launch, 0)] if len(op_names) else "", "")
     text = _kernel_text(profile).to_numpy(dtype=object)[rows]
     task = k["task_type"].to_numpy(dtype=object)[rows]
-    out_cls = class_of(table, pd.Series(text, dtype=object), pd.Series(task, dtype=object),
-                       pd.Series(launch_name, dtype=object))
-    out_cls = np.where(bucket[rows] == BUCKET_COMM, COMMUNICATION, out_cls)
+    chosen, by_name = _chosen(table, pd.Series(text, dtype=object), pd.Series(task, dtype=object),
+                              pd.Series(launch_name, dtype=object))
+    comm = bucket[rows] == BUCKET_COMM
+    out_cls = np.where(comm, COMMUNICATION, _labels(table)[chosen])
+    family = np.where(comm, COMMUNICATION, np.array([r.id for r in table.kernels] + [OTHER], dtype=object)[chosen])
     codes, uniques = pd.factorize(text)
     short = short_kernel_name(pd.Series(uniques, dtype=object)).to_numpy(dtype=object)
     names = short[codes] if len(codes) else np.zeros(0, dtype=object)
-    return pd.DataFrame({"row": rows, "cls": out_cls, "launch": launch, "kernel": names,
-                         "dur_ns": k["dur_ns"].to_numpy()[rows]})
+    return pd.DataFrame({"row": rows, "cls": out_cls, "family": family, "by_name": by_name & ~comm,
+                         "launch": launch, "kernel": names, "dur_ns": k["dur_ns"].to_numpy()[rows]})
 
 
 def _first_rule(table: Equivalence, values: np.ndarray, patterns: str) -> np.ndarray:
@@ -141,16 +150,29 @@ def class_of(table: Equivalence, text: pd.Series, task: pd.Series, op: pd.Series
     """The class label of each (kernel text, task type, launching op name): the first rule whose
     names or tasks match, else the first whose ops match, else ``other`` (communication flagged by
     the loader is decided by the caller)."""
+    return _labels(table)[_chosen(table, text, task, op)[0]]
+
+
+def _labels(table: Equivalence) -> np.ndarray:
+    return np.array([r.label for r in table.kernels] + [OTHER], dtype=object)
+
+
+def _chosen(table: Equivalence, text: pd.Series, task: pd.Series, op: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the deciding rule per kernel (``len(table.kernels)``: none), and whether the
+    kernel's name or task type decided (False: its launching op, or nothing)."""
     none = len(table.kernels)
     by_name = np.minimum(_first_rule(table, text.to_numpy(dtype=object), "names"),
                          _first_rule(table, task.to_numpy(dtype=object), "tasks"))
-    chosen = np.where(by_name < none, by_name, _first_rule(table, op.to_numpy(dtype=object), "ops"))
-    return np.array([r.label for r in table.kernels] + [OTHER], dtype=object)[chosen]
+    named = by_name < none
+    return np.where(named, by_name, _first_rule(table, op.to_numpy(dtype=object), "ops")), named
 
 
 def class_order(table: Equivalence) -> list[str]:
-    """Class labels in rule order, communication first and other last (the sheet's row order)."""
-    return list(dict.fromkeys([COMMUNICATION, *(r.label for r in table.kernels), OTHER]))
+    """Class labels in rule order, communication first and other last (the sheet's row order);
+    a label that several rules share stands where its last rule does (the Inductor rules come
+    first only to decide first)."""
+    labels = [COMMUNICATION, *(r.label for r in table.kernels), OTHER]
+    return list(reversed(dict.fromkeys(reversed(labels))))
 
 
 def _top_kernels(df: pd.DataFrame, by: list[str]) -> pd.Series:

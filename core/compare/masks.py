@@ -64,8 +64,9 @@ def parse_items(value: str) -> tuple[str, ...]:
     return tuple(item.strip().lower() for item in value.split(",") if item.strip())
 
 
-def load_masks(config_path: str | Path | None) -> Masks:
-    """The masks from an ini file's ``[OP_MASK]`` section; ``None`` → the defaults.
+def load_masks(config_path: str | Path | None, text: str | None = None) -> Masks:
+    """The masks from an ini file's ``[OP_MASK]`` section; ``None`` → the defaults (``text``:
+    that section already in hand, from the TOML configuration, :mod:`perfcmp_core.settings`).
 
     A key that is absent keeps its default (so a user can override just ``FA_MASK``); a key that
     is present but empty disables that class. Unknown keys are rejected because a typo such as
@@ -77,8 +78,11 @@ def load_masks(config_path: str | Path | None) -> Masks:
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str.upper  # type: ignore[assignment, method-assign]
     try:
-        with path.open(encoding="utf-8") as fh:
-            parser.read_file(fh)
+        if text is not None:
+            parser.read_string(text, source=str(path))
+        else:
+            with path.open(encoding="utf-8") as fh:
+                parser.read_file(fh)
     except OSError as exc:
         raise InputError(path, f"cannot read mask config ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:

@@ -33,8 +33,9 @@ import pandas as pd
 from ..model import Kind, Profile
 from .comm_groups import GroupTime, db_groups, text_groups
 from .device_sets import DeviceSets, device_sets, gpu_copy_rows
-from .kernel_classes import CLASS_BUCKETS, MC2, classify, launch_classes, launch_time
-from .masks import Masks, TextIndexes
+from .kernel_classes import (CLASS_BUCKETS, KERNEL_BACKWARD, MC2, PAGED, classify, family_codes,
+                             launch_classes, launch_time)
+from .masks import BACKWARD_WORDS, Masks, TextIndexes
 from .names import strip_instance
 
 GIB = 1024**3
@@ -186,13 +187,17 @@ class SideMetrics:
 STEP_TIME_TABLES = ("kernels", "comm_ops", "overlap")
 
 
-def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = None) -> SideMetrics:
+def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = None,
+                    classes: pd.DataFrame | None = None) -> SideMetrics:
     """Compute one side's OverallMetrics (the profile is already step-filtered).
 
     ``texts`` are the profile's text-column indexes when the caller shares them with other
-    steps; by default they are built here.
+    steps; by default they are built here. ``classes``: the profile's
+    :func:`~perfcmp_core.compare.kernel_families.kernel_classes` table when the caller has it
+    (read on GPU only; by default computed here with the built-in equivalence table).
     """
-    side = _side(profile, masks, TextIndexes(profile) if texts is None else texts, times_only=False)
+    side = _side(profile, masks, TextIndexes(profile) if texts is None else texts, times_only=False,
+                 classes=classes)
     side.memory_gb = _memory_gb(profile)
     if side.is_npu:
         side.rdma_bandwidth_gbps = float(profile.meta.rdma_bandwidth_gbps)
@@ -209,10 +214,11 @@ def step_times(profile: Profile, masks: Masks) -> SideMetrics:
     return _side(profile, masks, TextIndexes(profile), times_only=True)
 
 
-def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: bool) -> SideMetrics:
+def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: bool,
+          classes: pd.DataFrame | None = None) -> SideMetrics:
     kind = profile.meta.kind
     if kind == "gpu":
-        return _gpu(profile, masks, texts, times_only)
+        return _gpu(profile, masks, texts, times_only, classes)
     if kind == "npu_text":
         return _npu_text(profile, masks, texts, times_only)
     return _npu_db(profile, masks, texts, times_only)
@@ -223,7 +229,8 @@ def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: boo
 # ---------------------------------------------------------------------------------------------
 
 
-def _gpu(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:
+def _gpu(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool,
+         classes: pd.DataFrame | None = None) -> SideMetrics:
     k = profile.kernels
     side = SideMetrics(kind="gpu")
     sets = _times(side, device_sets(profile, texts))
@@ -231,18 +238,57 @@ def _gpu(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -
     if times_only:
         return side
 
-    names = texts("kernels", "name")
     compute = sets.compute_rows
+    _fill_buckets(side, k["dur_ns"].to_numpy()[compute], gpu_codes(profile, masks, texts, compute, classes))
+    return side
+
+
+def gpu_codes(profile: Profile, masks: Masks, texts: TextIndexes, compute: np.ndarray,
+              classes: pd.DataFrame | None = None) -> np.ndarray:
+    """Class code (:data:`~.kernel_classes.CLASS_BUCKETS` index) of each GPU compute kernel
+    ``kernels[compute]``: its kernel family where that decides, else the reference's rules."""
+    k = profile.kernels
     n = int(compute.sum())
-    sub_names = names.subset(compute)
+    sub_names = texts("kernels", "name").subset(compute)
     launch_cls, launch_bwd = launch_classes(profile, k["op_row"].to_numpy()[compute], masks, texts,
                                              conv_tid=True)
     codes = classify(
         sub_names, texts("kernels", "op_type").subset(compute), masks, sub_names.contains_any(masks.cube),
         np.zeros(n, dtype=bool), launch_cls, launch_bwd, npu=False, fa_types=(),
     )
-    _fill_buckets(side, k["dur_ns"].to_numpy()[compute], codes)
-    return side
+    return _gpu_family_codes(profile, texts, compute, launch_bwd, classes, codes)
+
+
+def _gpu_family_codes(profile: Profile, texts: TextIndexes, compute: np.ndarray, launch_bwd: np.ndarray,
+                      classes: pd.DataFrame | None, reference: np.ndarray) -> np.ndarray:
+    """The class codes of the GPU compute kernels ``kernels[compute]``: the reference's
+    (``reference``) mapped over the kernel families (:func:`.kernel_classes.family_codes`).
+    Backward: the reference's launch-op test (``launch_bwd``), the kernel's name, its launching
+    op's name, or the launching op on the autograd thread."""
+    if classes is None:
+        from .equivalence import builtin_equivalence
+        from .kernel_families import kernel_classes
+
+        classes = kernel_classes(profile, builtin_equivalence())
+    n_kernels = len(profile.kernels)
+    family = np.full(n_kernels, "", dtype=object)
+    by_name = np.zeros(n_kernels, dtype=bool)
+    launch = np.full(n_kernels, -1, dtype="int64")
+    rows = classes["row"].to_numpy()
+    family[rows] = classes["family"].to_numpy(dtype=object)
+    by_name[rows] = classes["by_name"].to_numpy(dtype=bool)
+    launch[rows] = classes["launch"].to_numpy()
+    names = texts("kernels", "name")
+    backward = names.contains_any(KERNEL_BACKWARD)
+    ops = profile.ops
+    if len(ops):
+        op_bwd = texts("ops", "name").leaf().contains_any(BACKWARD_WORDS)
+        if profile.meta.backward_tid >= 0:
+            op_bwd = op_bwd | (ops["tid"].to_numpy() == profile.meta.backward_tid)
+        linked = launch >= 0
+        backward[linked] |= op_bwd[launch[linked]]
+    return family_codes(family[compute], by_name[compute], backward[compute] | launch_bwd,
+                        names.contains_any(PAGED)[compute], reference)
 
 
 def _npu_text(profile: Profile, masks: Masks, texts: TextIndexes, times_only: bool) -> SideMetrics:

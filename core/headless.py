@@ -63,4 +63,9 @@ def write_outputs(result: ComparisonResult, *, out_dir: str | None, json_path: s
         print(exc, file=out)
         return 0
     print(f"The comparison result file has been generated: {path}", file=out)
+    from .export.timeline_text import write_timeline
+
+    picture = write_timeline(result, Path(path))
+    if picture is not None:
+        print(f"Timeline of one step per side: {picture}", file=out)
     return 0

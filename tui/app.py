@@ -9,6 +9,7 @@ and every screen fills in as soon as its tables exist, the overall view first.
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from collections import deque
 from dataclasses import replace
@@ -42,6 +43,7 @@ from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
 from .screens.step_picker import Choice, StepPicker, step_choices
+from .screens.timeline import PICK_STEPS, TimelineScreen
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
@@ -63,7 +65,8 @@ HOLD_S = 2.0
 #: The app's actions that open a screen over the table (a dialog, the help, a picker): the keys
 #: typed behind theirs in one burst belong to that screen (``?q`` closes the help, it does not
 #: quit), so they are held until it is drawn.
-OPENS_SCREEN = frozenset({"export", "sort_pick", "help", "pick_step", "notes", "kernels", "full_row"})
+OPENS_SCREEN = frozenset({"export", "sort_pick", "help", "pick_step", "notes", "kernels", "full_row",
+                          "timeline"})
 
 
 class PerfCmpApp(App[int]):
@@ -92,6 +95,7 @@ class PerfCmpApp(App[int]):
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
+        Binding("T", "timeline", "Timeline", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
@@ -293,7 +297,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, TableReady):
             self._add_table(event, view)
         elif isinstance(event, Skipped):
-            for pane_id in {screen_of(name) for name in event.names}:
+            for pane_id in {screen_of(name) for name in event.names} & self._tabbed():
                 self._pane(pane_id).add_reason(event.reason)
         elif isinstance(event, SummaryReady):
             for pane in self.query(TablePane):
@@ -309,6 +313,8 @@ class PerfCmpApp(App[int]):
     def _add_table(self, event: TableReady, view: TableView | None) -> None:
         table = event.table
         pane_id = screen_of(table.name)
+        if pane_id not in self._tabbed():  # drawn by its own screen (the Timeline, T)
+            return
         self._pane(pane_id).add_table(table, view)
         self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
@@ -329,6 +335,32 @@ class PerfCmpApp(App[int]):
                         severity="warning", timeout=3)
             return
         self.push_screen(KernelScreen(*found))
+
+    def _tabbed(self) -> set[str]:
+        """The screens with a table pane (the others are opened by their key)."""
+        return {p.id for p in self.screens}
+
+    def action_timeline(self) -> None:
+        """T: one step of each side as lanes (:mod:`perfcmp_core.lanes`)."""
+        from perfcmp_core.lanes import TIMELINE, sides_of
+
+        table = self.outcome.tables.get(TIMELINE)
+        if table is None:
+            why = self.outcome.absent.get(TIMELINE) or (
+                "the timeline is not drawn yet" if self.running else "no timeline in this run")
+            self.notify(why, severity="warning", timeout=3)
+            return
+        self.push_screen(TimelineScreen(sides_of(table)), self._timeline_closed)
+
+    def _timeline_closed(self, choice: str | None) -> None:
+        """Enter on the timeline: the op's rows on the Operators screen; S: pick a step."""
+        if choice == PICK_STEPS:
+            self.action_pick_step()
+        elif choice:
+            self.action_pane("operators")
+            pane = self.pane
+            if pane.view is not None:
+                pane.apply_filter("^" + re.escape(choice) + "$")
 
     def action_pictures(self) -> None:
         if not self.pane.toggle_pictures():
@@ -619,6 +651,7 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
     ("Call stacks (c)", "show or hide the call stacks", "stacks"),
     ("Export workbook… (e)", "write the xlsx", "export"),
+    ("Timeline (T)", "one step of each side as lanes, base above comparison", "timeline"),
     ("Keys (?)", "every key of the app", "help"),
 )
 

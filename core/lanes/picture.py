@@ -1,0 +1,160 @@
+"""Lane cells as glyphs, and the whole Timeline picture as plain text.
+
+One owner for what a cell looks like, so the screen and the exported text never differ. Every
+class has its own glyphs (colour only repeats them), so the picture reads under ``NO_COLOR``, on
+16-colour terminals and pasted into a report:
+
+* device lanes — the covered share of the cell as the height or density of the class's glyph:
+  compute ``▂▄▆█``, communication ``·░▒▓``, copy ``.-=≡``, wait ``,~≈≋``;
+* host and module lanes — each run of cells under one op / module reads ``▏name…`` (the name
+  as far as the run allows);
+* the idle lane — the cause's letter (:data:`CAUSE_LETTER`), upper case when idle time of that
+  cause fills at least half the cell, lower case below.
+
+Cells are placed by :meth:`~.bins.LaneIndex.cells`; a view is ``(t0, t1)`` in ns from each
+step's start. On the *common* scale both steps share one ``t0 … t1``; on their *own* scale each
+side's view is the same share of its own window, so both steps fill the width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..explain.idle import CAUSES
+from .bins import Cells
+from .build import DEVICE, HOST, IDLE_LANE, MODULE
+from .table import Lane, SideLanes
+
+#: Device glyphs by class, from a sliver of the cell covered to all of it.
+LEVELS: dict[str, str] = {"compute": "▂▄▆█", "communication": "·░▒▓", "copy": ".-=≡", "wait": ",~≈≋"}
+#: The idle lane's letter per cause.
+CAUSE_LETTER: dict[str, str] = {"sync": "S", "host": "H", "launch": "L", "copy": "C", "device": "D",
+                                "unknown": "U"}
+#: What each idle cause means, for the legend (docs/explain.md says it in full).
+CAUSE_WORDS: dict[str, str] = {"sync": "synchronisation", "host": "host work", "launch": "launch-bound",
+                               "copy": "copy", "device": "device-side", "unknown": "unknown"}
+assert set(CAUSE_LETTER) == set(CAUSES)
+#: Width of the lane titles in front of the cells (at most).
+TITLE = 22
+
+
+@dataclass(frozen=True)
+class Row:
+    """One lane drawn: ``text`` has one glyph per cell; ``cls[i]`` is the class of cell ``i``
+    ('' where empty), which the screen colours."""
+
+    text: str
+    cls: list[str]
+    cells: Cells
+
+
+def draw(lane: Lane, t0: float, t1: float, width: int) -> Row:
+    """``lane`` over ``[t0, t1)`` in ``width`` cells."""
+    cells = lane.index.cells(t0, t1, width)
+    item, frac = cells.item, cells.fraction
+    cls = np.where(item >= 0, lane.cls[np.maximum(item, 0)] if len(lane.cls) else "", "").astype(object)
+    if lane.kind == IDLE_LANE:
+        letter = np.array([CAUSE_LETTER.get(c, "?") if c else " " for c in cls], dtype=object)
+        text = np.where(frac >= 0.5, letter, np.char.lower(letter.astype(str)).astype(object))
+    elif lane.kind in (HOST, MODULE):
+        text = _names(lane.name, item)
+    else:
+        text = np.full(width, " ", dtype=object)
+        level = np.clip(np.ceil(frac * 4).astype("int64") - 1, 0, 3)
+        for c in np.unique(cls[item >= 0]):  # a handful of classes, never one per cell
+            sel = (cls == c) & (item >= 0)
+            text[sel] = np.array(list(LEVELS.get(c, "▂▄▆█")), dtype=object)[level[sel]]
+    return Row("".join(text), [str(c) for c in cls], cells)
+
+
+def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """Each run of cells under one item as ``▏`` and its name (the loop is over runs: at most
+    one per cell)."""
+    out = np.full(len(item), " ", dtype=object)
+    if not len(item):
+        return out
+    starts = np.flatnonzero(np.concatenate([[True], item[1:] != item[:-1]]))
+    ends = np.concatenate([starts[1:], [len(item)]])
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        if item[a] < 0:
+            continue
+        label = ("▏" + str(names[item[a]]))[: b - a]
+        out[a:a + len(label)] = list(label)
+        out[a + len(label):b] = "─"
+    return out
+
+
+def views(sides: tuple[SideLanes, SideLanes], f0: float, f1: float, common: bool) -> tuple[tuple[float, float], ...]:
+    """Each side's ``(t0, t1)`` for the share ``f0 … f1`` of the scale: the longer window on the
+    common scale, each side's own window otherwise."""
+    longest = max(s.window_ns for s in sides)
+    return tuple(((f0 * (longest if common else s.window_ns)), (f1 * (longest if common else s.window_ns)))
+                 for s in sides)
+
+
+def ms(ns: float) -> str:
+    """A time as the timeline labels it (ms, three decimals)."""
+    return f"{ns / 1e6:,.3f} ms"
+
+
+def ruler(t0: float, t1: float, width: int) -> str:
+    """Tick marks every ~12 cells labelled with their time from the step's start."""
+    out = [" "] * width
+    every = 12
+    for c in range(0, width, every):
+        label = f"╵{(t0 + (t1 - t0) * c / max(width, 1)) / 1e6:.3g}"
+        if c + len(label) <= width:
+            out[c:c + len(label)] = list(label)
+    return "".join(out)
+
+
+def side_title(side: SideLanes, t0: float, t1: float) -> str:
+    return f"{side.side.upper()} step {side.step} · {ms(side.window_ns)} · showing {ms(t0)} … {ms(t1)}"
+
+
+def under(side: SideLanes, t: float) -> list[tuple[Lane, int]]:
+    """The item of each lane at time ``t`` (ns from the step's start): ``(lane, item)`` for the
+    lanes that have one."""
+    out = []
+    for lane in side.lanes:
+        i = int(np.searchsorted(lane.index.start, t, side="right")) - 1
+        if i >= 0 and lane.index.end[i] > t:
+            out.append((lane, i))
+    return out
+
+
+def describe(lane: Lane, i: int) -> str:
+    """One item in words: name, duration, where (stream / op) and its offset in the step."""
+    start, end = int(lane.index.start[i]), int(lane.index.end[i])
+    what = str(lane.name[i])
+    if lane.kind == IDLE_LANE:
+        what = f"idle, {CAUSE_WORDS.get(str(lane.cls[i]), lane.cls[i])}: {what}"
+    elif lane.kind == DEVICE:
+        what = f"{lane.cls[i]} {what} · stream {lane.stream[i]}" + (f" · op {lane.op[i]}" if lane.op[i] else "")
+    return f"{what} · {ms(end - start)} at +{ms(start)}"
+
+
+def legend() -> list[str]:
+    """What the glyphs mean (plain text)."""
+    device = "  ".join(f"{c} {g}" for c, g in LEVELS.items())
+    idle = "  ".join(f"{CAUSE_LETTER[c]} {CAUSE_WORDS[c]}" for c in CAUSES)
+    return [f"device (share of the cell busy): {device}; host / modules: ▏name",
+            f"idle by cause (lower case: under half the cell): {idle}"]
+
+
+def picture_text(sides: tuple[SideLanes, SideLanes], width: int = 160, common: bool = True,
+                 f0: float = 0.0, f1: float = 1.0) -> str:
+    """The picture as plain text ``width`` characters wide: per side a title, a ruler (ms from
+    the step's start) and every lane, base above comparison; the legend last."""
+    title_w = min(TITLE, max(8, width // 5))
+    cells = max(10, width - title_w - 1)
+    lines = [f"Timeline · {'common scale' if common else 'each step on its own length'} · "
+             f"{cells} cells of {ms((views(sides, f0, f1, common)[0][1] - views(sides, f0, f1, common)[0][0]) / cells)}"
+             + ("" if common else " (base)")]
+    for side, (t0, t1) in zip(sides, views(sides, f0, f1, common)):
+        lines += ["", side_title(side, t0, t1), " " * (title_w + 1) + ruler(t0, t1, cells)]
+        for lane in side.lanes:
+            lines.append(f"{lane.title[:title_w]:<{title_w}} " + draw(lane, t0, t1, cells).text)
+    return "\n".join([*lines, "", *legend()]) + "\n"

@@ -1,0 +1,100 @@
+"""The Timeline screen (`T`, issue 26) in Pilot, on the hand-timed host-bound pair
+(fixtures/README.md: one step each, 800 µs vs 1500 µs; tests/test_lanes.py checks its cells).
+
+What the screen draws comes from perfcmp_core.lanes; here: the keys change the view as they
+say, the cursor names what lies under it on both sides, Enter leads to the op's rows on the
+Operators screen, and the table keys keep their meaning outside the Timeline.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui_support import aio, make_app, settle, shown, text_of
+
+US = 1000
+
+
+def _strips(app) -> list[str]:  # type: ignore[no-untyped-def]
+    return [s.text for s in app.screen.view._strips]
+
+
+@aio
+async def test_T_draws_both_steps_and_the_keys_move_the_view() -> None:
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("T")
+        await pilot.pause()
+        assert isinstance(app.screen, TimelineScreen)
+        view = app.screen.view
+        lines = _strips(app)
+        assert lines[0].startswith("BASE step 1 · 0.800 ms · showing 0.000 ms … 1.500 ms")
+        titles = [line[:16].strip() for line in lines]
+        assert titles[2:5] == ["compute s7", "host t19392", "idle"]
+        assert lines[5].startswith("COMPARISON step 1 · 1.500 ms")
+        assert view.cells == 80 - 16 - 1  # titles take a fifth of the width
+        # common scale: the base's 800 µs end just past the middle, its lanes blank after
+        end = int(0.8 / 1.5 * view.cells) + 1
+        assert lines[2][17 + end:].strip() == "" and lines[2][17:17 + end].strip() != ""
+        await pilot.press("o")  # each step on its own length
+        assert view.side_views() == ((0.0, 800 * US), (0.0, 1500 * US))
+        assert _strips(app)[0].startswith("BASE step 1 · 0.800 ms · showing 0.000 ms … 0.800 ms")
+        await pilot.press("o", "plus")  # zoom in twice around the cursor: the middle of cell 0 stays put
+        f0 = 0.5 / view.cells - 0.5 * 0.5 / view.cells
+        assert (view.f0, view.f1) == pytest.approx((f0, f0 + 0.5))
+        await pilot.press("l")  # pan a quarter of the width
+        assert view.f0 == pytest.approx(f0 + 0.5 * (view.cells // 4) / view.cells)
+        await pilot.press("h", "minus")
+        assert (view.f0, view.f1) == (0.0, 1.0)
+        await pilot.press("plus", "plus", "0")
+        assert (view.f0, view.f1) == (0.0, 1.0)
+        head = text_of(app.screen.query_one("#timeline-head"))
+        assert head.startswith("Timeline · common scale · a cell is 0.024 ms")  # 1.5 ms / 63
+        await pilot.press("q")
+        assert not isinstance(app.screen, TimelineScreen)
+
+
+@aio
+async def test_cursor_names_both_sides_and_enter_opens_the_op() -> None:
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("T")
+        await pilot.pause()
+        view = app.screen.view
+        # cell 8 of 63 over 1.5 ms: 202.4 µs — base: gemm (115–415 µs, launched by aten::linear)
+        # under aten::add (190–230); comparison: still the load_batch frame (host work, 2–298 µs)
+        await pilot.press(*["right"] * 8)
+        assert view.cursor == 8 and view.cursor_times()[0] == pytest.approx(8.5 * 1500 / 63 * US)
+        under = text_of(app.screen.query_one("#timeline-under")).splitlines()
+        assert under[0].startswith("base +0.202 ms: compute s7: compute gemm_kernel · stream 7 · op aten::linear"
+                                   " · 0.300 ms at +0.115 ms; host t19392: aten::add · 0.040 ms at +0.190 ms")
+        assert under[1].startswith("comparison +0.202 ms: idle: idle, host work: train.py(12): load_batch")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, TimelineScreen)
+        assert app.pane.spec.id == "operators"
+        names = {r["Operator Name"] for r in shown(app)}
+        assert names == {"aten::linear"}
+
+
+@aio
+async def test_table_keys_keep_their_meaning_outside_the_timeline() -> None:
+    """`-` / `+` hide and show a column on a table, `0` is no key without clusters; on the
+    Timeline they zoom and fit. S with one step per side says there is nothing to pick."""
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "l", "minus")
+        assert len(app.pane.view.hidden) == 1
+        await pilot.press("plus")
+        assert not app.pane.view.hidden
+        await pilot.press("T", "S")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ != "TimelineScreen"
+        assert any("one step on each side" in str(n.message) for n in app._notifications)

@@ -19,17 +19,24 @@ def _strips(app) -> list[str]:  # type: ignore[no-untyped-def]
     return [s.text for s in app.screen.view._strips]
 
 
+async def _opened(pilot, app):  # type: ignore[no-untyped-def]
+    """The Timeline opened with T once the comparison finished; its view."""
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    await settle(pilot, app)
+    await pilot.press("T")
+    await pilot.pause()
+    assert isinstance(app.screen, TimelineScreen)
+    return app.screen.view
+
+
 @aio
 async def test_T_draws_both_steps_and_the_keys_move_the_view() -> None:
     from perfcmp_tui.screens.timeline import TimelineScreen
 
     app = make_app("hostbound")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("T")
-        await pilot.pause()
-        assert isinstance(app.screen, TimelineScreen)
-        view = app.screen.view
+        view = await _opened(pilot, app)
         lines = _strips(app)
         assert lines[0].startswith("BASE step 1 · 0.800 ms · showing 0.000 ms … 1.500 ms")
         titles = [line[:16].strip() for line in lines]
@@ -63,10 +70,7 @@ async def test_cursor_names_both_sides_and_enter_opens_the_op() -> None:
 
     app = make_app("hostbound")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("T")
-        await pilot.pause()
-        view = app.screen.view
+        view = await _opened(pilot, app)
         # cell 8 of 63 over 1.5 ms: 202.4 µs — base: gemm (115–415 µs, launched by aten::linear)
         # under aten::add (190–230); comparison: still the load_batch frame (host work, 2–298 µs)
         await pilot.press(*["right"] * 8)

@@ -31,6 +31,7 @@ from perfcmp_core.compare.result import ComparisonResult, Screen as ScreenSpec
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import headlines
+from perfcmp_core.lanes import TIMELINE, SideLanes, sides_of
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 from perfcmp_core.view import TableView
@@ -156,6 +157,8 @@ class PerfCmpApp(App[int]):
         self._opener_keys = frozenset(key.strip() for b in self.BINDINGS if isinstance(b, Binding)
                                       and b.action in OPENS_SCREEN for key in b.key.split(","))
         self._held_on: Screen[object] | None = None  # the screen the held key was typed on
+        #: The Timeline table's lanes, by id of the table (indexed in the worker, see T)
+        self.timeline_sides: dict[int, tuple[SideLanes, SideLanes]] = {}
 
     @property
     def finished(self) -> bool:
@@ -259,7 +262,12 @@ class PerfCmpApp(App[int]):
             for event in self.source(lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return
-                view = TableView(event.table).prepare() if isinstance(event, TableReady) else None
+                view = None
+                if isinstance(event, TableReady) and event.table.name == TIMELINE:
+                    # the Timeline's lanes indexed here, as a table's view is: T costs no key this
+                    self.timeline_sides[id(event.table)] = sides_of(event.table)
+                elif isinstance(event, TableReady):
+                    view = TableView(event.table).prepare()
                 self.post_message(self.Arrived(event, view, run))
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
             if not worker.is_cancelled:
@@ -342,15 +350,14 @@ class PerfCmpApp(App[int]):
 
     def action_timeline(self) -> None:
         """T: one step of each side as lanes (:mod:`perfcmp_core.lanes`)."""
-        from perfcmp_core.lanes import TIMELINE, sides_of
-
         table = self.outcome.tables.get(TIMELINE)
         if table is None:
             why = self.outcome.absent.get(TIMELINE) or (
                 "the timeline is not drawn yet" if self.running else "no timeline in this run")
             self.notify(why, severity="warning", timeout=3)
             return
-        self.push_screen(TimelineScreen(sides_of(table)), self._timeline_closed)
+        sides = self.timeline_sides.get(id(table)) or sides_of(table)
+        self.push_screen(TimelineScreen(sides), self._timeline_closed)
 
     def _timeline_closed(self, choice: str | None) -> None:
         """Enter on the timeline: the op's rows on the Operators screen; S: pick a step."""

@@ -9,7 +9,8 @@ Lanes of a side, top to bottom (:data:`KINDS`):
 * ``device`` — one per stream that ran work in the step, its items classed ``compute``,
   ``communication``, ``copy`` or ``wait`` (the kinds of :func:`~perfcmp_core.explain.device.
   device_items`), named by the class (GPU) or the task type (NPU: ``AI_CORE``, ``HCCL`` …) that
-  holds most of its time;
+  holds most of its working time (waits count only on a stream that does nothing else);
+  an item without a stream (an NPU HCCL op row) goes to a lane named by its class alone;
 * ``host`` — per host thread, its outermost ops (ranges such as ``ProfilerStep#N`` and user
   annotations are not ops, :func:`~perfcmp_core.explain.host.ranges`);
 * ``module`` — with stacks, the nn.Module frames of the first two module nesting levels holding
@@ -114,10 +115,13 @@ def _device(profile: Profile, lo: int, hi: int, top: np.ndarray) -> pd.DataFrame
     cls = np.array([CLASS_OF_KIND[c] for c in range(4)], dtype=object)[items.kind[keep]]
     word = cls if profile.meta.kind == "gpu" else np.where(
         k["task_type"].to_numpy(dtype=object)[rows] != "", k["task_type"].to_numpy(dtype=object)[rows], cls)
-    # A stream is named by the word holding most of its time in the step.
-    by = pd.DataFrame({"stream": stream, "word": word, "ns": e - s}).groupby(["stream", "word"], sort=True)["ns"].sum()
+    # A stream is named by the word holding most of its working time in the step: waits count
+    # only on a stream that does nothing else (an NPU compute stream waits on events at length).
+    work = (e - s) * (cls != "wait") + (cls == "wait")
+    by = pd.DataFrame({"stream": stream, "word": word, "ns": work}).groupby(["stream", "word"], sort=True)["ns"].sum()
     main = by.sort_values(ascending=False, kind="stable").reset_index().drop_duplicates("stream").set_index("stream")["word"]
-    lane = pd.Series(stream).map({x: f"{main[x]} s{x}" for x in main.index}).to_numpy(dtype=object)
+    lane = pd.Series(stream).map({x: f"{main[x]} s{x}" if x >= 0 else str(main[x])
+                                  for x in main.index}).to_numpy(dtype=object)
     names = profile.ops["name"].to_numpy(dtype=object)
     lrow = items.launch_row[keep]
     outer = np.where(lrow >= 0, top[np.maximum(lrow, 0)] if len(top) else -1, -1)

@@ -84,22 +84,31 @@ class SideLanes:
 
 def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
     """The base and comparison lanes of a ``Timeline`` table, lanes ordered by kind
-    (:data:`~.build.KINDS`) then title; each lane's items sorted by start and indexed."""
+    (:data:`~.build.KINDS`) then title; each lane's items sorted by start and indexed.
+
+    Columnar (one sort per side, then a slice per lane): the app runs it as the table arrives, so
+    opening the Timeline costs no key its time."""
     data = table.data
+    side_of = data["side"].to_numpy(dtype=object)
+    kind = data["kind"].to_numpy(dtype=object)
+    lane = data["lane"].to_numpy(dtype=object)
+    start, end = data["start_ns"].to_numpy(dtype="int64"), data["end_ns"].to_numpy(dtype="int64")
+    text = {c: data[c].to_numpy(dtype=object) for c in ("name", "cls", "op")}
+    stream = data["stream"].to_numpy(dtype="int64")
     out = []
     for side in SIDES:
-        mine = data[data["side"].to_numpy(dtype=object) == side]
-        head = mine[mine["kind"].to_numpy(dtype=object) == STEP_ROW]
-        if head.empty:
+        mine = side_of == side
+        head = np.flatnonzero(mine & (kind == STEP_ROW))
+        if not len(head):
             raise ValueError(f"{TIMELINE}: no {side} step row")
-        items = mine[mine["kind"].to_numpy(dtype=object) != STEP_ROW]
-        rank = items["kind"].map({k: i for i, k in enumerate(KINDS)}).to_numpy()
-        items = items.assign(_rank=rank).sort_values(["_rank", "lane", "start_ns"], kind="stable")
+        rows = np.flatnonzero(mine & (kind != STEP_ROW))
+        rank = np.select([kind[rows] == k for k in KINDS], list(range(len(KINDS))), len(KINDS))
+        codes, _ = pd.factorize(lane[rows], sort=True)
+        rows = rows[np.lexsort((start[rows], codes, rank))]
+        cut = np.flatnonzero(lane[rows][1:] != lane[rows][:-1]) + 1
         lanes = []
-        for (_, title), grp in items.groupby(["_rank", "lane"], sort=False):
-            lanes.append(Lane(str(title), str(grp["kind"].iat[0]),
-                              LaneIndex.of(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy()),
-                              *(grp[c].to_numpy(dtype=object) for c in ("name", "cls")),
-                              grp["stream"].to_numpy(dtype="int64"), grp["op"].to_numpy(dtype=object)))
-        out.append(SideLanes(side, int(head["stream"].iat[0]), int(head["end_ns"].iat[0]), tuple(lanes)))
+        for part in np.split(rows, cut) if len(rows) else []:
+            lanes.append(Lane(str(lane[part[0]]), str(kind[part[0]]), LaneIndex.of(start[part], end[part]),
+                              text["name"][part], text["cls"][part], stream[part], text["op"][part]))
+        out.append(SideLanes(side, int(stream[head[0]]), int(end[head[0]]), tuple(lanes)))
     return out[0], out[1]

@@ -54,6 +54,7 @@ class TimelineView(ScrollView, can_focus=True):
         self.common = True
         self.cursor = 0  # cell column
         self._strips: list[Strip] = []
+        self._built_for = -1  # the width the rows were drawn for
 
     # -- geometry -----------------------------------------------------------------------------
     @property
@@ -76,6 +77,9 @@ class TimelineView(ScrollView, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------------------
     def on_resize(self) -> None:
+        """Redraw for a new width; a new height only shows more or fewer of the same rows."""
+        if self._strips and self._built_for == self.size.width:
+            return
         self.cursor = min(self.cursor, self.cells - 1)
         self.rebuild()
 
@@ -91,6 +95,7 @@ class TimelineView(ScrollView, can_focus=True):
                 row = draw(lane, t0, t1, cells)
                 strips.append(Strip([Segment(f"{lane.title[:tw]:<{tw}} "), *self._cells(row.text, row.cls)]))
         self._strips = strips
+        self._built_for = width
         self.virtual_size = Size(width, len(strips))
         self.refresh()
         self.post_message(self.Moved())

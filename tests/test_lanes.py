@@ -162,3 +162,22 @@ def test_real_llama_lanes_account_for_the_step() -> None:
     assert [lane.title for lane in side.lanes if lane.kind == "module"] == ["modules L1", "modules L2"]
     decoder = next(lane for lane in side.lanes if lane.title == "modules L2")
     assert sum(str(n).startswith("LlamaDecoderLayer") for n in decoder.name) == 16
+
+
+def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``export`` writes ``<workbook>_timeline.txt``: the same picture, 160 wide; the workbook
+    holds no Timeline sheet (the table is for the screens and --json)."""
+    import pandas as pd
+
+    from perfcmp_tui.cli import main
+
+    code = main(["export", str(PATTERNS / "step_base.pt.trace.json"),
+                 str(PATTERNS / "step_hostbound.pt.trace.json"), "-o", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    book = next(tmp_path.glob("performance_comparison_result_*.xlsx"))
+    picture = book.with_name(book.stem + "_timeline.txt")
+    assert f"Timeline of one step per side: {picture}" in out
+    assert picture.read_text(encoding="utf-8") == picture_text(pattern, 160)
+    assert "Timeline" not in pd.ExcelFile(book).sheet_names

@@ -181,3 +181,23 @@ def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path, 
     assert f"Timeline of one step per side: {picture}" in out
     assert picture.read_text(encoding="utf-8") == picture_text(pattern, 160)
     assert "Timeline" not in pd.ExcelFile(book).sheet_names
+
+
+def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:
+    """base a 10 + b 5 ns, comparison a 12, b 9 and c 100 (c only there: no growth of c):
+    b grew 4, a 2; the marks row holds ^ where b or a covers most of a device cell."""
+    from perfcmp_core.lanes import Lane, SideLanes
+    from perfcmp_core.lanes.picture import GREW, grown, marks
+
+    def side(name: str, items: list[tuple[str, int, int]]) -> SideLanes:
+        n = np.array([i[0] for i in items], dtype=object)
+        lane = Lane("compute s7", "device", LaneIndex.of(np.array([i[1] for i in items]), np.array([i[2] for i in items])),
+                    n, np.full(len(n), "compute", dtype=object), np.full(len(n), 7), np.full(len(n), "", dtype=object))
+        return SideLanes(name, 1, 200, (lane,))
+
+    base = side("base", [("a", 0, 10), ("b", 20, 25)])
+    comp = side("comparison", [("a", 0, 12), ("b", 20, 29), ("c", 50, 150)])
+    assert grown((base, comp)) == ["b", "a"]
+    assert grown((base, comp), 1) == ["b"]
+    rows = [draw(lane, 0, 200, 20) for lane in comp.lanes]  # cells of 10 ns
+    assert marks(comp, rows, {"b", "a"}) == GREW * 3 + " " * 17  # a 10 of cell 0, a 2 / b 9 / c …

@@ -102,3 +102,44 @@ async def test_table_keys_keep_their_meaning_outside_the_timeline() -> None:
         await pilot.pause()
         assert app.screen.__class__.__name__ != "TimelineScreen"
         assert any("one step on each side" in str(n.message) for n in app._notifications)
+
+
+@aio
+async def test_T_on_an_operator_row_marks_where_that_op_runs() -> None:
+    """`T` on Operators' aten::mul row: the marks row holds ▾ wherever aten::mul (the host op,
+    or a kernel it launched) covers most of a cell, on both sides; the cursor starts at its
+    first cell on the base side (240 µs of 1.5 ms in 63 cells: cell 10)."""
+    from perfcmp_core.lanes.picture import FOCUS, draw, marks
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        names = [r["Operator Name"] for r in shown(app)]
+        await pilot.press(*["j"] * names.index("aten::mul"), "T")
+        await pilot.pause()
+        view = app.screen.view
+        assert view.op == "aten::mul" and view.cursor == int(240 / 1500 * view.cells) == 10
+        lines = _strips(app)
+        marked = [line[17:] for line in lines if line.startswith("marks")]
+        assert len(marked) == 2
+        for side, (t0, t1), row in zip(view.sides, view.side_views(), marked):
+            expect = marks(side, [draw(lane, t0, t1, view.cells) for lane in side.lanes], set(), "aten::mul")
+            assert row == expect and FOCUS in row
+        # base: the host op 240–390 µs and its kernel 620–720 µs
+        cells = [i for i, c in enumerate(marked[0]) if c == FOCUS]
+        assert cells[0] == 10 and cells[-1] == int(720 / 1500 * 63)
+        legend = text_of(app.screen.query_one("#timeline-legend"))
+        assert "▾ aten::mul runs" in legend
+
+
+@aio
+async def test_no_color_draws_the_same_glyphs_without_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(pilot, app)
+        assert not view.colour
+        colours = {seg.style.color for strip in view._strips for seg in strip if seg.style}
+        assert colours <= {None}
+        assert "▂" in _strips(app)[2] and "H" in _strips(app)[4]

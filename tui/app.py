@@ -44,7 +44,7 @@ from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
 from .screens.step_picker import Choice, StepPicker, step_choices
-from .screens.timeline import PICK_STEPS, TimelineScreen
+from .screens.timeline import PICK_STEPS, TimelineScreen, row_op
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
@@ -357,7 +357,9 @@ class PerfCmpApp(App[int]):
             self.notify(why, severity="warning", timeout=3)
             return
         sides = self.timeline_sides.get(id(table)) or sides_of(table)
-        self.push_screen(TimelineScreen(sides), self._timeline_closed)
+        view = self.pane.view
+        op = row_op(self.pane.spec.id, view.table if view else None, self.pane.frame.current_row)
+        self.push_screen(TimelineScreen(sides, op), self._timeline_closed)
 
     def _timeline_closed(self, choice: str | None) -> None:
         """Enter on the timeline: the op's rows on the Operators screen; S: pick a step."""

@@ -9,7 +9,9 @@ class has its own glyphs (colour only repeats them), so the picture reads under 
 * host and module lanes — each run of cells under one op / module reads ``▏name…`` (the name
   as far as the run allows);
 * the idle lane — the cause's letter (:data:`CAUSE_LETTER`), upper case when idle time of that
-  cause fills at least half the cell, lower case below.
+  cause fills at least half the cell, lower case below;
+* a marks row under each side's lanes — ``^`` where one of the kernels that grew most runs
+  (:func:`grown`), ``▾`` where the op asked for runs (`T` on an operator row).
 
 Cells are placed by :meth:`~.bins.LaneIndex.cells`; a view is ``(t0, t1)`` in ns from each
 step's start. On the *common* scale both steps share one ``t0 … t1``; on their *own* scale each
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..explain.idle import CAUSES
 from .bins import Cells
@@ -67,6 +70,51 @@ def draw(lane: Lane, t0: float, t1: float, width: int) -> Row:
             sel = (cls == c) & (item >= 0)
             text[sel] = np.array(list(LEVELS.get(c, "▂▄▆█")), dtype=object)[level[sel]]
     return Row("".join(text), [str(c) for c in cls], cells)
+
+
+#: Glyphs of the marks row under a side's lanes: a cell where one of the kernels that grew most
+#: runs, and one where the op asked for runs (which wins when both do).
+GREW, FOCUS = "^", "▾"
+#: How many grown kernels are marked.
+GROWN = 3
+
+
+def grown(sides: tuple[SideLanes, SideLanes], n: int = GROWN) -> list[str]:
+    """The ``n`` kernels whose device time in the step grew most, comparison over base, largest
+    first: only names both steps ran (GPU and NPU kernels are named apart; a kernel only one side
+    runs is no growth of that kernel)."""
+    totals = []
+    for side in sides:
+        per: dict[str, float] = {}
+        for lane in side.lanes:
+            if lane.kind == DEVICE and len(lane.index):
+                dur = lane.index.end - lane.index.start
+                codes, names = pd.factorize(pd.Series(lane.name, dtype=object))
+                sums = np.bincount(codes, weights=dur, minlength=len(names))
+                for name, ns in zip(names, sums):
+                    per[str(name)] = per.get(str(name), 0.0) + float(ns)
+        totals.append(per)
+    base, comp = totals
+    growth = sorted(((comp[k] - base[k], k) for k in base.keys() & comp.keys() if comp[k] > base[k]),
+                    key=lambda g: (-g[0], g[1]))
+    return [k for _, k in growth[:n]]
+
+
+def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> str:
+    """The marks row of a side drawn as ``rows`` (one per lane, in order): :data:`FOCUS` where
+    ``op`` runs (a device item it launched or the host op itself), :data:`GREW` where one of
+    ``kernels`` covers most of a device cell, blank elsewhere."""
+    width = len(rows[0].text) if rows else 0
+    out = np.full(width, " ", dtype=object)
+    for lane, row in zip(side.lanes, rows):
+        item = row.cells.item
+        has = item >= 0
+        at = np.maximum(item, 0)
+        if lane.kind == DEVICE and kernels and len(lane.name):
+            out[has & np.isin(lane.name[at], list(kernels)) & (out != FOCUS)] = GREW
+        if op and lane.kind in (DEVICE, HOST) and len(lane.op):
+            out[has & (lane.op[at] == op)] = FOCUS
+    return "".join(out)
 
 
 def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
@@ -136,12 +184,26 @@ def describe(lane: Lane, i: int) -> str:
     return f"{what} · {ms(end - start)} at +{ms(start)}"
 
 
-def legend() -> list[str]:
-    """What the glyphs mean (plain text)."""
+def legend(kernels: list[str] | None = None, op: str = "") -> list[str]:
+    """What the glyphs mean (plain text); ``kernels``: the grown kernels marked, ``op``: the op
+    marked."""
     device = "  ".join(f"{c} {g}" for c, g in LEVELS.items())
     idle = "  ".join(f"{CAUSE_LETTER[c]} {CAUSE_WORDS[c]}" for c in CAUSES)
-    return [f"device (share of the cell busy): {device}; host / modules: ▏name",
-            f"idle by cause (lower case: under half the cell): {idle}"]
+    out = [f"device (share of the cell busy): {device}; host / modules: ▏name",
+           f"idle by cause (lower case: under half the cell): {idle}"]
+    if kernels or op:
+        out.append("marks: " + "; ".join(
+            ([f"{FOCUS} {op} runs"] if op else [])
+            + ([f"{GREW} grew most: " + ", ".join(short(k) for k in kernels)] if kernels else [])))
+    return out
+
+
+def short(name: str, width: int = 48) -> str:
+    """A long name cut in the middle, keeping both ends (C++ kernel names differ at either)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[len(name) - (width - 1 - head):]
 
 
 def picture_text(sides: tuple[SideLanes, SideLanes], width: int = 160, common: bool = True,
@@ -153,8 +215,11 @@ def picture_text(sides: tuple[SideLanes, SideLanes], width: int = 160, common: b
     lines = [f"Timeline · {'common scale' if common else 'each step on its own length'} · "
              f"{cells} cells of {ms((views(sides, f0, f1, common)[0][1] - views(sides, f0, f1, common)[0][0]) / cells)}"
              + ("" if common else " (base)")]
+    kernels = grown(sides)
     for side, (t0, t1) in zip(sides, views(sides, f0, f1, common)):
         lines += ["", side_title(side, t0, t1), " " * (title_w + 1) + ruler(t0, t1, cells)]
-        for lane in side.lanes:
-            lines.append(f"{lane.title[:title_w]:<{title_w}} " + draw(lane, t0, t1, cells).text)
-    return "\n".join([*lines, "", *legend()]) + "\n"
+        rows = [draw(lane, t0, t1, cells) for lane in side.lanes]
+        lines += [f"{lane.title[:title_w]:<{title_w}} " + row.text for lane, row in zip(side.lanes, rows)]
+        if kernels:
+            lines.append(f"{'marks':<{title_w}} " + marks(side, rows, set(kernels)))
+    return "\n".join([*lines, "", *legend(kernels)]) + "\n"

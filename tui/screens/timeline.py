@@ -22,9 +22,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import TITLE, describe, draw, legend, ms, ruler, side_title, under, views
+from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, describe, draw, grown, legend, marks, ms, ruler,
+                                        side_title, under, views)
 
 from ..widgets.pictures import draws_colour
 
@@ -33,7 +35,7 @@ COLOURS: dict[str, str] = {
     "compute": "green3", "communication": "medium_purple2", "copy": "dark_cyan", "wait": "grey62",
     "op": "dodger_blue2", "module": "gold3",
     "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
-    "unknown": "grey50",
+    "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
 }
 #: Zoom factor of one `+` / `-`; the narrowest view (a share of the scale).
 ZOOM, MIN_SHARE = 2.0, 1e-5
@@ -46,10 +48,13 @@ class TimelineView(ScrollView, can_focus=True):
     class Moved(Message):
         """The view or the cursor changed (the screen re-describes what is under it)."""
 
-    def __init__(self, sides: tuple[SideLanes, SideLanes], colour: bool, **kwargs: object) -> None:
+    def __init__(self, sides: tuple[SideLanes, SideLanes], colour: bool, op: str = "",
+                 **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.sides = sides
         self.colour = colour
+        self.op = op  # marked where it runs (T on an operator row); the cursor starts on it
+        self.kernels = grown(sides)
         self.f0, self.f1 = 0.0, 1.0
         self.common = True
         self.cursor = 0  # cell column
@@ -80,8 +85,19 @@ class TimelineView(ScrollView, can_focus=True):
         """Redraw for a new width; a new height only shows more or fewer of the same rows."""
         if self._strips and self._built_for == self.size.width:
             return
+        if not self._strips and self.op:
+            self.cursor = self._first_cell(self.op)
         self.cursor = min(self.cursor, self.cells - 1)
         self.rebuild()
+
+    def _first_cell(self, op: str) -> int:
+        """The cell where ``op`` first runs on the base side (or the comparison's), 0 if never."""
+        for side, (t0, t1) in zip(self.sides, self.side_views()):
+            starts = [lane.index.start[lane.op == op].min() for lane in side.lanes
+                      if lane.kind in (DEVICE, HOST) and (lane.op == op).any()]
+            if starts:
+                return int((min(starts) - t0) / (t1 - t0) * self.cells)
+        return 0
 
     def rebuild(self) -> None:
         """Draw every row anew (each lane: a few binary searches per cell)."""
@@ -91,9 +107,13 @@ class TimelineView(ScrollView, can_focus=True):
         for side, (t0, t1) in zip(self.sides, self.side_views()):
             strips.append(Strip([Segment(side_title(side, t0, t1)[:width], bold)]))
             strips.append(Strip([Segment(" " * (tw + 1) + ruler(t0, t1, cells))]))
-            for lane in side.lanes:
-                row = draw(lane, t0, t1, cells)
+            rows = [draw(lane, t0, t1, cells) for lane in side.lanes]
+            for lane, row in zip(side.lanes, rows):
                 strips.append(Strip([Segment(f"{lane.title[:tw]:<{tw}} "), *self._cells(row.text, row.cls)]))
+            if self.kernels or self.op:
+                text = marks(side, rows, set(self.kernels), self.op)
+                cls = ["focus" if c == FOCUS else "grew" if c == GREW else "" for c in text]
+                strips.append(Strip([Segment(f"{'marks':<{tw}} "), *self._cells(text, cls)]))
         self._strips = strips
         self._built_for = width
         self.virtual_size = Size(width, len(strips))
@@ -107,7 +127,7 @@ class TimelineView(ScrollView, can_focus=True):
         for i in range(1, len(text) + 1):
             if i == len(text) or cls[i] != cls[start] or i == self.cursor or i == self.cursor + 1:
                 colour = COLOURS.get(cls[start]) if self.colour and cls[start] else None
-                style = Style(color=colour, reverse=start == self.cursor)
+                style = Style.parse(colour or "") + Style(reverse=start == self.cursor)
                 out.append(Segment(text[start:i], style))
                 start = i
         return out
@@ -200,16 +220,19 @@ class TimelineScreen(ModalScreen[str | None]):
         Binding("escape,q,T", "close", "Close"),
     ]
 
-    def __init__(self, sides: tuple[SideLanes, SideLanes]) -> None:
+    def __init__(self, sides: tuple[SideLanes, SideLanes], op: str = "") -> None:
         super().__init__()
         self.sides = sides
+        self.op = op
 
     def compose(self) -> ComposeResult:
         with Vertical(id="timeline-box"):
             yield Static(id="timeline-head")
-            yield TimelineView(self.sides, draws_colour(self.app), id="timeline-view")
+            view = TimelineView(self.sides, draws_colour(self.app), self.op, id="timeline-view")
+            yield view
             yield Static(id="timeline-under")
-            yield Static(Text("\n".join(legend())), id="timeline-legend")
+            yield Static(Text("\n".join(legend(view.kernels, self.op)), overflow="ellipsis"),
+                         id="timeline-legend")
 
     def on_mount(self) -> None:
         self.query_one(TimelineView).focus()
@@ -259,3 +282,21 @@ class TimelineScreen(ModalScreen[str | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+#: The screens whose rows name an op (`T` there marks where it runs), and the columns naming it.
+OP_SCREENS = ("operators", "modules", "kernels", "api")
+OP_COLUMNS = ("name", "op", "base_op", "base_name", "comp_op", "comp_name")
+
+
+def row_op(screen_id: str, table: Table | None, row: int | None) -> str:
+    """The op the cursor row of a table names ("" for a row naming none, a [ TOTAL ] row, or a
+    screen whose rows are no ops)."""
+    if screen_id not in OP_SCREENS or table is None or row is None:
+        return ""
+    for key in OP_COLUMNS:
+        if key in table.data.columns:
+            value = str(table.data[key].iat[row]).strip()
+            if value and value != "[ TOTAL ]":
+                return value
+    return ""

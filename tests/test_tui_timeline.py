@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui_support import aio, make_app, settle, shown, text_of
+from tests.tui_support import ROOT, aio, make_app, settle, shown, text_of
 
 US = 1000
 
@@ -143,3 +143,46 @@ async def test_no_color_draws_the_same_glyphs_without_colour(monkeypatch: pytest
         colours = {seg.style.color for strip in view._strips for seg in strip if seg.style}
         assert colours <= {None}
         assert "▂" in _strips(app)[2] and "H" in _strips(app)[4]
+
+
+H200 = ROOT.parent / "shared" / "data" / "gpu-real" / "h200"
+REAL_PAIR = (H200 / "gpt2_train_bf16_base.pt.trace.json.gz", H200 / "gpt2_train_bf16_hostbound.pt.trace.json.gz")
+
+
+@pytest.mark.skipif(not REAL_PAIR[0].exists(), reason="../shared/data absent")
+def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
+    """The installed command in tmux on the real host-bound GPT-2 pair: T draws both median
+    steps, → moves the cursor by one cell of the longer step, q closes the Timeline."""
+    import shutil
+
+    from perfcmp_core.explain import explain_profile
+    from perfcmp_core.lanes.build import median_step
+    from perfcmp_core.load import load_profile
+    from tests.test_tui_e2e import EXE, READY, Terminal, app_command
+
+    if shutil.which("tmux") is None or not EXE.exists():
+        pytest.skip("tmux or the installed command is missing")
+    windows = []
+    for path in REAL_PAIR:
+        ex = explain_profile(load_profile(str(path)))
+        w = ex.windows.set_index("step")
+        step = median_step(ex)
+        windows.append((step, int(w.at[step, "end_ns"] - w.at[step, "start_ns"])))
+    cell = max(n for _, n in windows) / (120 - 22 - 1)  # 120 columns: titles 22, a space
+    term = Terminal(app_command(*map(str, REAL_PAIR)), (120, 40))
+    try:
+        term.wait(READY, absent="Esc / q cancels", timeout=180)
+        term.keys("T")
+        screen = term.wait("BASE step", "COMPARISON step", "idle by cause")
+        for (step, n), side in zip(windows, ("BASE", "COMPARISON")):
+            assert f"{side} step {step} · {n / 1e6:,.3f} ms" in screen
+        assert f"base +{0.5 * cell / 1e6:,.3f} ms:" in screen
+        term.keys("Right", "Right", "Right")
+        screen = term.wait(f"base +{3.5 * cell / 1e6:,.3f} ms:")
+        assert f"comparison +{3.5 * cell / 1e6:,.3f} ms:" in screen  # one scale: the same time
+        term.keys("q")
+        term.wait(READY, absent="BASE step")
+        term.keys("q")
+        term.wait("EXIT:0")
+    finally:
+        term.close()

@@ -201,3 +201,27 @@ def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:
     assert grown((base, comp), 1) == ["b"]
     rows = [draw(lane, 0, 200, 20) for lane in comp.lanes]  # cells of 10 ns
     assert marks(comp, rows, {"b", "a"}) == GREW * 3 + " " * 17  # a 10 of cell 0, a 2 / b 9 / c …
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="../shared/data absent")
+def test_real_llama_anchor_is_the_first_backward_op() -> None:
+    """Aligning at the backward pass: the base's median step against step 3 of the same trace,
+    each anchor the first ``autograd::engine::evaluate_function`` op of its window (read from the
+    profile's ops here), the comparison's view shifted by their difference."""
+    from perfcmp_core.lanes.picture import BACKWARD, anchor_ns, views
+
+    profile = load_profile(str(REAL))
+    ex = explain_profile(profile)
+    sides = sides_of(timeline_table((profile, ex), (profile, ex), (None, 3)))
+    ops = profile.ops
+    expect = []
+    for side in sides:
+        lo, hi = (int(x) for x in ex.windows.loc[ex.windows["step"] == side.step, ["start_ns", "end_ns"]].iloc[0])
+        start = ops["start_ns"].to_numpy()
+        back = ops["name"].astype(str).str.startswith(BACKWARD).to_numpy() & (start >= lo) & (start < hi)
+        expect.append(int(start[back].min()) - lo)
+    assert [anchor_ns(s) for s in sides] == expect
+    shift = expect[1] - expect[0]
+    longest = max(s.window_ns for s in sides)
+    assert views(sides, 0.0, 0.5, True, anchored=True) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
+    assert views(sides, 0.0, 1.0, False, anchored=True) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))

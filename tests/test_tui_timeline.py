@@ -58,6 +58,9 @@ async def test_T_draws_both_steps_and_the_keys_move_the_view() -> None:
         assert (view.f0, view.f1) == (0.0, 1.0)
         await pilot.press("plus", "plus", "0")
         assert (view.f0, view.f1) == (0.0, 1.0)
+        await pilot.press("a")  # no backward op in these steps: nothing to align
+        assert not view.anchored
+        assert any("nothing to align" in str(n.message) for n in app._notifications)
         head = text_of(app.screen.query_one("#timeline-head"))
         assert head.startswith("Timeline · common scale · a cell is 0.024 ms")  # 1.5 ms / 63
         await pilot.press("q")
@@ -186,3 +189,21 @@ def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
         term.wait("EXIT:0")
     finally:
         term.close()
+
+
+@aio
+async def test_a_aligns_the_backward_passes() -> None:
+    """The GPU training pair (fixtures/README.md): `a` shifts the comparison's view by how much
+    later its first backward op starts; `a` again undoes it."""
+    from perfcmp_core.lanes.picture import anchor_ns
+
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _opened(pilot, app)
+        shift = anchor_ns(view.sides[1]) - anchor_ns(view.sides[0])
+        before = view.side_views()
+        await pilot.press("a")
+        assert view.anchored and view.side_views() == (before[0], (before[1][0] + shift, before[1][1] + shift))
+        assert "to align the backward pass" in text_of(app.screen.query_one("#timeline-head"))
+        await pilot.press("a")
+        assert view.side_views() == before

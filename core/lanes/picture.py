@@ -134,12 +134,36 @@ def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
     return out
 
 
-def views(sides: tuple[SideLanes, SideLanes], f0: float, f1: float, common: bool) -> tuple[tuple[float, float], ...]:
+def views(sides: tuple[SideLanes, SideLanes], f0: float, f1: float, common: bool,
+          anchored: bool = False) -> tuple[tuple[float, float], ...]:
     """Each side's ``(t0, t1)`` for the share ``f0 … f1`` of the scale: the longer window on the
-    common scale, each side's own window otherwise."""
+    common scale, each side's own window otherwise. ``anchored`` (common scale only): the
+    comparison shifted so that its first backward op starts in the same column as the base's
+    (:func:`anchor_ns`), when both have one."""
     longest = max(s.window_ns for s in sides)
-    return tuple(((f0 * (longest if common else s.window_ns)), (f1 * (longest if common else s.window_ns)))
-                 for s in sides)
+    out = [((f0 * (longest if common else s.window_ns)), (f1 * (longest if common else s.window_ns)))
+           for s in sides]
+    shift = anchor_shift(sides) if anchored and common else 0.0
+    (b0, b1), (c0, c1) = out
+    return (b0, b1), (c0 + shift, c1 + shift)
+
+
+#: Where the backward pass starts: the autograd engine's first op (torch and torch_npu alike).
+BACKWARD = "autograd::engine::evaluate_function"
+
+
+def anchor_ns(side: SideLanes) -> float | None:
+    """When the side's first backward op starts, in ns from its step's start (None: no host op
+    of the step is one)."""
+    starts = [float(lane.index.start[i]) for lane in side.lanes if lane.kind == HOST
+              for i in np.flatnonzero(pd.Series(lane.name, dtype=object).str.startswith(BACKWARD).to_numpy())[:1]]
+    return min(starts) if starts else None
+
+
+def anchor_shift(sides: tuple[SideLanes, SideLanes]) -> float:
+    """How much later the comparison's backward pass starts than the base's (0 without one)."""
+    a, b = (anchor_ns(s) for s in sides)
+    return b - a if a is not None and b is not None else 0.0
 
 
 def ms(ns: float) -> str:

@@ -25,7 +25,7 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, describe, draw, grown, legend, marks, ms, ruler,
+from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, anchor_ns, anchor_shift, describe, draw, grown, legend, marks, ms, ruler,
                                         side_title, under, views)
 
 from ..widgets.pictures import draws_colour
@@ -57,6 +57,7 @@ class TimelineView(ScrollView, can_focus=True):
         self.kernels = grown(sides)
         self.f0, self.f1 = 0.0, 1.0
         self.common = True
+        self.anchored = False  # the comparison shifted to start its backward pass with the base's
         self.cursor = 0  # cell column
         self._strips: list[Strip] = []
         self._built_for = -1  # the width the rows were drawn for
@@ -71,7 +72,7 @@ class TimelineView(ScrollView, can_focus=True):
         return max(1, self.size.width - self.title_width - 1)
 
     def side_views(self) -> tuple[tuple[float, float], ...]:
-        return views(self.sides, self.f0, self.f1, self.common)
+        return views(self.sides, self.f0, self.f1, self.common, self.anchored)
 
     def cursor_times(self) -> tuple[float, float]:
         """Each side's time under the cursor (the middle of its cell)."""
@@ -165,6 +166,15 @@ class TimelineView(ScrollView, can_focus=True):
         self.common = not self.common
         self.rebuild()
 
+    def toggle_anchor(self) -> bool:
+        """Align (or not) both steps at their first backward op; False where a side has none."""
+        if anchor_ns(self.sides[0]) is None or anchor_ns(self.sides[1]) is None:
+            return False
+        self.anchored = not self.anchored
+        self.common = True
+        self.rebuild()
+        return True
+
     def move_cursor(self, step: int) -> None:
         """Move the cursor; past an edge the view pans instead."""
         to = self.cursor + step
@@ -215,6 +225,7 @@ class TimelineScreen(ModalScreen[str | None]):
         Binding("right", "cursor(1)", "Cursor right", show=False),
         Binding("0", "fit", "Fit"),
         Binding("o", "scale", "Scale"),
+        Binding("a", "anchor", "Align backward"),
         Binding("enter", "open_op", "Op"),
         Binding("S", "steps", "Steps"),
         Binding("escape,q,T", "close", "Close"),
@@ -244,10 +255,12 @@ class TimelineScreen(ModalScreen[str | None]):
     def on_timeline_view_moved(self, _: TimelineView.Moved) -> None:
         view = self.view
         scale = "common scale" if view.common else "each step on its own length"
+        if view.anchored:
+            scale += f", comparison shifted {ms(anchor_shift(self.sides))} to align the backward pass"
         share = (view.side_views()[0][1] - view.side_views()[0][0]) / view.cells
         self.query_one("#timeline-head", Static).update(Text(
             f"Timeline · {scale} · a cell is {ms(share)}  (+/- zoom, h/l pan, ←/→ cursor, 0 fit, "
-            "o scale, Enter op, S step, q close)", no_wrap=True, overflow="ellipsis"))
+            "o scale, a align, Enter op, S step, q close)", no_wrap=True, overflow="ellipsis"))
         lines = []
         for side, found in zip(self.sides, view.under_cursor()):
             t = view.cursor_times()[self.sides.index(side)]
@@ -268,6 +281,11 @@ class TimelineScreen(ModalScreen[str | None]):
 
     def action_scale(self) -> None:
         self.view.toggle_scale()
+
+    def action_anchor(self) -> None:
+        if not self.view.toggle_anchor():
+            self.notify("no backward op (autograd::engine::evaluate_function) in one of the steps: "
+                        "nothing to align", severity="warning", timeout=3)
 
     def action_open_op(self) -> None:
         op = self.view.op_under_cursor()

@@ -37,8 +37,8 @@ COLOURS: dict[str, str] = {
     "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
     "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
 }
-#: Zoom factor of one `+` / `-`; the narrowest view (a share of the scale).
-ZOOM, MIN_SHARE = 2.0, 1e-5
+#: The narrowest view, as a share of the scale (`+` halves the view, `-` doubles it).
+MIN_SHARE = 1e-5
 
 
 class TimelineView(ScrollView, can_focus=True):

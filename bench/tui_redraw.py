@@ -63,11 +63,11 @@ SESSION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Advisor", ("8", "j", "d")),
 )
 #: ``--timeline``: the Timeline's keys instead (issue 26): open it, move the cursor, zoom in four
-#: times, pan, zoom out, switch the scale twice, fit, close.
+#: times, pan, zoom out, switch the scale twice, align the backward passes and back, fit, close.
 TIMELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("(no key)", ("f20", "f20", "f20")),
     ("Timeline", ("T", "right", "right", "right", "plus", "plus", "plus", "plus", "l", "l", "h",
-                  "left", "minus", "o", "o", "0", "q")),
+                  "left", "minus", "o", "o", "a", "a", "0", "q")),
 )
 
 

@@ -187,7 +187,7 @@ def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:
     """base a 10 + b 5 ns, comparison a 12, b 9 and c 100 (c only there: no growth of c):
     b grew 4, a 2; the marks row holds ^ where b or a covers most of a device cell."""
     from perfcmp_core.lanes import Lane, SideLanes
-    from perfcmp_core.lanes.picture import GREW, grown, marks
+    from perfcmp_core.lanes.picture import FOCUS, GREW, grown, marks
 
     def side(name: str, items: list[tuple[str, int, int]]) -> SideLanes:
         n = np.array([i[0] for i in items], dtype=object)
@@ -201,6 +201,9 @@ def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:
     assert grown((base, comp), 1) == ["b"]
     rows = [draw(lane, 0, 200, 20) for lane in comp.lanes]  # cells of 10 ns
     assert marks(comp, rows, {"b", "a"}) == GREW * 3 + " " * 17  # a 10 of cell 0, a 2 / b 9 / c …
+    # a kernel asked for by name (a Kernels row) is marked where it runs: c, 50–150 ns
+    assert marks(comp, rows, set(), "c") == " " * 5 + FOCUS * 10 + " " * 5
+    assert marks(comp, rows, {"b"}, "b") == "  " + FOCUS + " " * 17  # the op asked for wins
 
 
 @pytest.mark.skipif(not REAL.exists(), reason="../shared/data absent")

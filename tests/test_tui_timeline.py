@@ -207,3 +207,25 @@ async def test_a_aligns_the_backward_passes() -> None:
         assert "to align the backward pass" in text_of(app.screen.query_one("#timeline-head"))
         await pilot.press("a")
         assert view.side_views() == before
+
+
+@aio
+async def test_T_on_a_row_naming_nothing_that_runs_marks_nothing() -> None:
+    """An API row naming a call made inside ops (cudaLaunchKernel: never an outermost op, nor a
+    kernel): the Timeline opens unmarked and says why; a kernel class row (Kernels) names no op
+    at all, and opens it unmarked too."""
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("7")
+        names = [r["API Name"] if "API Name" in r else next(iter(r.values())) for r in shown(app)]
+        await pilot.press(*["j"] * names.index("cudaLaunchKernel"), "T")
+        await pilot.pause()
+        assert app.screen.view.op == "" and not any(line.startswith("marks") for line in _strips(app))
+        assert any("cudaLaunchKernel does not run as an outermost op or a kernel" in str(n.message)
+                   for n in app._notifications)
+        await pilot.press("q", "6", "T")
+        await pilot.pause()
+        assert isinstance(app.screen, TimelineScreen) and app.screen.view.op == ""

@@ -32,6 +32,7 @@ from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import headlines
 from perfcmp_core.lanes import TIMELINE, SideLanes, sides_of
+from perfcmp_core.lanes.picture import runs
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 from perfcmp_core.view import TableView
@@ -359,6 +360,10 @@ class PerfCmpApp(App[int]):
         sides = self.timeline_sides.get(id(table)) or sides_of(table)
         view = self.pane.view
         op = row_op(self.pane.spec.id, view.table if view else None, self.pane.frame.current_row)
+        if op and not runs(sides, op):
+            self.notify(f"{op} does not run as an outermost op or a kernel in these steps",
+                        timeout=3, markup=False)
+            op = ""
         self.push_screen(TimelineScreen(sides, op), self._timeline_closed)
 
     def _timeline_closed(self, choice: str | None) -> None:

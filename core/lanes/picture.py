@@ -102,8 +102,8 @@ def grown(sides: tuple[SideLanes, SideLanes], n: int = GROWN) -> list[str]:
 
 def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> str:
     """The marks row of a side drawn as ``rows`` (one per lane, in order): :data:`FOCUS` where
-    ``op`` runs (a device item it launched or the host op itself), :data:`GREW` where one of
-    ``kernels`` covers most of a device cell, blank elsewhere."""
+    ``op`` runs (:func:`focused`: the host op itself, device work it launched, or a kernel of that
+    name), :data:`GREW` where one of ``kernels`` covers most of a device cell, blank elsewhere."""
     width = len(rows[0].text) if rows else 0
     out = np.full(width, " ", dtype=object)
     for lane, row in zip(side.lanes, rows):
@@ -113,8 +113,21 @@ def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> 
         if lane.kind == DEVICE and kernels and len(lane.name):
             out[has & np.isin(lane.name[at], list(kernels)) & (out != FOCUS)] = GREW
         if op and lane.kind in (DEVICE, HOST) and len(lane.op):
-            out[has & (lane.op[at] == op)] = FOCUS
+            out[has & focused(lane, op)[at]] = FOCUS
     return "".join(out)
+
+
+def focused(lane: Lane, op: str) -> np.ndarray:
+    """Which items of a device or host lane are ``op`` at work: the op itself or what it
+    launched, or a kernel so named (a row of the Kernels screen names kernels)."""
+    if lane.kind not in (DEVICE, HOST):
+        return np.zeros(len(lane.name), dtype=bool)
+    return (lane.op == op) | (lane.name == op)
+
+
+def runs(sides: tuple[SideLanes, SideLanes], op: str) -> bool:
+    """Whether ``op`` runs in either step (as :func:`focused` finds it)."""
+    return any(focused(lane, op).any() for side in sides for lane in side.lanes)
 
 
 def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:

@@ -25,8 +25,8 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, anchor_ns, anchor_shift, describe, draw, grown, legend, marks, ms, ruler,
-                                        side_title, under, views)
+from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, anchor_ns, anchor_shift, describe, draw, focused,
+                                        grown, legend, marks, ms, ruler, side_title, under, views)
 
 from ..widgets.pictures import draws_colour
 
@@ -94,8 +94,8 @@ class TimelineView(ScrollView, can_focus=True):
     def _first_cell(self, op: str) -> int:
         """The cell where ``op`` first runs on the base side (or the comparison's), 0 if never."""
         for side, (t0, t1) in zip(self.sides, self.side_views()):
-            starts = [lane.index.start[lane.op == op].min() for lane in side.lanes
-                      if lane.kind in (DEVICE, HOST) and (lane.op == op).any()]
+            starts = [lane.index.start[focused(lane, op)].min() for lane in side.lanes
+                      if focused(lane, op).any()]
             if starts:
                 return int((min(starts) - t0) / (t1 - t0) * self.cells)
         return 0

@@ -228,3 +228,24 @@ def test_real_llama_anchor_is_the_first_backward_op() -> None:
     longest = max(s.window_ns for s in sides)
     assert views(sides, 0.0, 0.5, True, anchored=True) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
     assert views(sides, 0.0, 1.0, False, anchored=True) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))
+
+
+def test_npu_lanes_are_named_by_task_type_per_stream() -> None:
+    """The NPU Text fixture (fixtures/README.md): one lane per stream that ran device work in
+    the median step, named by its task type (AI_CORE for the compute stream), the HCCL op rows
+    (no stream) on a communication lane; every device task of the window is on its stream's lane."""
+    base = ROOT / "fixtures" / "npu_text" / "base_ascend_pt"
+    profile = load_profile(str(base), LoadOptions(use_cache=False))
+    ex = explain_profile(profile)
+    side = sides_of(timeline_table((profile, ex), (profile, ex)))[0]
+    w = ex.windows.set_index("step")
+    lo, hi = int(w.at[side.step, "start_ns"]), int(w.at[side.step, "end_ns"])
+    items = device_items(profile)
+    inside = (items.start < hi) & (items.end > lo)
+    streams = profile.kernels["stream"].to_numpy()[items.row[inside]]
+    dev = [lane for lane in side.lanes if lane.kind == "device"]
+    assert sorted({int(s) for lane in dev for s in lane.stream}) == sorted({int(s) for s in streams})
+    assert sum(len(lane.index) for lane in dev) == int(inside.sum())
+    by_title = {lane.title: lane for lane in dev}
+    assert "AI_CORE s2" in by_title and "compute" in set(by_title["AI_CORE s2"].cls)  # copies run there too
+    assert set(by_title["communication"].cls) == {"communication"} and set(by_title["communication"].stream) == {-1}

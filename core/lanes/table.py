@@ -84,7 +84,8 @@ class SideLanes:
 
 def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
     """The base and comparison lanes of a ``Timeline`` table, lanes ordered by kind
-    (:data:`~.build.KINDS`) then title; each lane's items sorted by start and indexed.
+    (:data:`~.build.KINDS`), then stream (device lanes: stream 2 above stream 10), then title;
+    each lane's items sorted by start and indexed.
 
     Columnar (one sort per side, then a slice per lane): the app runs it as the table arrives, so
     opening the Timeline costs no key its time."""
@@ -104,7 +105,7 @@ def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
         rows = np.flatnonzero(mine & (kind != STEP_ROW))
         rank = np.select([kind[rows] == k for k in KINDS], list(range(len(KINDS))), len(KINDS))
         codes, _ = pd.factorize(lane[rows], sort=True)
-        rows = rows[np.lexsort((start[rows], codes, rank))]
+        rows = rows[np.lexsort((start[rows], codes, stream[rows], rank))]
         cut = np.flatnonzero(lane[rows][1:] != lane[rows][:-1]) + 1
         lanes = []
         for part in np.split(rows, cut) if len(rows) else []:

@@ -4,6 +4,7 @@
     .venv/bin/python bench/tui_redraw.py                           # bench/data/gpu-real, 120x36
     .venv/bin/python bench/tui_redraw.py --pair bench/data/gpu-x8 --runs 3 --size 200x50
     .venv/bin/python bench/tui_redraw.py --base A --comp B --json out.json
+    .venv/bin/python bench/tui_redraw.py --base L --comp L --timeline  # the Timeline's keys (T)
 
 The comparison runs once, in this process (``perfcmp_core.pipeline.comparison_events``); the
 app then replays its events, exactly as the tests do, and a Pilot presses the keys of a working
@@ -61,6 +62,13 @@ SESSION: tuple[tuple[str, tuple[str, ...]], ...] = (
              "enter")),
     ("Advisor", ("8", "j", "d")),
 )
+#: ``--timeline``: the Timeline's keys instead (issue 26): open it, move the cursor, zoom in four
+#: times, pan, zoom out, switch the scale twice, align the backward passes and back, fit, close.
+TIMELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("(no key)", ("f20", "f20", "f20")),
+    ("Timeline", ("T", "right", "right", "right", "plus", "plus", "plus", "plus", "l", "l", "h",
+                  "left", "minus", "o", "o", "a", "a", "0", "q")),
+)
 
 
 def events_of(base: str, comp: str) -> tuple[Event, ...]:
@@ -79,15 +87,16 @@ def replay(stream: tuple[Event, ...]):  # noqa: ANN201 - the app's source protoc
 
 
 async def session(base: str, comp: str, stream: tuple[Event, ...], size: tuple[int, int],
-                  times: dict[str, list[tuple[float, float]]]) -> None:
+                  times: dict[str, list[tuple[float, float]]],
+                  keys: tuple[tuple[str, tuple[str, ...]], ...] = SESSION) -> None:
     app = PerfCmpApp(base, comp, replay(stream), timings=False)
     async with app.run_test(size=size) as pilot:
         while not (app.finished or app.failed):
             await pilot.pause(0.05)
         await pilot.pause(0.2)
-        for group, keys in SESSION:
+        for group, pressed in keys:
             seen: dict[str, int] = {}
-            for key in keys:
+            for key in pressed:
                 seen[key] = seen.get(key, 0) + 1
                 label = f"{group}: {key}" + (f" #{seen[key]}" if seen[key] > 1 else "")
                 c0, t0 = time.process_time(), time.perf_counter()
@@ -107,6 +116,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size", default="120x36", help="terminal WIDTHxHEIGHT")
     ap.add_argument("--json", type=Path, help="write the timings (ms per key and run) here")
+    ap.add_argument("--timeline", action="store_true", help="time the Timeline's keys (T) instead")
     args = ap.parse_args()
     base = args.base or str(args.pair / NAMES[0])
     comp = args.comp or str(args.pair / NAMES[1])
@@ -118,7 +128,7 @@ def main() -> None:
           + ", ".join(f"{k} {v:,}" for k, v in rows.items()), file=sys.stderr)
     times: dict[str, list[tuple[float, float]]] = {}
     for _ in range(args.runs):
-        asyncio.run(session(base, comp, stream, (w, h), times))
+        asyncio.run(session(base, comp, stream, (w, h), times, TIMELINE if args.timeline else SESSION))
     load = os.getloadavg()[0]
     print(f"{base} vs {comp}\n{w}x{h}, {args.runs} sessions, load average {load:.1f} "
           "(ms per key: CPU median / worst, wall median)")

@@ -62,5 +62,11 @@ def write_outputs(result: ComparisonResult, *, out_dir: str | None, json_path: s
     except NothingToWrite as exc:
         print(exc, file=out)
         return 0
+    from .export.timeline_text import write_timeline
+
+    picture = write_timeline(result, Path(path))
+    if picture is not None:
+        print(f"Timeline of one step per side: {picture}", file=out)
+    # Last, as the reference prints it: scripts read the workbook's path from the last line.
     print(f"The comparison result file has been generated: {path}", file=out)
     return 0

@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("perfcmp_core.cache",),
     ("perfcmp_core.load.",),
     ("perfcmp_core.device_time", "perfcmp_core.info", "perfcmp_core.insight",
-     "perfcmp_core.compare.", "perfcmp_core.explain."),
+     "perfcmp_core.compare.", "perfcmp_core.explain.", "perfcmp_core.lanes."),
     ("perfcmp_core.advisor.",),
     ("perfcmp_core.view", "perfcmp_core.export."),
 )

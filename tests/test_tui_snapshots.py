@@ -169,3 +169,11 @@ def test_sort_picker_narrowed(snap_compare: Callable[..., bool], size: str) -> N
     app = make_app("npu")
     assert snap_compare(app, press=["7", "s", *"calls"], terminal_size=SIZES[size],
                         run_before=finished(app))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_timeline(snap_compare: Callable[..., bool], size: str) -> None:
+    """T on the host-bound pair, the cursor moved onto the base's GEMM (issue 26)."""
+    app = make_app("hostbound")
+    assert snap_compare(app, press=["T", *["right"] * 8], terminal_size=SIZES[size],
+                        run_before=finished(app))

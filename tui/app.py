@@ -9,6 +9,7 @@ and every screen fills in as soon as its tables exist, the overall view first.
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from collections import deque
 from dataclasses import replace
@@ -30,6 +31,8 @@ from perfcmp_core.compare.result import ComparisonResult, Screen as ScreenSpec
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
 from perfcmp_core.insight import headlines
+from perfcmp_core.lanes import TIMELINE, SideLanes, sides_of
+from perfcmp_core.lanes.picture import runs
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import ChildRun
 from perfcmp_core.view import TableView
@@ -42,6 +45,7 @@ from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
 from .screens.step_picker import Choice, StepPicker, step_choices
+from .screens.timeline import PICK_STEPS, TimelineScreen, row_op
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
@@ -63,7 +67,8 @@ HOLD_S = 2.0
 #: The app's actions that open a screen over the table (a dialog, the help, a picker): the keys
 #: typed behind theirs in one burst belong to that screen (``?q`` closes the help, it does not
 #: quit), so they are held until it is drawn.
-OPENS_SCREEN = frozenset({"export", "sort_pick", "help", "pick_step", "notes", "kernels", "full_row"})
+OPENS_SCREEN = frozenset({"export", "sort_pick", "help", "pick_step", "notes", "kernels", "full_row",
+                          "timeline"})
 
 
 class PerfCmpApp(App[int]):
@@ -92,6 +97,7 @@ class PerfCmpApp(App[int]):
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
+        Binding("T", "timeline", "Timeline", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
@@ -152,6 +158,8 @@ class PerfCmpApp(App[int]):
         self._opener_keys = frozenset(key.strip() for b in self.BINDINGS if isinstance(b, Binding)
                                       and b.action in OPENS_SCREEN for key in b.key.split(","))
         self._held_on: Screen[object] | None = None  # the screen the held key was typed on
+        #: The Timeline table's lanes, by id of the table (indexed in the worker, see T)
+        self.timeline_sides: dict[int, tuple[SideLanes, SideLanes]] = {}
 
     @property
     def finished(self) -> bool:
@@ -255,7 +263,12 @@ class PerfCmpApp(App[int]):
             for event in self.source(lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return
-                view = TableView(event.table).prepare() if isinstance(event, TableReady) else None
+                view = None
+                if isinstance(event, TableReady) and event.table.name == TIMELINE:
+                    # the Timeline's lanes indexed here, as a table's view is: T costs no key this
+                    self.timeline_sides[id(event.table)] = sides_of(event.table)
+                elif isinstance(event, TableReady):
+                    view = TableView(event.table).prepare()
                 self.post_message(self.Arrived(event, view, run))
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a crash
             if not worker.is_cancelled:
@@ -293,7 +306,7 @@ class PerfCmpApp(App[int]):
         elif isinstance(event, TableReady):
             self._add_table(event, view)
         elif isinstance(event, Skipped):
-            for pane_id in {screen_of(name) for name in event.names}:
+            for pane_id in {screen_of(name) for name in event.names} & self._tabbed():
                 self._pane(pane_id).add_reason(event.reason)
         elif isinstance(event, SummaryReady):
             for pane in self.query(TablePane):
@@ -309,6 +322,8 @@ class PerfCmpApp(App[int]):
     def _add_table(self, event: TableReady, view: TableView | None) -> None:
         table = event.table
         pane_id = screen_of(table.name)
+        if pane_id not in self._tabbed():  # drawn by its own screen (the Timeline, T)
+            return
         self._pane(pane_id).add_table(table, view)
         self.query_one(TabBar).set_empty(pane_id, False)
         if self.focused is None and self.pane.current is not None:
@@ -329,6 +344,37 @@ class PerfCmpApp(App[int]):
                         severity="warning", timeout=3)
             return
         self.push_screen(KernelScreen(*found))
+
+    def _tabbed(self) -> set[str]:
+        """The screens with a table pane (the others are opened by their key)."""
+        return {p.id for p in self.screens}
+
+    def action_timeline(self) -> None:
+        """T: one step of each side as lanes (:mod:`perfcmp_core.lanes`)."""
+        table = self.outcome.tables.get(TIMELINE)
+        if table is None:
+            why = self.outcome.absent.get(TIMELINE) or (
+                "the timeline is not drawn yet" if self.running else "no timeline in this run")
+            self.notify(why, severity="warning", timeout=3)
+            return
+        sides = self.timeline_sides.get(id(table)) or sides_of(table)
+        view = self.pane.view
+        op = row_op(self.pane.spec.id, view.table if view else None, self.pane.frame.current_row)
+        if op and not runs(sides, op):
+            self.notify(f"{op} does not run as an outermost op or a kernel in these steps",
+                        timeout=3, markup=False)
+            op = ""
+        self.push_screen(TimelineScreen(sides, op), self._timeline_closed)
+
+    def _timeline_closed(self, choice: str | None) -> None:
+        """Enter on the timeline: the op's rows on the Operators screen; S: pick a step."""
+        if choice == PICK_STEPS:
+            self.action_pick_step()
+        elif choice:
+            self.action_pane("operators")
+            pane = self.pane
+            if pane.view is not None:
+                pane.apply_filter("^" + re.escape(choice) + "$")
 
     def action_pictures(self) -> None:
         if not self.pane.toggle_pictures():
@@ -619,6 +665,7 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
     ("Call stacks (c)", "show or hide the call stacks", "stacks"),
     ("Export workbook… (e)", "write the xlsx", "export"),
+    ("Timeline (T)", "one step of each side as lanes, base above comparison", "timeline"),
     ("Keys (?)", "every key of the app", "help"),
 )
 

@@ -238,6 +238,14 @@ def _step_time(ctx: Context) -> Outcome:
             where_table(base, comp)]
 
 
+def _timeline(ctx: Context) -> Outcome:
+    from ..lanes import timeline_table
+
+    base, comp = ctx.explanations()
+    table = timeline_table((ctx.base, base), (ctx.comp, comp))
+    return table if isinstance(table, str) else [table]
+
+
 def _steps(ctx: Context) -> Outcome:
     from .steps import compare_steps
 
@@ -258,6 +266,9 @@ MEMORY = Screen("memory", "5", "Memory",
 KERNELS = Screen("kernels", "6", "Kernels", "needs device kernels on both sides")
 API = Screen("api", "7", "API", "needs host ops on both sides")
 ADVISOR_SCREEN = Screen("advisor", "8", "Advisor", "the advisor runs after the comparisons")
+#: Drawn by the app's Timeline screen (``T``), not a table pane.
+TIMELINE_SCREEN = Screen("timeline", "T", "Timeline", "needs steps or device activity on both sides",
+                         tabbed=False)
 
 _BY_NAME = (("name", ("base_name", "comp_name")),)  # an op name on either side
 _STACKS = ("base_stack", "comp_stack")
@@ -327,6 +338,8 @@ STEPS: tuple[Step, ...] = (
               "Per step: both step times and which part (computing, communication, each idle "
               "cause) moved by how much."),
         Sheet("StepTimeWhere", OVERALL, export=False))),
+    # One step of each side as lanes: screens and --json only.
+    Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),)),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),)),
@@ -370,7 +383,7 @@ def _screens(sheets: tuple[Sheet, ...]) -> tuple[Screen, ...]:
     return tuple(
         replace(screen, sheets=tuple(s.name for s in sorted((s for s in sheets if s.screen is screen),
                                                             key=lambda s: not s.opens)))
-        for screen in sorted({s.screen for s in sheets if s.screen is not None},
+        for screen in sorted({s.screen for s in sheets if s.screen is not None and s.screen.tabbed},
                              key=lambda sc: sc.key)
     )
 

@@ -170,6 +170,9 @@ class Screen:
     hint: str  # why it is empty when no comparison said why
     headlines: bool = False  # shows the run's headline figures (E2E, Computing …) on top
     sheets: tuple[str, ...] = ()  # the tables it shows, first = default view (`v` cycles)
+    #: False: not a table screen in the screen bar; the app draws its table its own way, opened
+    #: by its key (the Timeline, ``T``)
+    tabbed: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,231 @@
+"""The Timeline screen (`T`, issue 26) in Pilot, on the hand-timed host-bound pair
+(fixtures/README.md: one step each, 800 µs vs 1500 µs; tests/test_lanes.py checks its cells).
+
+What the screen draws comes from perfcmp_core.lanes; here: the keys change the view as they
+say, the cursor names what lies under it on both sides, Enter leads to the op's rows on the
+Operators screen, and the table keys keep their meaning outside the Timeline.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui_support import ROOT, aio, make_app, settle, shown, text_of
+
+US = 1000
+
+
+def _strips(app) -> list[str]:  # type: ignore[no-untyped-def]
+    return [s.text for s in app.screen.view._strips]
+
+
+async def _opened(pilot, app):  # type: ignore[no-untyped-def]
+    """The Timeline opened with T once the comparison finished; its view."""
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    await settle(pilot, app)
+    await pilot.press("T")
+    await pilot.pause()
+    assert isinstance(app.screen, TimelineScreen)
+    return app.screen.view
+
+
+@aio
+async def test_T_draws_both_steps_and_the_keys_move_the_view() -> None:
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(pilot, app)
+        lines = _strips(app)
+        assert lines[0].startswith("BASE step 1 · 0.800 ms · showing 0.000 ms … 1.500 ms")
+        titles = [line[:16].strip() for line in lines]
+        assert titles[2:5] == ["compute s7", "host t19392", "idle"]
+        assert lines[5].startswith("COMPARISON step 1 · 1.500 ms")
+        assert view.cells == 80 - 16 - 1  # titles take a fifth of the width
+        # common scale: the base's 800 µs end just past the middle, its lanes blank after
+        end = int(0.8 / 1.5 * view.cells) + 1
+        assert lines[2][17 + end:].strip() == "" and lines[2][17:17 + end].strip() != ""
+        await pilot.press("o")  # each step on its own length
+        assert view.side_views() == ((0.0, 800 * US), (0.0, 1500 * US))
+        assert _strips(app)[0].startswith("BASE step 1 · 0.800 ms · showing 0.000 ms … 0.800 ms")
+        await pilot.press("o", "plus")  # zoom in twice around the cursor: the middle of cell 0 stays put
+        f0 = 0.5 / view.cells - 0.5 * 0.5 / view.cells
+        assert (view.f0, view.f1) == pytest.approx((f0, f0 + 0.5))
+        await pilot.press("l")  # pan a quarter of the width
+        assert view.f0 == pytest.approx(f0 + 0.5 * (view.cells // 4) / view.cells)
+        await pilot.press("h", "minus")
+        assert (view.f0, view.f1) == (0.0, 1.0)
+        await pilot.press("plus", "plus", "0")
+        assert (view.f0, view.f1) == (0.0, 1.0)
+        await pilot.press("a")  # no backward op in these steps: nothing to align
+        assert not view.anchored
+        assert any("nothing to align" in str(n.message) for n in app._notifications)
+        head = text_of(app.screen.query_one("#timeline-head"))
+        assert head.startswith("Timeline · common scale · a cell is 0.024 ms")  # 1.5 ms / 63
+        await pilot.press("q")
+        assert not isinstance(app.screen, TimelineScreen)
+
+
+@aio
+async def test_cursor_names_both_sides_and_enter_opens_the_op() -> None:
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(pilot, app)
+        # cell 8 of 63 over 1.5 ms: 202.4 µs — base: gemm (115–415 µs, launched by aten::linear)
+        # under aten::add (190–230); comparison: still the load_batch frame (host work, 2–298 µs)
+        await pilot.press(*["right"] * 8)
+        assert view.cursor == 8 and view.cursor_times()[0] == pytest.approx(8.5 * 1500 / 63 * US)
+        under = text_of(app.screen.query_one("#timeline-under")).splitlines()
+        assert under[0].startswith("base +0.202 ms: compute s7: compute gemm_kernel · stream 7 · op aten::linear"
+                                   " · 0.300 ms at +0.115 ms; host t19392: aten::add · 0.040 ms at +0.190 ms")
+        assert under[1].startswith("comparison +0.202 ms: idle: idle, host work: train.py(12): load_batch")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, TimelineScreen)
+        assert app.pane.spec.id == "operators"
+        names = {r["Operator Name"] for r in shown(app)}
+        assert names == {"aten::linear"}
+
+
+@aio
+async def test_table_keys_keep_their_meaning_outside_the_timeline() -> None:
+    """`-` / `+` hide and show a column on a table, `0` is no key without clusters; on the
+    Timeline they zoom and fit. S with one step per side says there is nothing to pick."""
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "l", "minus")
+        assert len(app.pane.view.hidden) == 1
+        await pilot.press("plus")
+        assert not app.pane.view.hidden
+        await pilot.press("T", "S")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ != "TimelineScreen"
+        assert any("one step on each side" in str(n.message) for n in app._notifications)
+
+
+@aio
+async def test_T_on_an_operator_row_marks_where_that_op_runs() -> None:
+    """`T` on Operators' aten::mul row: the marks row holds ▾ wherever aten::mul (the host op,
+    or a kernel it launched) covers most of a cell, on both sides; the cursor starts at its
+    first cell on the base side (240 µs of 1.5 ms in 63 cells: cell 10)."""
+    from perfcmp_core.lanes.picture import FOCUS, draw, marks
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        names = [r["Operator Name"] for r in shown(app)]
+        await pilot.press(*["j"] * names.index("aten::mul"), "T")
+        await pilot.pause()
+        view = app.screen.view
+        assert view.op == "aten::mul" and view.cursor == int(240 / 1500 * view.cells) == 10
+        lines = _strips(app)
+        marked = [line[17:] for line in lines if line.startswith("marks")]
+        assert len(marked) == 2
+        for side, (t0, t1), row in zip(view.sides, view.side_views(), marked):
+            expect = marks(side, [draw(lane, t0, t1, view.cells) for lane in side.lanes], set(), "aten::mul")
+            assert row == expect and FOCUS in row
+        # base: the host op 240–390 µs and its kernel 620–720 µs
+        cells = [i for i, c in enumerate(marked[0]) if c == FOCUS]
+        assert cells[0] == 10 and cells[-1] == int(720 / 1500 * 63)
+        legend = text_of(app.screen.query_one("#timeline-legend"))
+        assert "▾ aten::mul runs" in legend
+
+
+@aio
+async def test_no_color_draws_the_same_glyphs_without_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(pilot, app)
+        assert not view.colour
+        colours = {seg.style.color for strip in view._strips for seg in strip if seg.style}
+        assert colours <= {None}
+        assert "▂" in _strips(app)[2] and "H" in _strips(app)[4]
+
+
+H200 = ROOT.parent / "shared" / "data" / "gpu-real" / "h200"
+REAL_PAIR = (H200 / "gpt2_train_bf16_base.pt.trace.json.gz", H200 / "gpt2_train_bf16_hostbound.pt.trace.json.gz")
+
+
+@pytest.mark.skipif(not REAL_PAIR[0].exists(), reason="../shared/data absent")
+def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
+    """The installed command in tmux on the real host-bound GPT-2 pair: T draws both median
+    steps, → moves the cursor by one cell of the longer step, q closes the Timeline."""
+    import shutil
+
+    from perfcmp_core.explain import explain_profile
+    from perfcmp_core.lanes.build import median_step
+    from perfcmp_core.load import load_profile
+    from tests.test_tui_e2e import EXE, READY, Terminal, app_command
+
+    if shutil.which("tmux") is None or not EXE.exists():
+        pytest.skip("tmux or the installed command is missing")
+    windows = []
+    for path in REAL_PAIR:
+        ex = explain_profile(load_profile(str(path)))
+        w = ex.windows.set_index("step")
+        step = median_step(ex)
+        windows.append((step, int(w.at[step, "end_ns"] - w.at[step, "start_ns"])))
+    cell = max(n for _, n in windows) / (120 - 22 - 1)  # 120 columns: titles 22, a space
+    term = Terminal(app_command(*map(str, REAL_PAIR)), (120, 40))
+    try:
+        term.wait(READY, absent="Esc / q cancels", timeout=180)
+        term.keys("T")
+        screen = term.wait("BASE step", "COMPARISON step", "idle by cause")
+        for (step, n), side in zip(windows, ("BASE", "COMPARISON")):
+            assert f"{side} step {step} · {n / 1e6:,.3f} ms" in screen
+        assert f"base +{0.5 * cell / 1e6:,.3f} ms:" in screen
+        term.keys("Right", "Right", "Right")
+        screen = term.wait(f"base +{3.5 * cell / 1e6:,.3f} ms:")
+        assert f"comparison +{3.5 * cell / 1e6:,.3f} ms:" in screen  # one scale: the same time
+        term.keys("q")
+        term.wait(READY, absent="BASE step")
+        term.keys("q")
+        term.wait("EXIT:0")
+    finally:
+        term.close()
+
+
+@aio
+async def test_a_aligns_the_backward_passes() -> None:
+    """The GPU training pair (fixtures/README.md): `a` shifts the comparison's view by how much
+    later its first backward op starts; `a` again undoes it."""
+    from perfcmp_core.lanes.picture import anchor_ns
+
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _opened(pilot, app)
+        shift = anchor_ns(view.sides[1]) - anchor_ns(view.sides[0])
+        before = view.side_views()
+        await pilot.press("a")
+        assert view.anchored and view.side_views() == (before[0], (before[1][0] + shift, before[1][1] + shift))
+        assert "to align the backward pass" in text_of(app.screen.query_one("#timeline-head"))
+        await pilot.press("a")
+        assert view.side_views() == before
+
+
+@aio
+async def test_T_on_a_row_naming_nothing_that_runs_marks_nothing() -> None:
+    """An API row naming a call made inside ops (cudaLaunchKernel: never an outermost op, nor a
+    kernel): the Timeline opens unmarked and says why; a kernel class row (Kernels) names no op
+    at all, and opens it unmarked too."""
+    from perfcmp_tui.screens.timeline import TimelineScreen
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("7")
+        names = [r["API Name"] if "API Name" in r else next(iter(r.values())) for r in shown(app)]
+        await pilot.press(*["j"] * names.index("cudaLaunchKernel"), "T")
+        await pilot.pause()
+        assert app.screen.view.op == "" and not any(line.startswith("marks") for line in _strips(app))
+        assert any("cudaLaunchKernel does not run as an outermost op or a kernel" in str(n.message)
+                   for n in app._notifications)
+        await pilot.press("q", "6", "T")
+        await pilot.pause()
+        assert isinstance(app.screen, TimelineScreen) and app.screen.view.op == ""

@@ -13,7 +13,9 @@ Design points, each answering a way a cache goes wrong:
   UTF-8 blob with int64 offsets), metadata as JSON bytes. No pickle anywhere, so a planted or
   damaged file can at worst be ignored.
 * **Stale entries are impossible to hit.** The key hashes the given path, every file the input
-  resolves to (absolute path, size, mtime in ns), the load options that change the result, the
+  resolves to (absolute path, size, mtime in ns), the load options that change the result (not
+  the step: an entry holds the whole profile and a chosen step is cut from it after reading, so
+  picking another step parses nothing), the
   package version and the source of the code that produces profiles (so editing a loader
   invalidates its entries). The entry itself records size/mtime of every file the loader actually
   read (``ProfileMeta.files_used``), re-checked on every hit.
@@ -63,7 +65,8 @@ MAX_BYTES = 2 * 1024**3
 #: Inputs modified this recently are not cached (see the module docstring).
 RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
-_NEUTRAL_OPTIONS = frozenset({"force", "use_cache"})
+#: ``step`` too: the entry holds every step and the step is cut from it after reading.
+_NEUTRAL_OPTIONS = frozenset({"force", "use_cache", "step"})
 #: Code whose source decides what a profile contains (relative to this package).
 _CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 _SUFFIX = ".npz"

@@ -326,6 +326,9 @@ class ProfileMeta:
     #: The profiler's own overall breakdown (Db ``OVERLAP_ANALYSIS``), ns per type: COMPUTE,
     #: COMMUNICATION, COMM_NOT_OVERLAP_COMP, FREE; empty when the export has none.
     profiler_overlap_ns: dict[str, int] = field(default_factory=dict)
+    #: the same per step (str(step) → type → ns), for :func:`~perfcmp_core.load.steps.select_step`:
+    #: the cached profile holds every step, a step is a view of it
+    profiler_overlap_steps: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

@@ -165,7 +165,9 @@ def test_options_that_change_the_result_change_the_key(inputs: tuple[Source, lis
     key = cache.entry_key(src, LoadOptions())
     assert cache.entry_key(src, LoadOptions(force=True)) == key
     assert cache.entry_key(src, LoadOptions(use_cache=False)) == key
-    for opts in (LoadOptions(step=1), LoadOptions(rank=0), LoadOptions(gpu_flow_cat="ac2g"),
+    # one entry holds every step: a step is cut from it after reading (issue 27)
+    assert cache.entry_key(src, LoadOptions(step=1)) == key
+    for opts in (LoadOptions(rank=0), LoadOptions(gpu_flow_cat="ac2g"),
                  LoadOptions(load_memory=False)):
         assert cache.entry_key(src, opts) != key, opts
     other = Source(src.kind, src.given + "/../" + Path(src.given).name, trace=src.trace)
@@ -384,3 +386,31 @@ def test_preload_imports_the_loader_unless_the_profile_is_cached(gpu_trace: Path
     assert run() == ["False", "True"]
     load_profile(str(gpu_trace), LoadOptions())  # stores the entry
     assert run() == ["True", "False"]
+
+
+@pytest.mark.parametrize("pair", ["gpu", "npu_text", "npu_db"])
+def test_a_step_is_a_view_of_the_cached_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pair: str) -> None:
+    """Choosing a step reads the one cached entry of the whole profile and cuts the step from it:
+    no new entry, no parse, and the same tables as loading that step without the cache (the Db's
+    statistic and profiler breakdown included)."""
+    from perfcmp_core.load import load_profile
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = str(ROOT / "fixtures" / {"gpu": "gpu/base.pt.trace.json", "npu_text": "npu_text/base_ascend_pt",
+                                    "npu_db": "npu_db/base_ascend_pt"}[pair])
+    load_profile(path, LoadOptions())  # stores the whole profile
+    entries = sorted((tmp_path / "perfcmp-tui").glob("*.npz"))
+    assert len(entries) == 1
+    import perfcmp_core.load as load
+
+    parse = load._read_kind
+    for step in (1, 2):
+        monkeypatch.setattr(load, "_read_kind", lambda *a: pytest.fail("parsed again for a step"))
+        cached = load_profile(path, LoadOptions(step=step))
+        monkeypatch.setattr(load, "_read_kind", parse)
+        fresh = load_profile(path, LoadOptions(step=step, use_cache=False))
+        assert sorted((tmp_path / "perfcmp-tui").glob("*.npz")) == entries
+        assert cached.meta.selected_step == step and cached.meta.profiler_overlap_ns == fresh.meta.profiler_overlap_ns
+        for name, table in fresh.tables().items():
+            pd.testing.assert_frame_equal(getattr(cached, name), table, check_dtype=False, obj=name)
+        assert len(cached.steps) == 1 and int(cached.steps["step"].iloc[0]) == step

@@ -41,11 +41,15 @@ def load_source(src: Source, opts: LoadOptions) -> Profile:
     """Read an already detected source (validation included), through the profile cache unless
     ``opts.use_cache`` is off."""
     check_source(src, opts)
-    if opts.use_cache:
-        from ..cache import cached_load
+    profile = _cached(src, opts) if opts.use_cache else _read(src, opts)
+    return profile if opts.step is None else select_step(profile, opts.step)
 
-        return cached_load(src, opts, _read)
-    return _read(src, opts)
+
+def _cached(src: Source, opts: LoadOptions) -> Profile:
+    """The whole profile through the cache: one entry serves every step (a step is a view)."""
+    from ..cache import cached_load
+
+    return cached_load(src, opts, _read)
 
 
 def _read(src: Source, opts: LoadOptions) -> Profile:
@@ -90,8 +94,6 @@ def preload(path: str, opts: LoadOptions) -> bool:
 def _read_kind(src: Source, opts: LoadOptions) -> Profile:
     profile = _loader(src.kind)(src, opts)
     _check_not_empty(src, opts, profile)
-    if opts.step is not None:
-        profile = select_step(profile, opts.step)
     return profile
 
 

@@ -116,7 +116,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
     if not has_pmu and kernels["has_details"].any():
         notes.append("no TASK_PMU_INFO rows: Cube/Vector split falls back to the task type (Level0 export?)")
     rank, device = _rank_device(db, src.rank)
-    profiler_overlap = _overlap_analysis(db, steps[steps["step"] == opts.step] if opts.step is not None else None)
+    profiler_overlap, overlap_steps = _overlap_analysis(db, steps)
     meta = ProfileMeta(
         kind="npu_db",
         source=src.given,
@@ -132,6 +132,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         backward_tid=int(fwdbwd["end_tid"].iloc[0]) if len(fwdbwd) else -1,
         variants=db_variants(src),
         profiler_overlap_ns=profiler_overlap,
+        profiler_overlap_steps=overlap_steps,
     )
     if db.unmerged_wal:
         notes.append(f"{db.path.name}-wal holds changes not merged into the database (was the profiler "
@@ -152,7 +153,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         memory=memory,
         op_memory=op_memory,
         queue=queue.drop(columns=["gtid"]),
-        op_statistic=op_statistic(kernels, steps, opts.step),
+        op_statistic=op_statistic(kernels),
         steps=steps,
         syncs=read_syncs(db),
     )
@@ -165,11 +166,11 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
 OVERLAP_TYPES = ("COMPUTE", "COMMUNICATION", "COMM_NOT_OVERLAP_COMP", "FREE")
 
 
-def _overlap_analysis(db: Db, steps: pd.DataFrame | None) -> dict[str, int]:
-    """Total ns per ``OVERLAP_ANALYSIS`` type (within the selected step's window when ``steps``
-    is given); empty when the table is absent."""
+def _overlap_analysis(db: Db, steps: pd.DataFrame) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Total ns per ``OVERLAP_ANALYSIS`` type over the whole profile, and per step (rows starting
+    in the step's window); empty when the table is absent."""
     if not db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
-        return {}
+        return {}, {}
     names = dict(enumerate(OVERLAP_TYPES))
     if db.has("ENUM_OVERLAP_ANALYSIS_TYPE", "id", "name"):
         enum = Select(db).col("E", "ENUM_OVERLAP_ANALYSIS_TYPE", "id", "id", INT) \
@@ -178,12 +179,21 @@ def _overlap_analysis(db: Db, steps: pd.DataFrame | None) -> dict[str, int]:
     rows = Select(db).col("O", "OVERLAP_ANALYSIS", "startNs", "start", INT) \
         .col("O", "OVERLAP_ANALYSIS", "endNs", "end", INT).col("O", "OVERLAP_ANALYSIS", "type", "type", INT) \
         .fetch("FROM OVERLAP_ANALYSIS AS O")
-    if steps is not None and len(steps):
-        lo, hi = int(steps["start_ns"].min()), int(steps["end_ns"].max())
-        rows = rows[(rows["start"] >= lo) & (rows["start"] < hi)]
     dur = (rows["end"] - rows["start"]).clip(lower=0)
-    totals = dur.groupby(rows["type"]).sum()
-    return {names.get(int(t), str(t)): int(v) for t, v in totals.items()}
+    kind = rows["type"].map({t: names.get(int(t), str(t)) for t in rows["type"].unique()})
+    whole = {str(t): int(v) for t, v in dur.groupby(kind).sum().items()}
+    if steps.empty:
+        return whole, {}
+    # each row to the step whose window [start, end) holds its start (steps do not overlap)
+    lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
+    start = rows["start"].to_numpy()
+    at = np.searchsorted(lo, start, side="right") - 1
+    inside = (at >= 0) & (start < hi[np.maximum(at, 0)])
+    step = steps["step"].to_numpy()[np.maximum(at, 0)]
+    per_step: dict[str, dict[str, int]] = {}
+    for (s, t), v in dur[inside].groupby([step[inside], kind[inside]]).sum().items():
+        per_step.setdefault(str(s), {})[str(t)] = int(v)
+    return whole, per_step
 
 
 # ---------------------------------------------------------------------------------------- memory

@@ -217,15 +217,11 @@ def _task_op_rows(tasks: pd.DataFrame, comm_ops: pd.DataFrame) -> np.ndarray:
     return exact.fillna(by_id).fillna(-1).to_numpy(dtype="int64")
 
 
-def op_statistic(kernels: pd.DataFrame, steps: pd.DataFrame, step: int | None) -> pd.DataFrame:
+def op_statistic(kernels: pd.DataFrame) -> pd.DataFrame:
     """Compute tasks grouped by (op type, core type), like the reference's Db KernelTypeCompare:
-    unlike ``op_statistic.csv`` of a Text export, the Db statistic honours the selected step."""
+    unlike ``op_statistic.csv`` of a Text export, the Db statistic honours the selected step
+    (:func:`~perfcmp_core.load.steps.select_step` makes it again from the step's tasks)."""
     k = kernels[kernels["has_details"]]
-    if step is not None:
-        window = steps[steps["step"] == step]
-        if len(window):  # an unknown step is reported by the step filter itself
-            lo, hi = int(window["start_ns"].iloc[0]), int(window["end_ns"].iloc[0])
-            k = k[(k["start_ns"] >= lo) & (k["start_ns"] <= hi)]
     if k.empty:
         return empty(OP_STATISTIC)
     dur_us = (k["dur_ns"] / 1000.0).rename("dur")

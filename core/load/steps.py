@@ -90,6 +90,12 @@ def select_step(profile: Profile, step: int) -> Profile:
     comm_tasks["op_row"] = _remap(profile.comm_tasks["op_row"][keep["comm_tasks"]], keep["comm_ops"])
 
     profile.meta.selected_step = step
+    op_statistic = profile.op_statistic
+    if profile.meta.kind == "npu_db":  # the Db's statistic is made from the step's compute tasks
+        from .npu_db_device import op_statistic as db_statistic
+
+        op_statistic = db_statistic(kernels)
+        profile.meta.profiler_overlap_ns = profile.meta.profiler_overlap_steps.get(str(step), {})
     return Profile(
         meta=profile.meta,
         kernels=kernels,
@@ -102,7 +108,7 @@ def select_step(profile: Profile, step: int) -> Profile:
         memory=profile.memory[keep["memory"]].reset_index(drop=True),
         op_memory=om[keep_om].reset_index(drop=True),
         queue=profile.queue[keep["queue"]].reset_index(drop=True),
-        op_statistic=profile.op_statistic,
+        op_statistic=op_statistic,
         steps=hit.reset_index(drop=True),
         syncs=profile.syncs[keep["syncs"]].reset_index(drop=True),
     )

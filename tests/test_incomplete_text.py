@@ -18,6 +18,7 @@ import pytest
 
 from perfcmp_core.collect import collect
 from perfcmp_core.compare.device_sets import device_sets
+from perfcmp_core.info import comparisons_available
 from perfcmp_core.load import load_profile
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
@@ -131,6 +132,7 @@ def test_without_trace_view_compares_the_side_files(tmp_path: Path) -> None:
     missing = [n for n in p.meta.notes if " missing: no " in n]
     assert missing == [n for n in missing if n.startswith("trace_view.json missing: no timeline (host ops")]
     assert len(missing) == 1 and p.meta.files_missing == ["trace_view"]
+    assert comparisons_available(p)["memory"].startswith("yes, by the records' own operator names")
     sets = device_sets(p)
     assert (sets.compute.length, sets.uncovered.length, sets.e2e_ns) == _expected(base)
     # the profiler's own per-step figures agree with the kernel_details unions (no note)

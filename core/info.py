@@ -104,8 +104,9 @@ def comparisons_available(profile: Profile) -> dict[str, str]:
     out["modules"] = "yes" if profile.pyfuncs["is_module"].any() else \
         "no nn.Module python_function events: collect with with_stack=True"
     out["communication"] = "yes" if not profile.comm_ops.empty else "no communication ops"
-    out["memory"] = "yes" if not profile.op_memory.empty else \
-        "no per-op memory records: collect with profile_memory=True"
+    out["memory"] = ("no per-op memory records: collect with profile_memory=True" if profile.op_memory.empty
+                     else "yes" if not profile.ops.empty
+                     else "yes, by the records' own operator names (no host ops to attribute them to)")
     out["kernels"] = "yes" if (m.is_npu and k["has_details"].any()) else (
         "GPU traces carry no kernel details" if not m.is_npu else "no kernel_details rows")
     out["api"] = "yes" if not profile.ops.empty else "no host ops"

@@ -38,10 +38,29 @@ def _same_rows(a: pd.DataFrame, b: pd.DataFrame, skip: tuple[str, ...] = ()) -> 
     pd.testing.assert_frame_equal(a[cols].reset_index(drop=True), b[cols].reset_index(drop=True))
 
 
+#: The Triton names the torch_npu 2026 variant gives three kernels (fixtures/gen/variants.py
+#: TRITON_NAMES), and the kernel_details (Name, Type) they replace.
+TRITON = {"triton_poi_fused_gelu_0": ("aclnnGelu_Gelu_Gelu", "Gelu"),
+          "triton_per_fused__log_softmax_1": ("aclnnLogSoftmax_LogSoftmaxV2_LogSoftmaxV2", "LogSoftmaxV2"),
+          "triton_unk_fused_zero_2": ("aclnnInplaceZero_ZerosLikeAiCore_ZerosLike", "ZerosLike")}
+TORCH_NPU_2026 = VAR / "torch_npu_2026_ascend_pt"
+
+
+def _untriton(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels with the Triton names put back."""
+    out = kernels.copy()
+    for new, (name, op_type) in TRITON.items():
+        out.loc[out["name"] == new, "name"] = name
+        out.loc[out["op_type"] == new, "op_type"] = op_type
+    return out
+
+
 def test_torch_npu_2026_text_reads_as_the_older_layout() -> None:
-    """Block Num / Mix Block Num, a Device_id column after Step Id, analyse.done: the same model."""
-    new, old = _load(VAR / "torch_npu_2026_ascend_pt"), _load(FIX / "npu_text" / "base_ascend_pt")
-    for table in ("kernels", "ops", "comm_ops", "comm_tasks", "overlap", "steps", "memory", "op_memory"):
+    """Block Num / Mix Block Num, a Device_id column after Step Id, analyse.done, Triton kernel
+    names and host MSTX events: the same model (MSTX is not read: no op, no kernel from it)."""
+    new, old = _load(TORCH_NPU_2026), _load(FIX / "npu_text" / "base_ascend_pt")
+    _same_rows(_untriton(new.kernels), old.kernels)
+    for table in ("ops", "comm_ops", "comm_tasks", "overlap", "steps", "memory", "op_memory"):
         _same_rows(getattr(new, table), getattr(old, table))
     assert new.meta.variants[:3] == ["analyse.done: the parse finished",
                                      "kernel_details.csv: Block Num / Mix Block Num (torch_npu 2026-02 and later)",
@@ -139,3 +158,66 @@ def test_mindspore_graph_text_and_rankless_db_pair() -> None:
     result = collect(comparison_events(RunRequest.read(str(text), str(db), OPTS, OPTS, CompareOptions())),
                      str(text), str(db))
     assert {"OverallMetrics", "KernelCompare", "OperatorCompare"} <= set(result.tables)
+
+
+def test_triton_kernels_are_classified_by_name_or_launching_op() -> None:
+    """torch.compile's Triton kernels (kernel_details Name = Type = the Triton name, AI_VECTOR_CORE):
+    pointwise ``triton_poi_`` is element-wise and ``triton_per_`` a reduction by their names; the
+    ``triton_unk_`` kernel no name rule knows takes the class of its launching op (aten::zero_:
+    copy / cast / memset, as the ZerosLike it replaces). OverallMetrics counts them where it
+    counted the kernels they replace (Vector, by their PMU columns), and every kernel table fills."""
+    from perfcmp_core.compare.equivalence import builtin_equivalence
+    from perfcmp_core.compare.kernel_families import kernel_classes
+
+    new = _load(TORCH_NPU_2026)
+    k = new.kernels
+    classes = kernel_classes(new, builtin_equivalence())
+    names = k["name"].to_numpy()[classes["row"].to_numpy()]
+    cls = {n: set(classes["cls"][names == n]) for n in TRITON}
+    cls = {n: c.pop() for n, c in cls.items() if len(c) == 1}
+    assert cls["triton_poi_fused_gelu_0"] == "element-wise"
+    assert cls["triton_per_fused__log_softmax_1"] == "reduction / softmax / sort"
+    assert cls["triton_unk_fused_zero_2"] == "copy / cast / memset"
+    assert (k.loc[k["name"].str.startswith("triton_"), "task_type"] == "AI_VECTOR_CORE").all()
+    assert int(k["name"].str.startswith("triton_").sum()) == 12
+
+    old = FIX / "npu_text" / "base_ascend_pt"
+    result = collect(comparison_events(RunRequest.read(str(old), str(TORCH_NPU_2026), OPTS, OPTS, CompareOptions())),
+                     str(old), str(TORCH_NPU_2026))
+    overall = result.tables["OverallMetrics"].data
+    numeric = overall.select_dtypes("number")
+    base_cols = [c for c in numeric.columns if c.startswith("base")]
+    for col in base_cols:  # both sides hold the same kernels, renamed on one: the same figures
+        assert numeric[col].to_numpy() == pytest.approx(numeric["comp" + col[4:]].to_numpy(), nan_ok=True), col
+    assert "Vector" in " ".join(overall["index"])
+    # KernelCompare groups by op type: each Triton kernel is a row of its own, the comparison's
+    kernels = result.tables["KernelCompare"].data.set_index("kernel")
+    for new, (_, op_type) in TRITON.items():
+        assert kernels.loc[new, "comp_calls"] == kernels.loc[op_type, "base_calls"] > 0
+        assert kernels.loc[new, "comp_total"] == pytest.approx(kernels.loc[op_type, "base_total"])
+    assert len(result.tables["KernelClassCompare"].data)
+
+
+def test_mstx_messages_with_escaped_quotes_load_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace's MSTX messages carry JSON-escaped quotes, one of them ``},{`` — the byte pattern
+    the piece reader cuts at. A piece cut inside that message is retried at the next boundary:
+    the trace read in such pieces gives the profile read whole."""
+    import re
+
+    from perfcmp_core.load import npu_trace, pieces
+
+    raw = (TORCH_NPU_2026 / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes()
+    assert b'"checkpoint \\"epoch 1\\" saved"' in raw
+    inner = raw.index(b'{\\"mb\\":0},{') + len(b'{\\"mb\\":0')  # the "}" of "},{" inside the string
+    start = raw.index(b"[") + 1
+    size = inner - start - 8
+    first = re.compile(rb"\}\s*,\s*\{").search(raw, start + size)
+    assert first is not None and first.start() == inner  # the first cut falls inside the message
+    want = _load(TORCH_NPU_2026)
+    with monkeypatch.context() as m:
+        m.setattr(npu_trace, "PIECE_BYTES", size)
+        m.setattr(pieces, "PIECE_BYTES", size)
+        got = _load(TORCH_NPU_2026)
+    for table in ("kernels", "ops", "comm_ops", "comm_tasks", "overlap", "steps", "pyfuncs"):
+        pd.testing.assert_frame_equal(getattr(got, table), getattr(want, table), obj=table)
+    assert not any("mstx" in n.lower() or "epoch 1" in n for n in want.ops["name"])

@@ -13,10 +13,12 @@ import csv
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfcmp_core.collect import collect
 from perfcmp_core.compare.device_sets import device_sets
+from perfcmp_core.info import comparisons_available
 from perfcmp_core.load import load_profile
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
@@ -83,6 +85,40 @@ def _step_times(run: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def _memory_expected(run: Path) -> pd.DataFrame:
+    """Per operator_memory.csv Name: allocated duration (ms, the csv's Duration, N/A as 0),
+    memory (MB) and record count — rows without an allocation time left out."""
+    df = pd.read_csv(run / OUT / "operator_memory.csv", dtype=str, keep_default_na=False)
+    df = df[~df["Allocation Time(us)"].str.strip().isin(("", "0", "N/A"))]
+    duration = pd.to_numeric(df["Duration(us)"].str.strip(), errors="coerce").fillna(0.0)
+    size = pd.to_numeric(df["Size(KB)"].str.strip(), errors="coerce").fillna(0.0)
+    g = pd.DataFrame({"name": df["Name"].str.strip(), "ms": duration / 1000.0, "mb": size / 1024.0})
+    return g.groupby("name").agg(ms=("ms", "sum"), mb=("mb", "sum"), num=("ms", "size"))
+
+
+def _assert_memory_by_name(tables: dict, base: Path, comp: Path) -> None:
+    """MemoryCompareStatistic / MemoryCompare of two trace-less exports against their csv files."""
+    stat, detail = tables["MemoryCompareStatistic"], tables["MemoryCompare"]
+    assert any("grouped by their own operator names" in n for n in stat.notes)
+    assert any("grouped by their own operator names" in n for n in detail.notes)
+    got = stat.data.set_index("name")
+    for side, run in (("base", base), ("comp", comp)):
+        want = _memory_expected(run)
+        present = got[got[f"{side}_num"] > 0]
+        assert sorted(present.index) == sorted(want.index)
+        w = want.reindex(present.index)
+        assert present[f"{side}_num"].tolist() == w["num"].tolist()
+        assert present[f"{side}_mb"].to_numpy() == pytest.approx(w["mb"].to_numpy(), abs=1e-9)
+        assert present[f"{side}_ms"].to_numpy() == pytest.approx(w["ms"].to_numpy(), abs=1e-6)
+        # the detail rows: every record once, its size on the row of its name
+        rows = detail.data[detail.data[f"{side}_name"] != ""]
+        assert len(rows) == int(want["num"].sum())
+        kb = rows.groupby(f"{side}_name")[f"{side}_kb"].sum() / 1024.0
+        assert kb.reindex(want.index).to_numpy() == pytest.approx(want["mb"].to_numpy(), abs=1e-9)
+    paired = detail.data[(detail.data["base_name"] != "") & (detail.data["comp_name"] != "")]
+    assert (paired["base_name"] == paired["comp_name"]).all()
+
+
 def _result(base: Path, comp: Path):
     return collect(comparison_events(RunRequest.read(str(base), str(comp), OPTS, OPTS, CompareOptions())),
                    str(base), str(comp))
@@ -96,6 +132,7 @@ def test_without_trace_view_compares_the_side_files(tmp_path: Path) -> None:
     missing = [n for n in p.meta.notes if " missing: no " in n]
     assert missing == [n for n in missing if n.startswith("trace_view.json missing: no timeline (host ops")]
     assert len(missing) == 1 and p.meta.files_missing == ["trace_view"]
+    assert comparisons_available(p)["memory"].startswith("yes, by the records' own operator names")
     sets = device_sets(p)
     assert (sets.compute.length, sets.uncovered.length, sets.e2e_ns) == _expected(base)
     # the profiler's own per-step figures agree with the kernel_details unions (no note)
@@ -108,9 +145,11 @@ def test_without_trace_view_compares_the_side_files(tmp_path: Path) -> None:
     for name in ("OverallMetrics", "KernelCompare", "CommunicationCompare", "KernelClassCompare", "StepCompare"):
         assert name in tables and len(tables[name].data), name
     # what needs host ops is absent, and the run says why
-    for name in ("OperatorCompare", "ApiCompare", "MemoryCompare"):
+    for name in ("OperatorCompare", "ApiCompare"):
         assert name not in tables or tables[name].data.empty
     assert any("no host ops" in n for n in result.notes)
+    # memory from operator_memory.csv alone, grouped by the records' own names
+    _assert_memory_by_name(tables, base, comp)
     # KernelCompare reads kernel_details.csv in both cases: the complete export gives the same rows
     full = _result(FIXTURE / "base_ascend_pt", FIXTURE / "comp_ascend_pt").tables
     assert tables["KernelCompare"].data.equals(full["KernelCompare"].data)
@@ -173,3 +212,7 @@ def test_real_export_without_trace_view_matches_the_complete_one(tmp_path: Path)
         assert _expected(run) == ours
     tables = _result(*runs).tables
     assert tables["CommunicationCompare"].data["base_calls"].sum() == 4
+    _assert_memory_by_name(tables, *runs)
+    # AlexNet rank 0: 184 records under 58 names (cann:: rows included: no dequeue to re-time them by)
+    stat = tables["MemoryCompareStatistic"].data
+    assert (int(stat["base_num"].sum()), int((stat["base_num"] > 0).sum())) == (184, 58)

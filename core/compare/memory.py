@@ -13,6 +13,8 @@ name takes the name of its op.
 
 Differences from the reference, on purpose:
 
+* when a side has records but no host ops (a Text export without trace_view.json), both sides'
+  records are grouped by their own names instead (:mod:`.memory_by_name`);
 * when a side has no memory records at all, no sheet is produced and the tables say why (the
   reference writes both sheets full of zeros, quirk 9);
 * the statistic groups by the mapped name and sorts by the unrounded diff (quirks 5 and 10).
@@ -185,6 +187,10 @@ def compare_memory(base: Profile, comp: Profile, opts: CompareOptions,
     missing = [_absent(label, p) for label, p in (("base", base), ("comparison", comp)) if p.op_memory.empty]
     if missing:
         return _empty_tables("; ".join(missing), opts.disable_details)
+    if base.ops.empty or comp.ops.empty:
+        from .memory_by_name import compare_memory_by_name
+
+        return compare_memory_by_name(base, comp, opts)
     match = match or match_operators(base, comp, opts)
     bm, cm = _SideMemory(match.base), _SideMemory(match.comp)
     p = match.pairs
@@ -203,6 +209,12 @@ def compare_memory(base: Profile, comp: Profile, opts: CompareOptions,
 
 def _statistic(per_pair: pd.DataFrame, notes: list[str]) -> Table:
     g = grouped(per_pair, {"bytes": ("base_bytes", "comp_bytes"), "life": ("base_life", "comp_life")})
+    return statistic_table(g, notes)
+
+
+def statistic_table(g: pd.DataFrame, notes: list[str]) -> Table:
+    """``MemoryCompareStatistic`` from per-name sums: ``name``, ``matched_as`` and, per side,
+    ``*_bytes``, ``*_life`` (ns) and ``*_num`` (records)."""
     base_mb = g["base_bytes"].to_numpy(dtype="float64") / 1024.0**2
     comp_mb = g["comp_bytes"].to_numpy(dtype="float64") / 1024.0**2
     data = pd.DataFrame({

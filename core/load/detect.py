@@ -55,8 +55,9 @@ ENABLES = {
     "operator_memory": "MemoryCompare",
     "communication": "RDMA/SDMA bandwidth",
     "step_trace_time": "per-step Computing / Communication / Free when trace_view.json is missing",
-    "trace_view": "timeline (host ops: OperatorCompare, ModuleCompare, ApiCompare, memory per op; "
-                  "communication tasks: Wait / Transmit; the step explanation's idle causes)",
+    "trace_view": "timeline (host ops: OperatorCompare, ModuleCompare, ApiCompare, memory records "
+                  "attributed to their enclosing op — MemoryCompare groups them by their own names "
+                  "instead; communication tasks: Wait / Transmit; the step explanation's idle causes)",
     "profiler_info": "profiler level / with_stack / profile_memory in info",
     "profiler_metadata": "process-group names (dp, tp …) of communication groups",
 }

@@ -277,13 +277,17 @@ def _placement_via_queue(alloc_ns: np.ndarray, queue: pd.DataFrame) -> tuple[np.
     return place, covered
 
 
-def read_operator_memory(path: Path, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[str]) -> pd.DataFrame:
     """operator_memory.csv → OP_MEMORY (KB → bytes, µs → ns, ``cann::`` rows re-timed).
 
     Rows without an allocation time (empty, 0 or N/A) describe nothing we can place and are
     skipped. Only ``cann::`` rows keep their name; the others take the name of the host op they
     land in (the record names are allocator internals, not ops). Sizes that are N/A count as 0
     bytes so that sums stay correct.
+
+    ``queue`` None: the export has no timeline (trace_view.json missing), so there is no host op
+    to land in and no dequeue to re-time by: every record keeps its own ``Name`` and its
+    allocation time, and MemoryCompare groups them by that name.
     """
     df = read_csv(path, ("Name", "Size(KB)", "Allocation Time(us)"), ("Release Time(us)",))
     if df is None:
@@ -293,20 +297,22 @@ def read_operator_memory(path: Path, queue: pd.DataFrame, notes: list[str]) -> p
     release = us_text_to_ns(_optional(df, "Release Time(us)"))
     release[release <= 0] = -1
     names = df["Name"].str.strip()
-    is_cann = names.str.contains("cann::", regex=False).to_numpy()
     keep = alloc > 0
     place = alloc.copy()
-    cann_place, covered = _placement_via_queue(alloc[is_cann & keep], queue)
-    cann_rows = np.flatnonzero(is_cann & keep)
-    place[cann_rows] = cann_place
-    uncovered = cann_rows[~covered]
-    keep[uncovered] = False
-    if len(uncovered):
-        notes.append(f"{path.name}: {len(uncovered)} cann:: record(s) lie in no dequeue event of "
-                     "the trace and are left out of MemoryCompare")
+    if queue is not None:
+        is_cann = names.str.contains("cann::", regex=False).to_numpy()
+        cann_place, covered = _placement_via_queue(alloc[is_cann & keep], queue)
+        cann_rows = np.flatnonzero(is_cann & keep)
+        place[cann_rows] = cann_place
+        uncovered = cann_rows[~covered]
+        keep[uncovered] = False
+        if len(uncovered):
+            notes.append(f"{path.name}: {len(uncovered)} cann:: record(s) lie in no dequeue event of "
+                         "the trace and are left out of MemoryCompare")
+        names = names.where(is_cann, "")
     size = _scaled_int(_float(df["Size(KB)"]), KB, 0)
     return frame(OP_MEMORY, {
-        "name": names.where(is_cann, "")[keep],
+        "name": names[keep],
         "size_bytes": size[keep],
         "place_ns": place[keep],
         "alloc_ns": alloc[keep],

@@ -160,9 +160,11 @@ class _SideFiles:
     used: list[str] = field(default_factory=list)
 
 
-def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame, notes: list[str]) -> _SideFiles:
+def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame | None, notes: list[str]) -> _SideFiles:
     """Read the side files detect found. At trace level only profiler_metadata.json is read (the
-    user asked for the bare trace; group names are harmless labels)."""
+    user asked for the bare trace; group names are harmless labels). ``queue`` None: the export
+    has no timeline (operator_memory.csv records keep their own names, see
+    :func:`.npu_files.read_operator_memory`)."""
     out = _SideFiles()
     files = src.files
     roles = ("profiler_metadata",) if src.level == "trace" else tuple(files)

@@ -19,7 +19,10 @@ missing file saying what it disables:
   the overlapped communication at the end of Computing — each step right after the previous
   one. The lengths are the profiler's; positions inside a step mean nothing, and nothing reads
   them but the interval sets whose lengths OverallMetrics and StepCompare report;
-* memory, bandwidth, profiler info and group names as from a complete export.
+* operator_memory.csv: every record keeps its own operator name (no host op to attribute it
+  to, no dequeue to re-time ``cann::`` rows by), and MemoryCompare groups the records by that
+  name (:mod:`..compare.memory_by_name`);
+* memory_record.csv, bandwidth, profiler info and group names as from a complete export.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import COMM_OPS, KERNELS, OVERLAP, QUEUE, STEPS, Profile, ProfileMeta, empty, frame
+from ..model import COMM_OPS, KERNELS, OVERLAP, STEPS, Profile, ProfileMeta, empty, frame
 from ..options import LoadOptions
 from . import npu_files
 from .common import assign_step
@@ -114,7 +117,7 @@ def load_npu_text_without_trace(src: Source, opts: LoadOptions) -> Profile:
     """Read a Text export whose ``trace_view.json`` is missing (detect made sure that
     kernel_details.csv or step_trace_time.csv is there)."""
     notes = [*src.notes, *missing_file_notes(src)]
-    side = _side_files(src, opts, empty(QUEUE), notes)
+    side = _side_files(src, opts, None, notes)
     kernels = side.details.kernels if side.details else empty(KERNELS)
     kernels = kernels.iloc[np.argsort(kernels["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
     # With no timeline the csv rows (device start and duration of every task it lists) are the

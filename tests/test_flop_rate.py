@@ -9,9 +9,11 @@ op containment, ``Input Dims``), not from the loader or the check's own attribut
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -49,6 +51,7 @@ def _config(tmp_path: Path, threshold: float):  # noqa: ANN202 - an AdvisorConfi
     ("MatMulV2", "4096,768;2304,768", True, 2 * 4096 * 768 * 2304),  # B transposed (K shared last)
     ("MatMulV3", "768,4096;768,2304", True, 2 * 4096 * 768 * 2304),  # A transposed
     ("BatchMatMulV2", "96,512,64;96,64,512", True, 2 * 96 * 512 * 512 * 64),
+    ("MatMulV3", "3072;4096,1024;1024,3072", True, 2 * 4096 * 1024 * 3072),  # aclnnAddmm: bias first
     ("aten::_scaled_dot_product_flash_attention", "[[8, 12, 512, 64], [8, 12, 512, 64], [8, 12, 512, 64]]",
      False, 4 * 8 * 12 * 512 * 512 * 64),
     ("aten::_scaled_dot_product_efficient_attention", "[[2, 8, 128, 64], [2, 8, 256, 64], [2, 8, 256, 64]]",
@@ -112,9 +115,34 @@ def test_without_shapes_the_check_says_it_cannot_run(pattern: tuple[Path, Path])
     a = analyse(load_profile(str(pattern[1])), CFG)
     assert "flop_rate" not in [c.key for c in a.checks]
     assert [(s.key, "record_shapes=True" in s.reason) for s in a.skipped] == [("flop_rate", True)]
-    assert "check flop_rate could not run: no input shapes recorded" in report(a, CFG)
+    text = report(a, CFG)
+    assert "check flop_rate could not run: no input shapes recorded" in text
+    assert f"and {len(CFG.checks)} check(s) tripped (1 could not run)" in text
     doc = orjson.loads(orjson.dumps(document(a), option=orjson.OPT_SERIALIZE_NUMPY))
     assert doc["checks_not_run"][0]["check"] == "flop_rate"
+
+
+def test_npu_kernels_without_host_shapes_measure_their_own() -> None:
+    """The NPU Text fixture with its host ops' Input Dims blanked: every MatMul kernel is a call of
+    its own, FLOPs from kernel_details' Input Shapes (re-derived here from the CSV with the two
+    matrix operands and the dimension they share)."""
+    from perfcmp_core.advisor.flop_rate import calls
+    from perfcmp_core.compare.equivalence import builtin_equivalence
+    from perfcmp_core.compare.kernel_families import kernel_classes
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "npu_text" / "base_ascend_pt"
+    profile = load_profile(str(run))
+    profile.ops["input_dims"] = ""
+    per, _ = calls(profile, kernel_classes(profile, builtin_equivalence()))
+    want = []
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if re.fullmatch(r"(Batch)?MatMulV\d", row["Type"]):
+                a, b = [[int(x) for x in s.split(",")] for s in row["Input Shapes"].strip('"').split(";") if "," in s]
+                k = a[-1] if a[-1] in b[-2:] else a[-2]  # A's last dim unless only its first is shared
+                want.append(2.0 * math.prod(a) * math.prod(b) / k)
+    assert len(want) > 0 and bool(per["own"].all())
+    assert sorted(per["flops"]) == sorted(want)
 
 
 # --- real H200 traces: expected groups from the raw JSON -----------------------------------------

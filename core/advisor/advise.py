@@ -54,7 +54,8 @@ def report(a: Analysis, cfg: AdvisorConfig) -> str:
             lines.append(line)
     lines += ["", "Findings:"]
     if not a.findings and not a.checks:
-        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped")
+        unrun = f" ({len(a.skipped)} could not run)" if a.skipped else ""
+        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped{unrun}")
     for c in a.checks:
         lines.append(f"  - {c.headline} → {c.direction}")
         lines.append(f"      {c.evidence}")

@@ -10,8 +10,8 @@ device, dtype and library — comparing within the profile needs no peak-FLOPs t
   ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``, the SDPA / flash / efficient attention
   ops and their backward); one call is that op's row, its device time the sum of those kernels
   (copies or fills the op also launched are not GEMM work and are left out). An NPU ``MatMul*``
-  / ``BatchMatMul*`` kernel no such op claims is a call on its own, with its kernel_details / Db
-  input shapes.
+  / ``BatchMatMul*`` kernel that no such op with recorded shapes claims is a call on its own,
+  with its kernel_details / Db input shapes.
 * **Work.** FLOPs from the call's shapes (:mod:`.flops`, formulas there); calls whose shapes are
   missing or do not fit are not measured, and the evidence says how much time that leaves out.
 * **Groups and peers.** Calls are grouped by (op, shapes); a group's rate is its FLOPs over its
@@ -77,8 +77,6 @@ def calls(profile: Profile, classes: pd.DataFrame) -> tuple[pd.DataFrame, float]
     rows = sel["row"].to_numpy()
     op = measured_op(profile, sel["launch"].to_numpy())
     op_type = k["op_type"].to_numpy(dtype=object)[rows]
-    own = (op < 0) & (profile.meta.kind != "gpu") & pd.Series(op_type, dtype=object).astype(str).str.match(
-        NPU_GEMM_TYPE).to_numpy(dtype=bool)
     ops = profile.ops
     safe = np.maximum(op, 0)
     empty = np.full(len(op), "", dtype=object)
@@ -88,6 +86,9 @@ def calls(profile: Profile, classes: pd.DataFrame) -> tuple[pd.DataFrame, float]
         types = np.where(op >= 0, ops["input_types"].to_numpy(dtype=object)[safe], empty)
     else:
         name, dims, types = empty, empty.copy(), empty.copy()
+    # An NPU MatMul kernel no host op with shapes claims speaks for itself.
+    own = ((op < 0) | (dims == "")) & (profile.meta.kind != "gpu") & pd.Series(
+        op_type, dtype=object).astype(str).str.match(NPU_GEMM_TYPE).to_numpy(dtype=bool)
     name = np.where(own, op_type, name)
     dims = np.where(own, k["input_shapes"].to_numpy(dtype=object)[rows], dims)
     types = np.where(own, k["input_dtypes"].to_numpy(dtype=object)[rows], types)

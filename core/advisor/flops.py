@@ -10,7 +10,8 @@ Formulas (a multiply-add counts 2 FLOPs):
 * GEMM ``A[..., M, K] @ B[..., K, N]``: ``2·M·N·K`` × the broadcast batch (``bmm``/``baddbmm``:
   B). Operands: ``mm``, ``bmm``, ``matmul`` (1-D operands count as M or N = 1) — inputs 0, 1;
   ``addmm``, ``baddbmm`` — inputs 1, 2 (input 0 is the added tensor); ``linear`` — ``x[..., K]``
-  and ``weight[N, K]``. NPU ``MatMul*`` / ``BatchMatMul*`` kernels do not record their
+  and ``weight[N, K]``. NPU ``MatMul*`` / ``BatchMatMul*`` kernels: the first two inputs with two
+  or more dims (``aclnnAddmm``'s kernel lists the bias first); they do not record their
   transpose flags: K is the dimension the two operands share (A's last against B's first, then
   B's last, then A's first against B's first, then B's last).
 * Attention forward ``4·B·H·S_q·S_k·D`` (Q·Kᵀ and P·V), i.e. ``4·|Q|·S_k``; the SDPA ops hold Q, K
@@ -135,8 +136,11 @@ def work_of(name: str, dims_text: str, npu_kernel: bool) -> Work | None:
     shapes = parse_dims(dims_text)
     if shapes is None:
         return None
-    if npu_kernel or name in _GEMM_OPS:
-        ia, ib = (0, 1) if npu_kernel else _GEMM_OPS[name]
+    if npu_kernel:  # the operands are the first two matrices (an Addmm kernel lists its bias first)
+        mats = [s for s in shapes if len(s) >= 2]
+        return _gemm(mats[0], mats[1], name, True) if len(mats) >= 2 else None
+    if name in _GEMM_OPS:
+        ia, ib = _GEMM_OPS[name]
         if len(shapes) <= max(ia, ib):
             return None
         return _gemm(shapes[ia], shapes[ib], name, npu_kernel)

@@ -145,6 +145,38 @@ def test_npu_kernels_without_host_shapes_measure_their_own() -> None:
     assert sorted(per["flops"]) == sorted(want)
 
 
+def test_real_npu_text_l1_flags_the_classifier_gemm() -> None:
+    """NPU Text L1 rank0 (AlexNet, fp32, recorded with shapes): the 1000-class classifier GEMM runs
+    at 4.58 TFLOP/s, under 33 % of its peers' median 13.89. Re-derived from kernel_details.csv
+    alone: each MatMul kernel's duration and its two matrix operands, K the shared dimension (where
+    two pairings fit, the one with more work: the weight gradient contracts the batch of 32)."""
+    run = DATA.parents[1] / "npu-real-runs" / "text" / "level1" / "rank0_ascend_pt"
+    if not run.exists():
+        pytest.skip(f"real profile not found: {run}")
+    time: dict[str, float] = defaultdict(float)
+    work: dict[str, float] = defaultdict(float)
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            row = {k.strip(): v.strip() for k, v in row.items()}
+            if re.fullmatch(r"(Batch)?MatMulV\d", row["Type"]):
+                shapes = row["Input Shapes"].strip('"')
+                a, b = [[int(x) for x in s.split(",")] for s in shapes.split(";") if "," in s][:2]
+                best = max(2.0 * math.prod(a) * math.prod(b) / k for k in set(a) & set(b))
+                time[shapes] += float(row["Duration(us)"]) * 1e-6
+                work[shapes] += best
+    rate = {s: work[s] / time[s] for s in time}
+    want = {s for s, r in rate.items() if r < 0.33 * statistics.median([v for s2, v in rate.items() if s2 != s])}
+    assert want == {"32,4096;1000,4096;1000"}
+    slow = rate["32,4096;1000,4096;1000"]
+    peers = statistics.median([v for s, v in rate.items() if s != "32,4096;1000,4096;1000"])
+    a = analyse(load_profile(str(run)), CFG)
+    found = {c.key: c for c in a.checks}["flop_rate"]
+    assert found.top == (("aten::addmm 32×4096 @ 4096×1000",
+                          f"{time['32,4096;1000,4096;1000'] * 1e3:,.3f} ms (×1) at {slow / 1e12:.2f} TFLOP/s "
+                          f"vs peers {peers / 1e12:.2f}"),)
+    assert found.direction == CFG.checks["flop_rate"].direction_for("align")
+
+
 # --- real H200 traces: expected groups from the raw JSON -----------------------------------------
 
 _GEMM_ARGS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::addmm": (1, 2), "aten::baddbmm": (1, 2)}

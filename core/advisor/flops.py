@@ -13,7 +13,9 @@ Formulas (a multiply-add counts 2 FLOPs):
   and ``weight[N, K]``. NPU ``MatMul*`` / ``BatchMatMul*`` kernels: the first two inputs with two
   or more dims (``aclnnAddmm``'s kernel lists the bias first); they do not record their
   transpose flags: K is the dimension the two operands share (A's last against B's first, then
-  B's last, then A's first against B's first, then B's last).
+  B's last, then A's first against B's first, then B's last); where two pairings fit (a weight
+  gradient ``[32, 4096]``, ``[32, 4096]``) the first wins, which is why the host op's shapes are
+  preferred whenever recorded.
 * Attention forward ``4·B·H·S_q·S_k·D`` (Q·Kᵀ and P·V), i.e. ``4·|Q|·S_k``; the SDPA ops hold Q, K
   as ``[B, H, S, D]``, the flash / efficient kernels' own ops (``_flash_attention_*``,
   ``_efficient_attention_*``) as ``[B, S, H, D]``. Backward: 2.5 × forward (dQ, dK, dV, dP and

@@ -100,7 +100,8 @@ def test_pattern_flags_the_vocabulary_gemm(pattern: tuple[Path, Path]) -> None:
     assert found.top == (("aten::mm 1024×1024 @ 1024×50257",
                           f"5.000 ms (×1) at {slow:.2f} TFLOP/s vs peers {peers:.2f}"),)
     assert found.direction == CFG.checks["flop_rate"].direction_for("align")
-    assert "5.140 ms of 5.170 ms GEMM / attention time measured from shapes in 4 group(s)" in found.evidence
+    assert ("5.140 ms of 5.170 ms GEMM / attention time in the profile measured from shapes in 4 group(s)"
+            in found.evidence)
     assert not a.skipped
 
 
@@ -195,7 +196,8 @@ def _flops(name: str, dims: list) -> float:
 def _expected(rel: str, threshold: float) -> tuple[set[tuple[str, str]], int]:
     """(op, dims) groups whose rate is under ``threshold`` % of the median rate of the other
     groups of their family, and how many groups there are: kernels → their launch (same
-    correlation, runtime or driver API) → the innermost GEMM / attention cpu_op containing the launch on its thread."""
+    correlation, runtime or driver API) → the innermost GEMM / attention cpu_op containing the
+    launch on its thread."""
     path = DATA / rel
     if not path.exists():
         pytest.skip(f"real profile not found: {path}")

@@ -185,5 +185,5 @@ def flop_rate(check: Check, profile: Profile, ex: StepExplanation,
                      f"the measured time",
         part / measured, check.threshold, check.direction_for(cause),
         f"{ms(part / n)} {per_step} in {len(flagged)} group(s); {ms(measured)} of {ms(total)} GEMM / attention "
-        f"time measured from shapes in {len(g)} group(s); main cause of the largest: {cause}",
+        f"time in the profile measured from shapes in {len(g)} group(s); main cause of the largest: {cause}",
         top, part / n)

@@ -93,14 +93,14 @@ def calls(profile: Profile, classes: pd.DataFrame) -> tuple[pd.DataFrame, float]
     dims = np.where(own, k["input_shapes"].to_numpy(dtype=object)[rows], dims)
     types = np.where(own, k["input_dtypes"].to_numpy(dtype=object)[rows], types)
     call = np.where(own, -2 - rows, op)  # an NPU kernel on its own is a call of its own
-    keep = call != -1
-    frame = pd.DataFrame({"call": call[keep], "op": name[keep].astype(object), "shapes": dims[keep].astype(object),
-                          "types": types[keep].astype(object), "own": own[keep],
-                          "dur_ns": sel["dur_ns"].to_numpy()[keep]})
-    per = frame.groupby("call", sort=False).agg(op=("op", "first"), shapes=("shapes", "first"),
-                                                types=("types", "first"), own=("own", "first"),
-                                                dur_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
-    per = per.reset_index(drop=True)
+    keep = np.flatnonzero(call != -1)
+    codes, _ = pd.factorize(call[keep])
+    first = keep[np.unique(codes, return_index=True)[1]]  # one row per call, in first-seen order
+    dur = sel["dur_ns"].to_numpy()
+    per = pd.DataFrame({"op": name[first].astype(object), "shapes": dims[first].astype(object),
+                        "types": types[first].astype(object), "own": own[first],
+                        "dur_ns": np.bincount(codes, weights=dur[keep], minlength=len(first)).astype("int64"),
+                        "kernels": np.bincount(codes, minlength=len(first))})
     w = works(per["op"], per["shapes"], per["own"].to_numpy())
     per = pd.concat([per, w], axis=1)
     per["fp32"] = is_fp32(per["types"])

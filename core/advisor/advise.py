@@ -54,11 +54,14 @@ def report(a: Analysis, cfg: AdvisorConfig) -> str:
             lines.append(line)
     lines += ["", "Findings:"]
     if not a.findings and not a.checks:
-        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped")
+        unrun = f" ({len(a.skipped)} could not run)" if a.skipped else ""
+        lines.append(f"  none of the {len(cfg.rules)} rule(s) and {len(cfg.checks)} check(s) tripped{unrun}")
     for c in a.checks:
         lines.append(f"  - {c.headline} → {c.direction}")
         lines.append(f"      {c.evidence}")
         lines.append(f"      top: {c.top_text}")
+    for skipped in a.skipped:
+        lines.append(f"  - check {skipped.key} could not run: {skipped.reason}")
     summary = a.summary.set_index(["stage", "category"])
     for f in a.findings:
         row = summary.loc[(f.rule.stage, f.rule.category)]
@@ -99,6 +102,7 @@ def document(a: Analysis) -> dict[str, Any]:
                     "direction": c.direction, "evidence": c.evidence, "time_ns": c.time_ns,
                     "top": [{"label": label, "figure": figure} for label, figure in c.top]}
                    for c in a.checks],
+        "checks_not_run": [{"check": s.key, "reason": s.reason} for s in a.skipped],
     }
 
 

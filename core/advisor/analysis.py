@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..model import Profile
 from .categories import classify
-from .checks import CheckFinding, run_checks
+from .checks import CheckFinding, CheckSkipped, check_profile
 from .items import build_items
 from .measure import Window, measure
 from .rules import ALL, CATEGORIES, COMM_EXPOSED, ROW_CATEGORIES, AdvisorConfig, Finding, evaluate
@@ -58,6 +58,7 @@ class Analysis:
     config_source: str = ""
     workload: Workload | None = None  # training / inference, model family, and the evidence
     checks: list[CheckFinding] = field(default_factory=list)  # checks beyond the seed's rules
+    skipped: list[CheckSkipped] = field(default_factory=list)  # checks that could not run, and why
 
     @property
     def has_stages(self) -> bool:
@@ -181,6 +182,7 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
     whole.insert(0, "stage", ALL)
     operators = pd.concat([by_stage, whole], ignore_index=True)
     operators["time_ns"] = operators["time_ns"] / n_windows
+    checks, skipped = check_profile(profile, explanation, classes, config)
 
     return Analysis(
         source=profile.meta.source, kind=profile.meta.label,
@@ -189,5 +191,5 @@ def analyse(profile: Profile, config: AdvisorConfig, equivalence: Equivalence | 
         excluded_ns=int(f["dur_ns"].to_numpy()[~keep].sum()), summary=summary,
         per_step=steps_df.reset_index(drop=True), operators=operators,
         findings=evaluate(config.rules, summary), config_source=config.source, workload=workload,
-        checks=run_checks(profile, explanation, classes, config),
+        checks=checks, skipped=skipped,
     )

@@ -13,7 +13,10 @@ communication or idle with a cause) and the kernel classification, so they hold 
 * ``host_copies`` — host↔device copies above ``threshold`` % of the step;
 * ``cast_transdata`` — Cast / TransData (dtype and layout conversion) kernels above
   ``threshold`` % of device compute;
-* ``aicpu`` — NPU AI CPU tasks above ``threshold`` % of device compute.
+* ``aicpu`` — NPU AI CPU tasks above ``threshold`` % of device compute;
+* ``flop_rate`` — GEMM / attention (op, shape) groups whose achieved FLOP rate is under
+  ``threshold`` % of their family's time-weighted median (:mod:`.flop_rate`); without recorded
+  shapes it says it could not run (:class:`.finding.CheckSkipped`).
 
 Thresholds and directions live in ``advisor.ini``'s ``[check.*]`` sections (``direction`` or,
 for the first two, ``direction_<cause>``). A profile without steps is read as one window: its
@@ -23,7 +26,6 @@ figures are totals, and are said to be.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -34,6 +36,8 @@ from ..explain.idle import CAUSES as IDLE_CAUSES
 from ..explain.table import means
 from ..explain.host import SYNC_CALL
 from ..model import Profile
+from .finding import CheckFinding, CheckSkipped
+from .flop_rate import flop_rate
 from .rules import CHECKS, AdvisorConfig, Check
 from .text import ms, pct
 #: The explanation's parts (core/explain).
@@ -42,24 +46,6 @@ _COMM, _IDLE, _COMPUTE = "communication", "idle", "compute"
 _CAST = re.compile(r"^(?:cast|transdata)(?:[^a-z]|$)|npu_dtype_cast", re.IGNORECASE)
 _AICPU = "AI_CPU"
 _TOP = 3
-
-
-@dataclass(frozen=True)
-class CheckFinding:
-    """A check that tripped on one profile."""
-
-    key: str
-    headline: str
-    value: float  # the compared figure: a fraction (0–1) or, for ``syncs``, a count per step
-    threshold: float
-    direction: str
-    evidence: str
-    top: tuple[tuple[str, str], ...]  # (contributor, its figure as text)
-    time_ns: float  # mean per step (or total without steps)
-
-    @property
-    def top_text(self) -> str:
-        return ", ".join(f"{label} {figure}" for label, figure in self.top) or "none named"
 
 
 def _per(ex: StepExplanation) -> str:
@@ -220,19 +206,29 @@ def _aicpu(check: Check, profile: Profile, ex: StepExplanation, classes: pd.Data
     return _compute_share(check, "aicpu", "AI CPU tasks", classes, hit, ex)
 
 
-_RUN: dict[str, Callable[[Check, Profile, StepExplanation, pd.DataFrame], CheckFinding | None]] = {
+_RUN: dict[str, Callable[[Check, Profile, StepExplanation, pd.DataFrame], CheckFinding | CheckSkipped | None]] = {
     "comm_exposed": _comm_exposed, "device_idle": _device_idle, "syncs": _syncs,
-    "host_copies": _host_copies, "cast_transdata": _cast_transdata, "aicpu": _aicpu,
+    "host_copies": _host_copies, "cast_transdata": _cast_transdata, "aicpu": _aicpu, "flop_rate": flop_rate,
 }
+
+
+def check_profile(profile: Profile, ex: StepExplanation, classes: pd.DataFrame,
+                  cfg: AdvisorConfig) -> tuple[list[CheckFinding], list[CheckSkipped]]:
+    """The enabled checks of ``cfg`` that trip on ``profile`` and those that could not run on it,
+    each in :data:`CHECKS` order."""
+    found: list[CheckFinding] = []
+    skipped: list[CheckSkipped] = []
+    for key in CHECKS:
+        check = cfg.checks.get(key)
+        if check is not None:
+            result = _RUN[key](check, profile, ex, classes)
+            if isinstance(result, CheckSkipped):
+                skipped.append(result)
+            elif result is not None:
+                found.append(result)
+    return found, skipped
 
 
 def run_checks(profile: Profile, ex: StepExplanation, classes: pd.DataFrame, cfg: AdvisorConfig) -> list[CheckFinding]:
     """The enabled checks of ``cfg`` that trip on ``profile``, in :data:`CHECKS` order."""
-    out = []
-    for key in CHECKS:
-        check = cfg.checks.get(key)
-        if check is not None:
-            found = _RUN[key](check, profile, ex, classes)
-            if found is not None:
-                out.append(found)
-    return out
+    return check_profile(profile, ex, classes, cfg)[0]

@@ -48,7 +48,8 @@ _SECTION_KEYS: dict[str, frozenset[str]] = {
     "check": frozenset({"threshold", "direction", "enabled"}),  # and direction_<cause> keys
 }
 #: The checks beyond the seed's rules (:mod:`.checks`), in report order.
-CHECKS: tuple[str, ...] = ("comm_exposed", "device_idle", "syncs", "host_copies", "cast_transdata", "aicpu")
+CHECKS: tuple[str, ...] = ("comm_exposed", "device_idle", "syncs", "host_copies", "cast_transdata", "aicpu",
+                           "flop_rate")
 #: What a check's ``threshold`` counts (a percentage, or syncs per step).
 CHECK_UNITS: dict[str, str] = {"syncs": "count"}
 

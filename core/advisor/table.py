@@ -192,6 +192,8 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:
         notes.append("the sides' stages were found differently; compare the All rows first")
+    notes += [f"{side}: check {s.key} could not run: {s.reason}"
+              for side, a in (("base", base), ("comparison", comp)) for s in a.skipped]
     if config_file:
         notes.append(f"rules from {config_file} on top of the defaults")
     table = _table(rows, notes)

@@ -229,3 +229,22 @@ async def test_T_on_a_row_naming_nothing_that_runs_marks_nothing() -> None:
         await pilot.press("q", "6", "T")
         await pilot.pause()
         assert isinstance(app.screen, TimelineScreen) and app.screen.view.op == ""
+
+
+@aio
+async def test_finished_results_are_kept_out_of_full_collections() -> None:
+    """Once the comparison finished, its tables are out of the collector's full scans (they
+    cost a key 110–200 ms on the 0.9 GB NPU Text pair, docs/performance.md); a rerun (`S`) and
+    closing the app hand them back, so cycles among them can still go."""
+    import gc
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        table = app.outcome.tables["Timeline"]
+        assert gc.get_freeze_count() > 0 and not any(o is table for o in gc.get_objects())
+        app._rerun()
+        assert gc.get_freeze_count() == 0 and any(o is table for o in gc.get_objects())
+        await settle(pilot, app)
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

@@ -211,7 +211,7 @@ def test_real_llama_anchor_is_the_first_backward_op() -> None:
     """Aligning at the backward pass: the base's median step against step 3 of the same trace,
     each anchor the first ``autograd::engine::evaluate_function`` op of its window (read from the
     profile's ops here), the comparison's view shifted by their difference."""
-    from perfcmp_core.lanes.picture import BACKWARD, anchor_ns, views
+    from perfcmp_core.lanes.picture import BACKWARD, anchor_ns, anchors, views
 
     profile = load_profile(str(REAL))
     ex = explain_profile(profile)
@@ -226,8 +226,10 @@ def test_real_llama_anchor_is_the_first_backward_op() -> None:
     assert [anchor_ns(s) for s in sides] == expect
     shift = expect[1] - expect[0]
     longest = max(s.window_ns for s in sides)
-    assert views(sides, 0.0, 0.5, True, anchored=True) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
-    assert views(sides, 0.0, 1.0, False, anchored=True) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))
+    first = anchors(sides)[0]
+    assert first.label == "the first backward op" and (first.base_ns, first.comp_ns) == tuple(expect)
+    assert views(sides, 0.0, 0.5, True, first) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
+    assert views(sides, 0.0, 1.0, False, first) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))
 
 
 def test_npu_lanes_are_named_by_task_type_per_stream() -> None:
@@ -249,3 +251,54 @@ def test_npu_lanes_are_named_by_task_type_per_stream() -> None:
     by_title = {lane.title: lane for lane in dev}
     assert "AI_CORE s2" in by_title and "compute" in set(by_title["AI_CORE s2"].cls)  # copies run there too
     assert set(by_title["communication"].cls) == {"communication"} and set(by_title["communication"].stream) == {-1}
+
+
+#: The GPU training fixture's model (fixtures/gen): TransformerLM_0 holds these modules, in order.
+TOP_MODULES = ("Conv2d_0", "Embedding_0", "TransformerLayer_0", "TransformerLayer_1", "RMSNorm_0", "Linear_8")
+
+
+def _module_starts(trace: Path, lo: int, hi: int) -> dict[str, int]:
+    """Where each module frame of the window starts (ns from ``lo``), read from the trace's JSON
+    (``ts`` in µs with three decimals, read exactly)."""
+    import json
+    from decimal import Decimal
+
+    events = json.loads(trace.read_text(encoding="utf-8"), parse_float=Decimal)["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("cat") == "python_function" and str(e.get("name", "")).startswith("nn.Module: "):
+            ts = int(Decimal(e["ts"]) * 1000)
+            if lo <= ts < hi:
+                out.setdefault(e["name"][len("nn.Module: "):], ts - lo)
+    return out
+
+
+def test_anchors_at_the_backward_pass_and_the_top_level_modules() -> None:
+    """The GPU training fixture (fixtures/README.md: the comparison's layer-0 MLP runs a 15 µs
+    Cast more, forward): ``a`` steps through the first backward op, then the start of every
+    module directly under TransformerLM_0 — each time read from the trace's JSON here. Up to
+    layer 0 both sides agree to the ns; from layer 1 on the comparison's host is late by what the
+    extra ``aten::to`` costs it (10.3 µs), so anchoring at TransformerLayer_1 shifts its view by that."""
+    from perfcmp_core.lanes.picture import anchor_ns, anchors, views
+
+    traces = (ROOT / "fixtures" / "gpu" / "base.pt.trace.json", ROOT / "fixtures" / "gpu" / "comp.pt.trace.json")
+    profiles = [load_profile(str(p), LoadOptions(use_cache=False)) for p in traces]
+    exs = [explain_profile(p) for p in profiles]
+    sides = sides_of(timeline_table(*zip(profiles, exs)))
+    starts = []
+    for trace, ex, side in zip(traces, exs, sides):
+        w = ex.windows.set_index("step")
+        lo, hi = int(w.at[side.step, "start_ns"]), int(w.at[side.step, "end_ns"])
+        starts.append(_module_starts(trace, lo, hi))
+    found = anchors(sides)
+    assert [a.label for a in found] == ["the first backward op", *(f"module {m}" for m in TOP_MODULES)]
+    assert (found[0].base_ns, found[0].comp_ns) == (anchor_ns(sides[0]), anchor_ns(sides[1]))
+    for a, m in zip(found[1:], TOP_MODULES):
+        assert (a.base_ns, a.comp_ns) == (starts[0][m], starts[1][m])
+    shifts = {m: a.shift for a, m in zip(found[1:], TOP_MODULES)}
+    assert [shifts[m] for m in TOP_MODULES[:3]] == [0, 0, 0]
+    late = starts[1]["TransformerLayer_1"] - starts[0]["TransformerLayer_1"]
+    assert late > 0 and shifts["TransformerLayer_1"] == late
+    layer1 = found[1 + TOP_MODULES.index("TransformerLayer_1")]
+    (b0, b1), (c0, c1) = views(sides, 0.0, 1.0, True, layer1)
+    assert (c0 - b0, c1 - b1) == (late, late)  # its start lies in the same column on both sides

@@ -194,7 +194,7 @@ def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
 @aio
 async def test_a_aligns_the_backward_passes() -> None:
     """The GPU training pair (fixtures/README.md): `a` shifts the comparison's view by how much
-    later its first backward op starts; `a` again undoes it."""
+    later its first backward op starts; `A` undoes it."""
     from perfcmp_core.lanes.picture import anchor_ns
 
     app = make_app("gpu")
@@ -204,9 +204,40 @@ async def test_a_aligns_the_backward_passes() -> None:
         before = view.side_views()
         await pilot.press("a")
         assert view.anchored and view.side_views() == (before[0], (before[1][0] + shift, before[1][1] + shift))
-        assert "to align the backward pass" in text_of(app.screen.query_one("#timeline-head"))
-        await pilot.press("a")
-        assert view.side_views() == before
+        assert "to align the first backward op (anchor 1 of 7)" in text_of(app.screen.query_one("#timeline-head"))
+        await pilot.press("A")
+        assert not view.anchored and view.side_views() == before
+
+
+@aio
+async def test_a_steps_through_the_top_level_modules() -> None:
+    """After the backward pass, `a` anchors at the start of each module directly under the GPU
+    fixture's TransformerLM_0 (tests/test_lanes.py reads them from the trace): zoomed in, the
+    cursor lands on TransformerLayer_1's first cell, which names that layer on both sides; the
+    comparison is shifted by how much later its layer 1 starts; `A` steps back to layer 0 (no
+    shift); past the last module `a` turns the anchor off."""
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _opened(pilot, app)
+        layer = [next(lane for lane in side.lanes if lane.title == "modules L1") for side in view.sides]
+        starts = [float(lane.index.start[list(lane.name).index("TransformerLayer_1")]) for lane in layer]
+        await pilot.press("plus", "plus", "plus", "plus", *["a"] * 5)
+        assert view.anchor is not None and view.anchor.label == "module TransformerLayer_1"
+        (b0, b1), (c0, c1) = view.side_views()
+        assert (c0 - b0, c1 - b1) == pytest.approx((starts[1] - starts[0],) * 2) and starts[1] > starts[0]
+        cell = (b1 - b0) / view.cells
+        assert b0 + view.cursor * cell == pytest.approx(starts[0])  # the cursor's cell starts there
+        under = text_of(app.screen.query_one("#timeline-under")).splitlines()
+        assert all("modules L1: TransformerLayer_1 · " in line for line in under)
+        head = text_of(app.screen.query_one("#timeline-head"))
+        shift_ms = f"{(starts[1] - starts[0]) / 1e6:,.3f} ms"
+        assert f"comparison shifted {shift_ms} to align module TransformerLayer_1 (anchor 5 of 7)" in head
+        await pilot.press("A")
+        assert view.anchor.label == "module TransformerLayer_0" and view.anchor.shift == 0
+        await pilot.press("a", "a", "a", "a")  # layer 1, RMSNorm_0, Linear_8, none
+        assert not view.anchored
+        (b0, _), (c0, _) = view.side_views()
+        assert b0 == c0
 
 
 @aio

@@ -148,15 +148,14 @@ def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
 
 
 def views(sides: tuple[SideLanes, SideLanes], f0: float, f1: float, common: bool,
-          anchored: bool = False) -> tuple[tuple[float, float], ...]:
+          anchor: Anchor | None = None) -> tuple[tuple[float, float], ...]:
     """Each side's ``(t0, t1)`` for the share ``f0 … f1`` of the scale: the longer window on the
-    common scale, each side's own window otherwise. ``anchored`` (common scale only): the
-    comparison shifted so that its first backward op starts in the same column as the base's
-    (:func:`anchor_ns`), when both have one."""
+    common scale, each side's own window otherwise. ``anchor`` (common scale only): the
+    comparison shifted so that the anchor's point falls in the same column on both sides."""
     longest = max(s.window_ns for s in sides)
     out = [((f0 * (longest if common else s.window_ns)), (f1 * (longest if common else s.window_ns)))
            for s in sides]
-    shift = anchor_shift(sides) if anchored and common else 0.0
+    shift = anchor.shift if anchor is not None and common else 0.0
     (b0, b1), (c0, c1) = out
     return (b0, b1), (c0 + shift, c1 + shift)
 
@@ -173,10 +172,42 @@ def anchor_ns(side: SideLanes) -> float | None:
     return min(starts) if starts else None
 
 
-def anchor_shift(sides: tuple[SideLanes, SideLanes]) -> float:
-    """How much later the comparison's backward pass starts than the base's (0 without one)."""
+@dataclass(frozen=True)
+class Anchor:
+    """A point both steps pass (the backward pass starting, a module starting): what it is and
+    when it comes on each side, in ns from the step's start. Aligning at it shifts the
+    comparison's view by :attr:`shift`, so a layer that runs late shows as that shift."""
+
+    label: str
+    base_ns: float
+    comp_ns: float
+
+    @property
+    def shift(self) -> float:
+        """How much later the comparison reaches the point than the base (negative: earlier)."""
+        return self.comp_ns - self.base_ns
+
+
+def anchors(sides: tuple[SideLanes, SideLanes]) -> list[Anchor]:
+    """The points both steps can be aligned at, in the order ``a`` steps through them: the first
+    backward op (when both sides have one), then the start of every top-level module — the items
+    of each side's first module lane — that both steps ran, the k-th run of a name on one side
+    matched with the k-th on the other, in the base's order."""
+    out = []
     a, b = (anchor_ns(s) for s in sides)
-    return b - a if a is not None and b is not None else 0.0
+    if a is not None and b is not None:
+        out.append(Anchor("the first backward op", a, b))
+    tops = [next((lane for lane in s.lanes if lane.kind == MODULE), None) for s in sides]
+    if tops[0] is None or tops[1] is None:
+        return out
+    keyed = []
+    for lane in tops:
+        names = pd.Series(lane.name, dtype=object)
+        keyed.append(pd.DataFrame({"name": names, "k": names.groupby(names, sort=False).cumcount(),
+                                   "start": lane.index.start}))
+    both = keyed[0].merge(keyed[1], on=["name", "k"], suffixes=("_b", "_c")).sort_values("start_b", kind="stable")
+    return out + [Anchor(f"module {n}" + (f" (run {k + 1})" if k else ""), float(s0), float(s1))
+                  for n, k, s0, s1 in zip(both["name"], both["k"], both["start_b"], both["start_c"])]
 
 
 def ms(ns: float) -> str:

@@ -42,7 +42,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
     ("T", "Timeline: one step of each side as lanes, base above comparison; on an op row, "
           "where that op runs (its own keys: + / - zoom, h / l pan, ← / → cursor, 0 fit, o scale, "
-          "a align backward, Enter the op, S step, q close)"),
+          "a / A anchor (backward pass, top-level modules), Enter the op, S step, q close)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),

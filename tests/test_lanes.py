@@ -290,6 +290,11 @@ def test_anchors_at_the_backward_pass_and_the_top_level_modules() -> None:
         w = ex.windows.set_index("step")
         lo, hi = int(w.at[side.step, "start_ns"]), int(w.at[side.step, "end_ns"])
         starts.append(_module_starts(trace, lo, hi))
+    for side, frames in zip(sides, starts):  # every module frame of the step, any depth (T on a tree row)
+        assert dict(zip(side.spans.name, side.spans.start)) == frames and len(side.spans.name) == len(frames)
+    # the comparison's layer 1 runs no dropout (fixtures/README.md, difference 5): no Dropout_1 frame
+    assert [len(side.spans.name) for side in sides] == [27, 26]
+    assert set(sides[0].spans.name) - set(sides[1].spans.name) == {"Dropout_1"}
     found = anchors(sides)
     assert [a.label for a in found] == ["the first backward op", *(f"module {m}" for m in TOP_MODULES)]
     assert (found[0].base_ns, found[0].comp_ns) == (anchor_ns(sides[0]), anchor_ns(sides[1]))

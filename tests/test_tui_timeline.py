@@ -255,7 +255,7 @@ async def test_T_on_a_row_naming_nothing_that_runs_marks_nothing() -> None:
         await pilot.press(*["j"] * names.index("cudaLaunchKernel"), "T")
         await pilot.pause()
         assert app.screen.view.op == "" and not any(line.startswith("marks") for line in _strips(app))
-        assert any("cudaLaunchKernel does not run as an outermost op or a kernel" in str(n.message)
+        assert any("cudaLaunchKernel does not run as an outermost op, a kernel or a module" in str(n.message)
                    for n in app._notifications)
         await pilot.press("q", "6", "T")
         await pilot.pause()
@@ -279,3 +279,42 @@ async def test_finished_results_are_kept_out_of_full_collections() -> None:
         await settle(pilot, app)
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+@aio
+async def test_T_on_a_module_tree_row_marks_that_modules_span() -> None:
+    """`T` on the Modules tree's TransformerLM_0 row (the GPU training fixture's model, the root
+    of the tree, on no module lane) and on its TransformerLayer_1 row: the marks row holds ▾ over
+    every cell the module's frame overlaps on each side — worked out here from the frame's
+    bounds in the step — and the cursor starts on its first cell."""
+    import math
+
+    from perfcmp_core.lanes.picture import FOCUS
+
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.pane.view.table.name == "ModuleTree"
+        for module in ("TransformerLM_0", "TransformerLayer_1"):
+            names = [r["Module Name"].strip("▸▾ ") for r in shown(app)]
+            await pilot.press("g", *["j"] * names.index(module), "T")
+            await pilot.pause()
+            view = app.screen.view
+            assert view.op == module
+            marked = [line[23:] for line in _strips(app) if line.startswith("marks")]
+            assert len(marked) == 2
+            for side, (t0, t1), row in zip(view.sides, view.side_views(), marked):
+                frames = [(s, e) for n, s, e in zip(side.spans.name, side.spans.start, side.spans.end) if n == module]
+                assert len(frames) == 1  # once per step
+                (s, e), cell = frames[0], (t1 - t0) / view.cells
+                expect = [math.floor((s - t0) / cell) <= i < math.ceil((e - t0) / cell) for i in range(view.cells)]
+                assert [c == FOCUS for c in row] == expect and any(expect)
+            first = min(s for n, s in zip(view.sides[0].spans.name, view.sides[0].spans.start) if n == module)
+            assert view.cursor == int(first / view.side_views()[0][1] * view.cells)
+            assert f"▾ {module} runs" in text_of(app.screen.query_one("#timeline-legend"))
+            await pilot.press("q", "g", "enter")  # back on the tree: open the model's node
+            await pilot.pause()
+        # the model is on no lane (one frame at its level per step); layer 1 is on "modules L1"
+        assert not any("TransformerLM_0" in set(lane.name) for side in view.sides for lane in side.lanes)

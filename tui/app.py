@@ -362,7 +362,7 @@ class PerfCmpApp(App[int]):
         view = self.pane.view
         op = row_op(self.pane.spec.id, view.table if view else None, self.pane.frame.current_row)
         if op and not runs(sides, op):
-            self.notify(f"{op} does not run as an outermost op or a kernel in these steps",
+            self.notify(f"{op} does not run as an outermost op, a kernel or a module in these steps",
                         timeout=3, markup=False)
             op = ""
         self.push_screen(TimelineScreen(sides, op), self._timeline_closed)

@@ -100,12 +100,17 @@ def grown(sides: tuple[SideLanes, SideLanes], n: int = GROWN) -> list[str]:
     return [k for _, k in growth[:n]]
 
 
-def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> str:
-    """The marks row of a side drawn as ``rows`` (one per lane, in order): :data:`FOCUS` where
-    ``op`` runs (:func:`focused`: the host op itself, device work it launched, or a kernel of that
-    name), :data:`GREW` where one of ``kernels`` covers most of a device cell, blank elsewhere."""
+def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "",
+          view: tuple[float, float] | None = None) -> str:
+    """The marks row of a side drawn as ``rows`` (one per lane, in order) over ``view``:
+    :data:`FOCUS` where ``op`` runs (:func:`focused`: the host op itself, device work it launched,
+    or a kernel of that name) and over every cell a module of that name spans (:func:`spanned`;
+    ``view`` needed), :data:`GREW` where one of ``kernels`` covers most of a device cell, blank
+    elsewhere."""
     width = len(rows[0].text) if rows else 0
     out = np.full(width, " ", dtype=object)
+    if op and view is not None and width:
+        out[spanned(side, op, view[0], view[1], width)] = FOCUS
     for lane, row in zip(side.lanes, rows):
         item = row.cells.item
         has = item >= 0
@@ -117,6 +122,27 @@ def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> 
     return "".join(out)
 
 
+def spanned(side: SideLanes, module: str, t0: float, t1: float, width: int) -> np.ndarray:
+    """Which of ``width`` cells over ``[t0, t1)`` a module frame named ``module`` overlaps (any
+    depth: :attr:`SideLanes.spans`), in work proportional to its frames and the cells."""
+    sp = side.spans
+    mine = np.flatnonzero(sp.name == module) if len(sp.name) else np.empty(0, dtype="int64")
+    cell = (t1 - t0) / width
+    first = np.clip(np.floor((sp.start[mine] - t0) / cell), 0, width).astype("int64")
+    last = np.clip(np.ceil((sp.end[mine] - t0) / cell), 0, width).astype("int64")  # one past
+    edges = np.zeros(width + 1, dtype="int64")
+    np.add.at(edges, first, 1)
+    np.add.at(edges, last, -1)
+    return np.cumsum(edges[:-1]) > 0
+
+
+def first_start(side: SideLanes, op: str) -> float | None:
+    """When ``op`` first runs on the side (:func:`focused`) or a module of that name starts."""
+    starts = [float(lane.index.start[focused(lane, op)].min()) for lane in side.lanes if focused(lane, op).any()]
+    starts += [float(side.spans.start[side.spans.name == op].min())] if (side.spans.name == op).any() else []
+    return min(starts) if starts else None
+
+
 def focused(lane: Lane, op: str) -> np.ndarray:
     """Which items of a device or host lane are ``op`` at work: the op itself or what it
     launched, or a kernel so named (a row of the Kernels screen names kernels)."""
@@ -126,8 +152,8 @@ def focused(lane: Lane, op: str) -> np.ndarray:
 
 
 def runs(sides: tuple[SideLanes, SideLanes], op: str) -> bool:
-    """Whether ``op`` runs in either step (as :func:`focused` finds it)."""
-    return any(focused(lane, op).any() for side in sides for lane in side.lanes)
+    """Whether ``op`` runs in either step (as :func:`focused` finds it), or a module of that name."""
+    return any(first_start(side, op) is not None for side in sides)
 
 
 def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:

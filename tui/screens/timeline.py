@@ -25,8 +25,8 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, Anchor, anchors, describe, draw, focused, grown,
-                                        legend, marks, ms, ruler, side_title, under, views)
+from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, Anchor, anchors, describe, draw, first_start,
+                                        grown, legend, marks, ms, ruler, side_title, under, views)
 
 from ..widgets.pictures import draws_colour
 
@@ -108,12 +108,12 @@ class TimelineView(ScrollView, can_focus=True):
         self.rebuild()
 
     def _first_cell(self, op: str) -> int:
-        """The cell where ``op`` first runs on the base side (or the comparison's), 0 if never."""
+        """The cell where ``op`` first runs (or the module so named starts) on the base side (or
+        the comparison's), 0 if never."""
         for side, (t0, t1) in zip(self.sides, self.side_views()):
-            starts = [lane.index.start[focused(lane, op)].min() for lane in side.lanes
-                      if focused(lane, op).any()]
-            if starts:
-                return int((min(starts) - t0) / (t1 - t0) * self.cells)
+            start = first_start(side, op)
+            if start is not None:
+                return min(max(0, int((start - t0) / (t1 - t0) * self.cells)), self.cells - 1)
         return 0
 
     def rebuild(self) -> None:
@@ -128,7 +128,7 @@ class TimelineView(ScrollView, can_focus=True):
             for lane, row in zip(side.lanes, rows):
                 strips.append(Strip([Segment(f"{lane.title[:tw]:<{tw}} "), *self._cells(row.text, row.cls)]))
             if self.kernels or self.op:
-                text = marks(side, rows, set(self.kernels), self.op)
+                text = marks(side, rows, set(self.kernels), self.op, (t0, t1))
                 cls = ["focus" if c == FOCUS else "grew" if c == GREW else "" for c in text]
                 strips.append(Strip([Segment(f"{'marks':<{tw}} "), *self._cells(text, cls)]))
         self._strips = strips
@@ -340,9 +340,10 @@ class TimelineScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-#: The screens whose rows name an op (`T` there marks where it runs), and the columns naming it.
+#: The screens whose rows name an op (`T` there marks where it runs), and the columns naming it
+#: (a ModuleTree row names its module: `T` marks the cells it spans).
 OP_SCREENS = ("operators", "modules", "kernels", "api")
-OP_COLUMNS = ("name", "op", "base_op", "base_name", "comp_op", "comp_name")
+OP_COLUMNS = ("name", "op", "base_op", "base_name", "comp_op", "comp_name", "module")
 
 
 def row_op(screen_id: str, table: Table | None, row: int | None) -> str:

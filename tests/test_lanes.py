@@ -166,8 +166,9 @@ def test_real_llama_lanes_account_for_the_step() -> None:
 
 def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """``export`` writes ``<workbook>_timeline.txt``: the same picture, 160 wide; the workbook
-    holds no Timeline sheet (the table is for the screens and --json)."""
+    """``export`` writes ``<workbook>_timeline.txt``: the same picture, 160 wide, and
+    ``<workbook>_timeline.svg``: the same lines in the app's colours; the workbook holds no
+    Timeline sheet (the table is for the screens and --json)."""
     import pandas as pd
 
     from perfcmp_tui.cli import main
@@ -178,9 +179,45 @@ def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path, 
     assert code == 0
     book = next(tmp_path.glob("performance_comparison_result_*.xlsx"))
     picture = book.with_name(book.stem + "_timeline.txt")
-    assert f"Timeline of one step per side: {picture}" in out
+    svg = book.with_name(book.stem + "_timeline.svg")
+    assert f"Timeline of one step per side: {picture} (SVG: {svg})" in out
     assert picture.read_text(encoding="utf-8") == picture_text(pattern, 160)
     assert "Timeline" not in pd.ExcelFile(book).sheet_names
+    lines, fills = _svg_lines(svg)
+    assert lines == [line.rstrip() for line in picture_text(pattern, 160).splitlines()]
+    # coloured as the app colours them: compute cells green3, the idle lane's host work dark_orange
+    # (the legend's glyphs stay in the default colour)
+    assert fills["█"] == {"#00d700", "#c5c8c6"} and {"#ff8700", "#c5c8c6"} <= fills["H"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([book.name, picture.name, svg.name])
+
+
+def _svg_lines(svg: Path) -> tuple[list[str], dict[str, set[str]]]:
+    """The text lines of a Rich SVG (each ``<text>`` placed at its column: x over the cell
+    width), and the fill colours each character is drawn in."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(svg).getroot()
+    style = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}style"))
+    fill = dict(re.findall(r"\.([\w-]+) \{ fill: (#[0-9a-f]{6})", style))
+    texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if "clip-path" in t.attrib]
+    width = min(float(t.attrib["textLength"]) / len(t.text) for t in texts if t.text and t.text != "\n")
+    rows: dict[float, dict[int, str]] = {}
+    fills: dict[str, set[str]] = {}
+    for t in texts:
+        text = (t.text or "").replace("\xa0", " ")
+        row = rows.setdefault(float(t.attrib["y"]), {})
+        if text == "\n":  # every line ends in one, an empty line is nothing else
+            continue
+        col = round(float(t.attrib["x"]) / width)
+        for i, ch in enumerate(text):
+            row[col + i] = ch
+            fills.setdefault(ch, set()).add(fill.get(t.attrib["class"], ""))
+    out = []
+    for y in sorted(rows):
+        cells = rows[y]
+        out.append("".join(cells.get(i, " ") for i in range(max(cells, default=-1) + 1)).rstrip())
+    return out, fills
 
 
 def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:

@@ -1,4 +1,4 @@
-"""Lane cells as glyphs, and the whole Timeline picture as plain text.
+"""Lane cells as glyphs (and their colours), and the whole Timeline picture as plain text.
 
 One owner for what a cell looks like, so the screen and the exported text never differ. Every
 class has its own glyphs (colour only repeats them), so the picture reads under ``NO_COLOR``, on
@@ -304,16 +304,39 @@ def picture_text(sides: tuple[SideLanes, SideLanes], width: int = 160, common: b
                  f0: float = 0.0, f1: float = 1.0) -> str:
     """The picture as plain text ``width`` characters wide: per side a title, a ruler (ms from
     the step's start) and every lane, base above comparison; the legend last."""
+    return "\n".join(text for text, _ in picture_lines(sides, width, common, f0, f1)) + "\n"
+
+
+def picture_lines(sides: tuple[SideLanes, SideLanes], width: int = 160, common: bool = True,
+                  f0: float = 0.0, f1: float = 1.0) -> list[tuple[str, list[str]]]:
+    """The lines of :func:`picture_text`, each with the class of every character ('' where
+    none, an empty list for a line of words): what :data:`COLOURS` paints (the SVG export)."""
     title_w = min(TITLE, max(8, width // 5))
     cells = max(10, width - title_w - 1)
-    lines = [f"Timeline · {'common scale' if common else 'each step on its own length'} · "
-             f"{cells} cells of {ms((views(sides, f0, f1, common)[0][1] - views(sides, f0, f1, common)[0][0]) / cells)}"
-             + ("" if common else " (base)")]
+    (b0, b1), _ = views(sides, f0, f1, common)
+    lines: list[tuple[str, list[str]]] = [(
+        f"Timeline · {'common scale' if common else 'each step on its own length'} · "
+        f"{cells} cells of {ms((b1 - b0) / cells)}" + ("" if common else " (base)"), [])]
     kernels = grown(sides)
+    pad = [""] * (title_w + 1)
     for side, (t0, t1) in zip(sides, views(sides, f0, f1, common)):
-        lines += ["", side_title(side, t0, t1), " " * (title_w + 1) + ruler(t0, t1, cells)]
+        lines += [("", []), (side_title(side, t0, t1), []), (" " * (title_w + 1) + ruler(t0, t1, cells), [])]
         rows = [draw(lane, t0, t1, cells) for lane in side.lanes]
-        lines += [f"{lane.title[:title_w]:<{title_w}} " + row.text for lane, row in zip(side.lanes, rows)]
+        lines += [(f"{lane.title[:title_w]:<{title_w}} " + row.text, pad + row.cls)
+                  for lane, row in zip(side.lanes, rows)]
         if kernels:
-            lines.append(f"{'marks':<{title_w}} " + marks(side, rows, set(kernels)))
-    return "\n".join([*lines, "", *legend(kernels)]) + "\n"
+            text = marks(side, rows, set(kernels))
+            lines.append((f"{'marks':<{title_w}} " + text, pad + [MARK_CLASS.get(c, "") for c in text]))
+    return [*lines, ("", []), *((line, []) for line in legend(kernels))]
+
+
+#: The class of a marks-row glyph (for its colour).
+MARK_CLASS = {FOCUS: "focus", GREW: "grew"}
+#: Colour of a cell by its class (device classes, host ops, modules, idle causes, marks): the
+#: screen's and the SVG's; the glyphs carry the same without it.
+COLOURS: dict[str, str] = {
+    "compute": "green3", "communication": "medium_purple2", "copy": "dark_cyan", "wait": "grey62",
+    "op": "dodger_blue2", "module": "gold3",
+    "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
+    "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
+}

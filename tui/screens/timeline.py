@@ -25,18 +25,11 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, Anchor, anchors, describe, draw, first_start,
-                                        grown, legend, marks, ms, ruler, side_title, under, views)
+from perfcmp_core.lanes.picture import (COLOURS, MARK_CLASS, TITLE, Anchor, anchors, describe, draw,
+                                        first_start, grown, legend, marks, ms, ruler, side_title, under, views)
 
 from ..widgets.pictures import draws_colour
 
-#: Colour of a cell by its class (device classes, host ops, modules, idle causes).
-COLOURS: dict[str, str] = {
-    "compute": "green3", "communication": "medium_purple2", "copy": "dark_cyan", "wait": "grey62",
-    "op": "dodger_blue2", "module": "gold3",
-    "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
-    "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
-}
 #: The narrowest view, as a share of the scale (`+` halves the view, `-` doubles it).
 MIN_SHARE = 1e-5
 
@@ -129,7 +122,7 @@ class TimelineView(ScrollView, can_focus=True):
                 strips.append(Strip([Segment(f"{lane.title[:tw]:<{tw}} "), *self._cells(row.text, row.cls)]))
             if self.kernels or self.op:
                 text = marks(side, rows, set(self.kernels), self.op, (t0, t1))
-                cls = ["focus" if c == FOCUS else "grew" if c == GREW else "" for c in text]
+                cls = [MARK_CLASS.get(c, "") for c in text]
                 strips.append(Strip([Segment(f"{'marks':<{tw}} "), *self._cells(text, cls)]))
         self._strips = strips
         self._built_for = width

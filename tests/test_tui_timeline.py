@@ -318,3 +318,12 @@ async def test_T_on_a_module_tree_row_marks_that_modules_span() -> None:
             await pilot.pause()
         # the model is on no lane (one frame at its level per step); layer 1 is on "modules L1"
         assert not any("TransformerLM_0" in set(lane.name) for side in view.sides for lane in side.lanes)
+        # a backward pseudo-module's row is no frame, though named like the forward module it ran for
+        from perfcmp_tui.screens.timeline import row_op
+
+        data = app.pane.view.table.data
+        back = data["_path"].astype(str).str.contains("BACKWARD", regex=False).to_numpy()
+        named = (data["module"] == "LayerNorm_3").to_numpy()
+        assert back[named].any() and (~back[named]).any()
+        assert {row_op("modules", app.pane.view.table, int(r)) for r in named.nonzero()[0]} == {"", "LayerNorm_3"}
+        assert all(row_op("modules", app.pane.view.table, int(r)) == "" for r in (named & back).nonzero()[0])

@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from perfcmp_core.compare.module_forest import BACKWARD_PREFIX
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
@@ -344,6 +345,8 @@ def row_op(screen_id: str, table: Table | None, row: int | None) -> str:
     screen whose rows are no ops)."""
     if screen_id not in OP_SCREENS or table is None or row is None:
         return ""
+    if "_path" in table.data.columns and BACKWARD_PREFIX in str(table.data["_path"].iat[row]):
+        return ""  # a backward pseudo-module (ModuleTree): no frame, though named like the forward one
     for key in OP_COLUMNS:
         if key in table.data.columns:
             value = str(table.data[key].iat[row]).strip()

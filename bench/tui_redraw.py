@@ -63,11 +63,14 @@ SESSION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Advisor", ("8", "j", "d")),
 )
 #: ``--timeline``: the Timeline's keys instead (issue 26): open it, move the cursor, zoom in four
-#: times, pan, zoom out, switch the scale twice, align the backward passes and back, fit, close.
+#: times, pan, zoom out, switch the scale twice, anchor at the backward pass, then at the first
+#: top-level module, back to the backward pass (A), fit, close; then from the Modules tree's first
+#: row (T marks that module's span), the cursor, close.
 TIMELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("(no key)", ("f20", "f20", "f20")),
     ("Timeline", ("T", "right", "right", "right", "plus", "plus", "plus", "plus", "l", "l", "h",
-                  "left", "minus", "o", "o", "a", "a", "0", "q")),
+                  "left", "minus", "o", "o", "a", "a", "A", "0", "q")),
+    ("Module row", ("3", "T", "right", "q")),
 )
 
 

@@ -23,3 +23,21 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def keep_out_of_collections() -> None:
+    """Take every object alive now out of the collector's full scans (``gc.freeze``).
+
+    A finished comparison holds its tables for the rest of the session — on the 0.9 GB NPU Text
+    pair millions of objects (object-dtype columns of names and stacks) — and every full
+    collection scans them all to find nothing: 110–200 ms of one key's CPU, whichever key
+    happened to trigger it (docs/performance.md, the Timeline). Frozen objects are still freed
+    when their last reference goes; only cycles among them wait for :func:`collect_again`.
+    """
+    gc.freeze()
+
+
+def collect_again() -> None:
+    """Hand the objects :func:`keep_out_of_collections` froze back to the collector: the run's
+    results are being replaced (their cycles can go) or the app is closing."""
+    gc.unfreeze()

@@ -64,9 +64,9 @@ def write_outputs(result: ComparisonResult, *, out_dir: str | None, json_path: s
         return 0
     from .export.timeline_text import write_timeline
 
-    picture = write_timeline(result, Path(path))
-    if picture is not None:
-        print(f"Timeline of one step per side: {picture}", file=out)
+    pictures = write_timeline(result, Path(path))
+    if pictures is not None:
+        print(f"Timeline of one step per side: {pictures[0]} (SVG: {pictures[1]})", file=out)
     # Last, as the reference prints it: scripts read the workbook's path from the last line.
     print(f"The comparison result file has been generated: {path}", file=out)
     return 0

@@ -168,9 +168,10 @@ def test_console_script_export_delivers_all_output_before_its_fast_exit(tmp_path
     assert last.startswith("The comparison result file has been generated: ")
     book = Path(last.split(": ", 1)[1])
     assert book.exists() and openpyxl.load_workbook(book, read_only=True).sheetnames[0]
-    picture = book.with_name(book.stem + "_timeline.txt")  # the Timeline beside it
-    assert f"Timeline of one step per side: {picture}" in done.stdout
-    assert sorted((tmp_path / "out").iterdir()) == sorted([book, picture])  # no temporary file left behind
+    picture = book.with_name(book.stem + "_timeline.txt")  # the Timeline beside it, as text and SVG
+    svg = book.with_name(book.stem + "_timeline.svg")
+    assert f"Timeline of one step per side: {picture} (SVG: {svg})" in done.stdout
+    assert sorted((tmp_path / "out").iterdir()) == sorted([book, picture, svg])  # no temporary file left behind
 
 
 def test_tui_bad_config_fails_before_the_app(capsys: pytest.CaptureFixture[str],

@@ -166,8 +166,9 @@ def test_real_llama_lanes_account_for_the_step() -> None:
 
 def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """``export`` writes ``<workbook>_timeline.txt``: the same picture, 160 wide; the workbook
-    holds no Timeline sheet (the table is for the screens and --json)."""
+    """``export`` writes ``<workbook>_timeline.txt``: the same picture, 160 wide, and
+    ``<workbook>_timeline.svg``: the same lines in the app's colours; the workbook holds no
+    Timeline sheet (the table is for the screens and --json)."""
     import pandas as pd
 
     from perfcmp_tui.cli import main
@@ -178,9 +179,45 @@ def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path, 
     assert code == 0
     book = next(tmp_path.glob("performance_comparison_result_*.xlsx"))
     picture = book.with_name(book.stem + "_timeline.txt")
-    assert f"Timeline of one step per side: {picture}" in out
+    svg = book.with_name(book.stem + "_timeline.svg")
+    assert f"Timeline of one step per side: {picture} (SVG: {svg})" in out
     assert picture.read_text(encoding="utf-8") == picture_text(pattern, 160)
     assert "Timeline" not in pd.ExcelFile(book).sheet_names
+    lines, fills = _svg_lines(svg)
+    assert lines == [line.rstrip() for line in picture_text(pattern, 160).splitlines()]
+    # coloured as the app colours them: compute cells green3, the idle lane's host work dark_orange
+    # (the legend's glyphs stay in the default colour)
+    assert fills["█"] == {"#00d700", "#c5c8c6"} and {"#ff8700", "#c5c8c6"} <= fills["H"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([book.name, picture.name, svg.name])
+
+
+def _svg_lines(svg: Path) -> tuple[list[str], dict[str, set[str]]]:
+    """The text lines of a Rich SVG (each ``<text>`` placed at its column: x over the cell
+    width), and the fill colours each character is drawn in."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(svg).getroot()
+    style = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}style"))
+    fill = dict(re.findall(r"\.([\w-]+) \{ fill: (#[0-9a-f]{6})", style))
+    texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if "clip-path" in t.attrib]
+    width = min(float(t.attrib["textLength"]) / len(t.text) for t in texts if t.text and t.text != "\n")
+    rows: dict[float, dict[int, str]] = {}
+    fills: dict[str, set[str]] = {}
+    for t in texts:
+        text = (t.text or "").replace("\xa0", " ")
+        row = rows.setdefault(float(t.attrib["y"]), {})
+        if text == "\n":  # every line ends in one, an empty line is nothing else
+            continue
+        col = round(float(t.attrib["x"]) / width)
+        for i, ch in enumerate(text):
+            row[col + i] = ch
+            fills.setdefault(ch, set()).add(fill.get(t.attrib["class"], ""))
+    out = []
+    for y in sorted(rows):
+        cells = rows[y]
+        out.append("".join(cells.get(i, " ") for i in range(max(cells, default=-1) + 1)).rstrip())
+    return out, fills
 
 
 def test_grown_kernels_are_those_both_steps_ran_that_grew_most() -> None:
@@ -211,7 +248,7 @@ def test_real_llama_anchor_is_the_first_backward_op() -> None:
     """Aligning at the backward pass: the base's median step against step 3 of the same trace,
     each anchor the first ``autograd::engine::evaluate_function`` op of its window (read from the
     profile's ops here), the comparison's view shifted by their difference."""
-    from perfcmp_core.lanes.picture import BACKWARD, anchor_ns, views
+    from perfcmp_core.lanes.picture import BACKWARD, anchor_ns, anchors, views
 
     profile = load_profile(str(REAL))
     ex = explain_profile(profile)
@@ -226,8 +263,10 @@ def test_real_llama_anchor_is_the_first_backward_op() -> None:
     assert [anchor_ns(s) for s in sides] == expect
     shift = expect[1] - expect[0]
     longest = max(s.window_ns for s in sides)
-    assert views(sides, 0.0, 0.5, True, anchored=True) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
-    assert views(sides, 0.0, 1.0, False, anchored=True) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))
+    first = anchors(sides)[0]
+    assert first.label == "the first backward op" and (first.base_ns, first.comp_ns) == tuple(expect)
+    assert views(sides, 0.0, 0.5, True, first) == ((0.0, 0.5 * longest), (shift, 0.5 * longest + shift))
+    assert views(sides, 0.0, 1.0, False, first) == ((0.0, sides[0].window_ns), (0.0, sides[1].window_ns))
 
 
 def test_npu_lanes_are_named_by_task_type_per_stream() -> None:
@@ -249,3 +288,59 @@ def test_npu_lanes_are_named_by_task_type_per_stream() -> None:
     by_title = {lane.title: lane for lane in dev}
     assert "AI_CORE s2" in by_title and "compute" in set(by_title["AI_CORE s2"].cls)  # copies run there too
     assert set(by_title["communication"].cls) == {"communication"} and set(by_title["communication"].stream) == {-1}
+
+
+#: The GPU training fixture's model (fixtures/gen): TransformerLM_0 holds these modules, in order.
+TOP_MODULES = ("Conv2d_0", "Embedding_0", "TransformerLayer_0", "TransformerLayer_1", "RMSNorm_0", "Linear_8")
+
+
+def _module_starts(trace: Path, lo: int, hi: int) -> dict[str, int]:
+    """Where each module frame of the window starts (ns from ``lo``), read from the trace's JSON
+    (``ts`` in µs with three decimals, read exactly)."""
+    import json
+    from decimal import Decimal
+
+    events = json.loads(trace.read_text(encoding="utf-8"), parse_float=Decimal)["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("cat") == "python_function" and str(e.get("name", "")).startswith("nn.Module: "):
+            ts = int(Decimal(e["ts"]) * 1000)
+            if lo <= ts < hi:
+                out.setdefault(e["name"][len("nn.Module: "):], ts - lo)
+    return out
+
+
+def test_anchors_at_the_backward_pass_and_the_top_level_modules() -> None:
+    """The GPU training fixture (fixtures/README.md: the comparison's layer-0 MLP runs a 15 µs
+    Cast more, forward): ``a`` steps through the first backward op, then the start of every
+    module directly under TransformerLM_0 — each time read from the trace's JSON here. Up to
+    layer 0 both sides agree to the ns; from layer 1 on the comparison's host is late by what the
+    extra ``aten::to`` costs it (10.3 µs), so anchoring at TransformerLayer_1 shifts its view by that."""
+    from perfcmp_core.lanes.picture import anchor_ns, anchors, views
+
+    traces = (ROOT / "fixtures" / "gpu" / "base.pt.trace.json", ROOT / "fixtures" / "gpu" / "comp.pt.trace.json")
+    profiles = [load_profile(str(p), LoadOptions(use_cache=False)) for p in traces]
+    exs = [explain_profile(p) for p in profiles]
+    sides = sides_of(timeline_table(*zip(profiles, exs)))
+    starts = []
+    for trace, ex, side in zip(traces, exs, sides):
+        w = ex.windows.set_index("step")
+        lo, hi = int(w.at[side.step, "start_ns"]), int(w.at[side.step, "end_ns"])
+        starts.append(_module_starts(trace, lo, hi))
+    for side, frames in zip(sides, starts):  # every module frame of the step, any depth (T on a tree row)
+        assert dict(zip(side.spans.name, side.spans.start)) == frames and len(side.spans.name) == len(frames)
+    # the comparison's layer 1 runs no dropout (fixtures/README.md, difference 5): no Dropout_1 frame
+    assert [len(side.spans.name) for side in sides] == [27, 26]
+    assert set(sides[0].spans.name) - set(sides[1].spans.name) == {"Dropout_1"}
+    found = anchors(sides)
+    assert [a.label for a in found] == ["the first backward op", *(f"module {m}" for m in TOP_MODULES)]
+    assert (found[0].base_ns, found[0].comp_ns) == (anchor_ns(sides[0]), anchor_ns(sides[1]))
+    for a, m in zip(found[1:], TOP_MODULES):
+        assert (a.base_ns, a.comp_ns) == (starts[0][m], starts[1][m])
+    shifts = {m: a.shift for a, m in zip(found[1:], TOP_MODULES)}
+    assert [shifts[m] for m in TOP_MODULES[:3]] == [0, 0, 0]
+    late = starts[1]["TransformerLayer_1"] - starts[0]["TransformerLayer_1"]
+    assert late > 0 and shifts["TransformerLayer_1"] == late
+    layer1 = found[1 + TOP_MODULES.index("TransformerLayer_1")]
+    (b0, b1), (c0, c1) = views(sides, 0.0, 1.0, True, layer1)
+    assert (c0 - b0, c1 - b1) == (late, late)  # its start lies in the same column on both sides

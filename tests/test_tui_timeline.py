@@ -194,7 +194,7 @@ def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
 @aio
 async def test_a_aligns_the_backward_passes() -> None:
     """The GPU training pair (fixtures/README.md): `a` shifts the comparison's view by how much
-    later its first backward op starts; `a` again undoes it."""
+    later its first backward op starts; `A` undoes it."""
     from perfcmp_core.lanes.picture import anchor_ns
 
     app = make_app("gpu")
@@ -204,9 +204,40 @@ async def test_a_aligns_the_backward_passes() -> None:
         before = view.side_views()
         await pilot.press("a")
         assert view.anchored and view.side_views() == (before[0], (before[1][0] + shift, before[1][1] + shift))
-        assert "to align the backward pass" in text_of(app.screen.query_one("#timeline-head"))
-        await pilot.press("a")
-        assert view.side_views() == before
+        assert "to align the first backward op (anchor 1 of 7)" in text_of(app.screen.query_one("#timeline-head"))
+        await pilot.press("A")
+        assert not view.anchored and view.side_views() == before
+
+
+@aio
+async def test_a_steps_through_the_top_level_modules() -> None:
+    """After the backward pass, `a` anchors at the start of each module directly under the GPU
+    fixture's TransformerLM_0 (tests/test_lanes.py reads them from the trace): zoomed in, the
+    cursor lands on TransformerLayer_1's first cell, which names that layer on both sides; the
+    comparison is shifted by how much later its layer 1 starts; `A` steps back to layer 0 (no
+    shift); past the last module `a` turns the anchor off."""
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _opened(pilot, app)
+        layer = [next(lane for lane in side.lanes if lane.title == "modules L1") for side in view.sides]
+        starts = [float(lane.index.start[list(lane.name).index("TransformerLayer_1")]) for lane in layer]
+        await pilot.press("plus", "plus", "plus", "plus", *["a"] * 5)
+        assert view.anchor is not None and view.anchor.label == "module TransformerLayer_1"
+        (b0, b1), (c0, c1) = view.side_views()
+        assert (c0 - b0, c1 - b1) == pytest.approx((starts[1] - starts[0],) * 2) and starts[1] > starts[0]
+        cell = (b1 - b0) / view.cells
+        assert b0 + view.cursor * cell == pytest.approx(starts[0])  # the cursor's cell starts there
+        under = text_of(app.screen.query_one("#timeline-under")).splitlines()
+        assert all("modules L1: TransformerLayer_1 · " in line for line in under)
+        head = text_of(app.screen.query_one("#timeline-head"))
+        shift_ms = f"{(starts[1] - starts[0]) / 1e6:,.3f} ms"
+        assert f"comparison shifted {shift_ms} to align module TransformerLayer_1 (anchor 5 of 7)" in head
+        await pilot.press("A")
+        assert view.anchor.label == "module TransformerLayer_0" and view.anchor.shift == 0
+        await pilot.press("a", "a", "a", "a")  # layer 1, RMSNorm_0, Linear_8, none
+        assert not view.anchored
+        (b0, _), (c0, _) = view.side_views()
+        assert b0 == c0
 
 
 @aio
@@ -224,8 +255,75 @@ async def test_T_on_a_row_naming_nothing_that_runs_marks_nothing() -> None:
         await pilot.press(*["j"] * names.index("cudaLaunchKernel"), "T")
         await pilot.pause()
         assert app.screen.view.op == "" and not any(line.startswith("marks") for line in _strips(app))
-        assert any("cudaLaunchKernel does not run as an outermost op or a kernel" in str(n.message)
+        assert any("cudaLaunchKernel does not run as an outermost op, a kernel or a module" in str(n.message)
                    for n in app._notifications)
         await pilot.press("q", "6", "T")
         await pilot.pause()
         assert isinstance(app.screen, TimelineScreen) and app.screen.view.op == ""
+
+
+@aio
+async def test_finished_results_are_kept_out_of_full_collections() -> None:
+    """Once the comparison finished, its tables are out of the collector's full scans (they
+    cost a key 110–200 ms on the 0.9 GB NPU Text pair, docs/performance.md); a rerun (`S`) and
+    closing the app hand them back, so cycles among them can still go."""
+    import gc
+
+    app = make_app("hostbound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        table = app.outcome.tables["Timeline"]
+        assert gc.get_freeze_count() > 0 and not any(o is table for o in gc.get_objects())
+        app._rerun()
+        assert gc.get_freeze_count() == 0 and any(o is table for o in gc.get_objects())
+        await settle(pilot, app)
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+@aio
+async def test_T_on_a_module_tree_row_marks_that_modules_span() -> None:
+    """`T` on the Modules tree's TransformerLM_0 row (the GPU training fixture's model, the root
+    of the tree, on no module lane) and on its TransformerLayer_1 row: the marks row holds ▾ over
+    every cell the module's frame overlaps on each side — worked out here from the frame's
+    bounds in the step — and the cursor starts on its first cell."""
+    import math
+
+    from perfcmp_core.lanes.picture import FOCUS
+
+    app = make_app("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.pane.view.table.name == "ModuleTree"
+        for module in ("TransformerLM_0", "TransformerLayer_1"):
+            names = [r["Module Name"].strip("▸▾ ") for r in shown(app)]
+            await pilot.press("g", *["j"] * names.index(module), "T")
+            await pilot.pause()
+            view = app.screen.view
+            assert view.op == module
+            marked = [line[23:] for line in _strips(app) if line.startswith("marks")]
+            assert len(marked) == 2
+            for side, (t0, t1), row in zip(view.sides, view.side_views(), marked):
+                frames = [(s, e) for n, s, e in zip(side.spans.name, side.spans.start, side.spans.end) if n == module]
+                assert len(frames) == 1  # once per step
+                (s, e), cell = frames[0], (t1 - t0) / view.cells
+                expect = [math.floor((s - t0) / cell) <= i < math.ceil((e - t0) / cell) for i in range(view.cells)]
+                assert [c == FOCUS for c in row] == expect and any(expect)
+            first = min(s for n, s in zip(view.sides[0].spans.name, view.sides[0].spans.start) if n == module)
+            assert view.cursor == int(first / view.side_views()[0][1] * view.cells)
+            assert f"▾ {module} runs" in text_of(app.screen.query_one("#timeline-legend"))
+            await pilot.press("q", "g", "enter")  # back on the tree: open the model's node
+            await pilot.pause()
+        # the model is on no lane (one frame at its level per step); layer 1 is on "modules L1"
+        assert not any("TransformerLM_0" in set(lane.name) for side in view.sides for lane in side.lanes)
+        # a backward pseudo-module's row is no frame, though named like the forward module it ran for
+        from perfcmp_tui.screens.timeline import row_op
+
+        data = app.pane.view.table.data
+        back = data["_path"].astype(str).str.contains("BACKWARD", regex=False).to_numpy()
+        named = (data["module"] == "LayerNorm_3").to_numpy()
+        assert back[named].any() and (~back[named]).any()
+        assert {row_op("modules", app.pane.view.table, int(r)) for r in named.nonzero()[0]} == {"", "LayerNorm_3"}
+        assert all(row_op("modules", app.pane.view.table, int(r)) == "" for r in (named & back).nonzero()[0])

@@ -30,6 +30,7 @@ from perfcmp_core.compare import SCREENS, screen_of
 from perfcmp_core.compare.result import ComparisonResult, Screen as ScreenSpec
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
+from perfcmp_core.gcpause import collect_again, keep_out_of_collections
 from perfcmp_core.insight import headlines
 from perfcmp_core.lanes import TIMELINE, SideLanes, sides_of
 from perfcmp_core.lanes.picture import runs
@@ -361,7 +362,7 @@ class PerfCmpApp(App[int]):
         view = self.pane.view
         op = row_op(self.pane.spec.id, view.table if view else None, self.pane.frame.current_row)
         if op and not runs(sides, op):
-            self.notify(f"{op} does not run as an outermost op or a kernel in these steps",
+            self.notify(f"{op} does not run as an outermost op, a kernel or a module in these steps",
                         timeout=3, markup=False)
             op = ""
         self.push_screen(TimelineScreen(sides, op), self._timeline_closed)
@@ -400,10 +401,15 @@ class PerfCmpApp(App[int]):
         self.query_one("#progress").add_class("hidden")
         if self.timings:
             self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
+        keep_out_of_collections()  # the results stay: full collections need not scan them
+
+    def on_unmount(self) -> None:
+        collect_again()
 
     def _rerun(self) -> None:
         """Start the run again from nothing (a retry, or other steps)."""
         self.run_number += 1
+        collect_again()  # the old results go: their cycles with them
         self.outcome = ResultBuilder(self.base_path, self.comp_path)
         self.query_one(InputsBar).show(self.outcome.loaded)
         for pane in self.query(TablePane):

@@ -18,6 +18,9 @@ Lanes of a side, top to bottom (:data:`KINDS`):
 * ``idle`` — the step explanation's idle pieces (:mod:`perfcmp_core.explain`), by cause: exactly
   the idle time the StepTime table sums.
 
+Beside the lanes, not drawn: ``span`` rows, every nn.Module frame of the step at any depth
+(nested, so not a lane), for `T` on a module row to mark where that module runs.
+
 Lanes are titled short (``compute s7``, ``AI_CORE s2``, ``host t944``, ``modules L2``, ``idle``):
 the titles take a fifth of an 80-column terminal.
 
@@ -40,6 +43,8 @@ from ..timeline import first_come
 #: Lane kinds, in drawing order.
 DEVICE, HOST, MODULE, IDLE_LANE = "device", "host", "module", "idle"
 KINDS = (DEVICE, HOST, MODULE, IDLE_LANE)
+#: Rows that are no lane: every module frame of the step (:func:`_spans`).
+SPAN = "span"
 #: Device item classes (by :data:`~perfcmp_core.explain.device.COMPUTE` … codes).
 CLASS_OF_KIND = {COMPUTE: "compute", COMMUNICATION: "communication", COPY: "copy", WAIT: "wait"}
 #: The columns of a side's lane table (and of the Timeline table, which adds ``side``).
@@ -70,7 +75,7 @@ def step_lanes(profile: Profile, explanation: StepExplanation, step: int) -> tup
     lo, hi = int(w.at[row[0], "start_ns"]), int(w.at[row[0], "end_ns"])
     top = outermost_ops(profile, ranges(profile))
     parts = [_device(profile, lo, hi, top), _host(profile, lo, hi, top), _modules(profile, lo, hi),
-             _idle(explanation, step, lo)]
+             _idle(explanation, step, lo), _spans(profile, lo, hi)]
     lanes = pd.concat([p for p in parts if len(p)] or [_frame({})], ignore_index=True)
     return lanes, hi - lo
 
@@ -165,23 +170,41 @@ def module_level(pyfuncs: pd.DataFrame) -> np.ndarray:
     return level
 
 
-def _modules(profile: Profile, lo: int, hi: int) -> pd.DataFrame:
+def _module_frames(profile: Profile, lo: int, hi: int) -> tuple[np.ndarray, ...]:
+    """The nn.Module frames overlapping the window: rows into ``pyfuncs``, their parts inside
+    it (relative to ``lo``) and their names without the ``nn.Module:`` prefix."""
     pf = profile.pyfuncs
-    if not len(pf) or not pf["is_module"].any():
+    mods = np.flatnonzero(pf["is_module"].to_numpy(dtype=bool)) if len(pf) else np.empty(0, dtype="int64")
+    keep, s, e = _clip(pf["start_ns"].to_numpy()[mods], pf["end_ns"].to_numpy()[mods], lo, hi) if len(mods) \
+        else (mods, mods, mods)
+    rows = mods[keep]
+    names = pd.Series(pf["name"].to_numpy(dtype=object)[rows], dtype=object)
+    short = names.str.replace(r"^nn\.Module:\s*", "", regex=True).to_numpy(dtype=object)
+    return rows, s, e, short
+
+
+def _modules(profile: Profile, lo: int, hi: int) -> pd.DataFrame:
+    rows, s, e, short = _module_frames(profile, lo, hi)
+    if not len(rows):
         return _frame({})
-    level = module_level(pf)
-    mods = np.flatnonzero(pf["is_module"].to_numpy(dtype=bool))
-    keep, s, e = _clip(pf["start_ns"].to_numpy()[mods], pf["end_ns"].to_numpy()[mods], lo, hi)
-    rows, lv = mods[keep], level[mods[keep]]
+    lv = module_level(profile.pyfuncs)[rows]
     counts = pd.Series(lv).value_counts()
     levels = sorted(int(x) for x in counts.index[counts.to_numpy() > 1])[:MODULE_LANES]
     pick = np.isin(lv, levels)
     lane = np.array([f"modules L{x}" for x in lv[pick]], dtype=object)
     r, s2, e2 = _disjoint(lane, s[pick], e[pick])
-    names = pf["name"].to_numpy(dtype=object)[rows[pick][r]]
-    short = pd.Series(names, dtype=object).str.replace(r"^nn\.Module:\s*", "", regex=True).to_numpy(dtype=object)
-    return _frame({"lane": lane[r], "kind": MODULE, "start_ns": s2, "end_ns": e2, "name": short,
+    return _frame({"lane": lane[r], "kind": MODULE, "start_ns": s2, "end_ns": e2, "name": short[pick][r],
                    "cls": "module", "stream": np.full(len(r), -1), "op": ""})
+
+
+def _spans(profile: Profile, lo: int, hi: int) -> pd.DataFrame:
+    """Every module frame of the window, nested as they are (the lanes hold two levels, made
+    disjoint): where `T` on a module row of any depth finds its module."""
+    rows, s, e, short = _module_frames(profile, lo, hi)
+    if not len(rows):
+        return _frame({})
+    return _frame({"lane": "", "kind": SPAN, "start_ns": s, "end_ns": e, "name": short, "cls": "module",
+                   "stream": np.full(len(rows), -1), "op": ""})
 
 
 def _idle(explanation: StepExplanation, step: int, lo: int) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Lane cells as glyphs, and the whole Timeline picture as plain text.
+"""Lane cells as glyphs (and their colours), and the whole Timeline picture as plain text.
 
 One owner for what a cell looks like, so the screen and the exported text never differ. Every
 class has its own glyphs (colour only repeats them), so the picture reads under ``NO_COLOR``, on
@@ -100,12 +100,17 @@ def grown(sides: tuple[SideLanes, SideLanes], n: int = GROWN) -> list[str]:
     return [k for _, k in growth[:n]]
 
 
-def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> str:
-    """The marks row of a side drawn as ``rows`` (one per lane, in order): :data:`FOCUS` where
-    ``op`` runs (:func:`focused`: the host op itself, device work it launched, or a kernel of that
-    name), :data:`GREW` where one of ``kernels`` covers most of a device cell, blank elsewhere."""
+def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "",
+          view: tuple[float, float] | None = None) -> str:
+    """The marks row of a side drawn as ``rows`` (one per lane, in order) over ``view``:
+    :data:`FOCUS` where ``op`` runs (:func:`focused`: the host op itself, device work it launched,
+    or a kernel of that name) and over every cell a module of that name spans (:func:`spanned`;
+    ``view`` needed), :data:`GREW` where one of ``kernels`` covers most of a device cell, blank
+    elsewhere."""
     width = len(rows[0].text) if rows else 0
     out = np.full(width, " ", dtype=object)
+    if op and view is not None and width:
+        out[spanned(side, op, view[0], view[1], width)] = FOCUS
     for lane, row in zip(side.lanes, rows):
         item = row.cells.item
         has = item >= 0
@@ -117,6 +122,27 @@ def marks(side: SideLanes, rows: list[Row], kernels: set[str], op: str = "") -> 
     return "".join(out)
 
 
+def spanned(side: SideLanes, module: str, t0: float, t1: float, width: int) -> np.ndarray:
+    """Which of ``width`` cells over ``[t0, t1)`` a module frame named ``module`` overlaps (any
+    depth: :attr:`SideLanes.spans`), in work proportional to its frames and the cells."""
+    sp = side.spans
+    mine = np.flatnonzero(sp.name == module) if len(sp.name) else np.empty(0, dtype="int64")
+    cell = (t1 - t0) / width
+    first = np.clip(np.floor((sp.start[mine] - t0) / cell), 0, width).astype("int64")
+    last = np.clip(np.ceil((sp.end[mine] - t0) / cell), 0, width).astype("int64")  # one past
+    edges = np.zeros(width + 1, dtype="int64")
+    np.add.at(edges, first, 1)
+    np.add.at(edges, last, -1)
+    return np.cumsum(edges[:-1]) > 0
+
+
+def first_start(side: SideLanes, op: str) -> float | None:
+    """When ``op`` first runs on the side (:func:`focused`) or a module of that name starts."""
+    starts = [float(lane.index.start[focused(lane, op)].min()) for lane in side.lanes if focused(lane, op).any()]
+    starts += [float(side.spans.start[side.spans.name == op].min())] if (side.spans.name == op).any() else []
+    return min(starts) if starts else None
+
+
 def focused(lane: Lane, op: str) -> np.ndarray:
     """Which items of a device or host lane are ``op`` at work: the op itself or what it
     launched, or a kernel so named (a row of the Kernels screen names kernels)."""
@@ -126,8 +152,8 @@ def focused(lane: Lane, op: str) -> np.ndarray:
 
 
 def runs(sides: tuple[SideLanes, SideLanes], op: str) -> bool:
-    """Whether ``op`` runs in either step (as :func:`focused` finds it)."""
-    return any(focused(lane, op).any() for side in sides for lane in side.lanes)
+    """Whether ``op`` runs in either step (as :func:`focused` finds it), or a module of that name."""
+    return any(first_start(side, op) is not None for side in sides)
 
 
 def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
@@ -148,15 +174,14 @@ def _names(names: np.ndarray, item: np.ndarray) -> np.ndarray:
 
 
 def views(sides: tuple[SideLanes, SideLanes], f0: float, f1: float, common: bool,
-          anchored: bool = False) -> tuple[tuple[float, float], ...]:
+          anchor: Anchor | None = None) -> tuple[tuple[float, float], ...]:
     """Each side's ``(t0, t1)`` for the share ``f0 … f1`` of the scale: the longer window on the
-    common scale, each side's own window otherwise. ``anchored`` (common scale only): the
-    comparison shifted so that its first backward op starts in the same column as the base's
-    (:func:`anchor_ns`), when both have one."""
+    common scale, each side's own window otherwise. ``anchor`` (common scale only): the
+    comparison shifted so that the anchor's point falls in the same column on both sides."""
     longest = max(s.window_ns for s in sides)
     out = [((f0 * (longest if common else s.window_ns)), (f1 * (longest if common else s.window_ns)))
            for s in sides]
-    shift = anchor_shift(sides) if anchored and common else 0.0
+    shift = anchor.shift if anchor is not None and common else 0.0
     (b0, b1), (c0, c1) = out
     return (b0, b1), (c0 + shift, c1 + shift)
 
@@ -173,10 +198,42 @@ def anchor_ns(side: SideLanes) -> float | None:
     return min(starts) if starts else None
 
 
-def anchor_shift(sides: tuple[SideLanes, SideLanes]) -> float:
-    """How much later the comparison's backward pass starts than the base's (0 without one)."""
+@dataclass(frozen=True)
+class Anchor:
+    """A point both steps pass (the backward pass starting, a module starting): what it is and
+    when it comes on each side, in ns from the step's start. Aligning at it shifts the
+    comparison's view by :attr:`shift`, so a layer that runs late shows as that shift."""
+
+    label: str
+    base_ns: float
+    comp_ns: float
+
+    @property
+    def shift(self) -> float:
+        """How much later the comparison reaches the point than the base (negative: earlier)."""
+        return self.comp_ns - self.base_ns
+
+
+def anchors(sides: tuple[SideLanes, SideLanes]) -> list[Anchor]:
+    """The points both steps can be aligned at, in the order ``a`` steps through them: the first
+    backward op (when both sides have one), then the start of every top-level module — the items
+    of each side's first module lane — that both steps ran, the k-th run of a name on one side
+    matched with the k-th on the other, in the base's order."""
+    out = []
     a, b = (anchor_ns(s) for s in sides)
-    return b - a if a is not None and b is not None else 0.0
+    if a is not None and b is not None:
+        out.append(Anchor("the first backward op", a, b))
+    tops = [next((lane for lane in s.lanes if lane.kind == MODULE), None) for s in sides]
+    if tops[0] is None or tops[1] is None:
+        return out
+    keyed = []
+    for lane in tops:
+        names = pd.Series(lane.name, dtype=object)
+        keyed.append(pd.DataFrame({"name": names, "k": names.groupby(names, sort=False).cumcount(),
+                                   "start": lane.index.start}))
+    both = keyed[0].merge(keyed[1], on=["name", "k"], suffixes=("_b", "_c")).sort_values("start_b", kind="stable")
+    return out + [Anchor(f"module {n}" + (f" (run {k + 1})" if k else ""), float(s0), float(s1))
+                  for n, k, s0, s1 in zip(both["name"], both["k"], both["start_b"], both["start_c"])]
 
 
 def ms(ns: float) -> str:
@@ -247,16 +304,39 @@ def picture_text(sides: tuple[SideLanes, SideLanes], width: int = 160, common: b
                  f0: float = 0.0, f1: float = 1.0) -> str:
     """The picture as plain text ``width`` characters wide: per side a title, a ruler (ms from
     the step's start) and every lane, base above comparison; the legend last."""
+    return "\n".join(text for text, _ in picture_lines(sides, width, common, f0, f1)) + "\n"
+
+
+def picture_lines(sides: tuple[SideLanes, SideLanes], width: int = 160, common: bool = True,
+                  f0: float = 0.0, f1: float = 1.0) -> list[tuple[str, list[str]]]:
+    """The lines of :func:`picture_text`, each with the class of every character ('' where
+    none, an empty list for a line of words): what :data:`COLOURS` paints (the SVG export)."""
     title_w = min(TITLE, max(8, width // 5))
     cells = max(10, width - title_w - 1)
-    lines = [f"Timeline · {'common scale' if common else 'each step on its own length'} · "
-             f"{cells} cells of {ms((views(sides, f0, f1, common)[0][1] - views(sides, f0, f1, common)[0][0]) / cells)}"
-             + ("" if common else " (base)")]
+    (b0, b1), _ = views(sides, f0, f1, common)
+    lines: list[tuple[str, list[str]]] = [(
+        f"Timeline · {'common scale' if common else 'each step on its own length'} · "
+        f"{cells} cells of {ms((b1 - b0) / cells)}" + ("" if common else " (base)"), [])]
     kernels = grown(sides)
+    pad = [""] * (title_w + 1)
     for side, (t0, t1) in zip(sides, views(sides, f0, f1, common)):
-        lines += ["", side_title(side, t0, t1), " " * (title_w + 1) + ruler(t0, t1, cells)]
+        lines += [("", []), (side_title(side, t0, t1), []), (" " * (title_w + 1) + ruler(t0, t1, cells), [])]
         rows = [draw(lane, t0, t1, cells) for lane in side.lanes]
-        lines += [f"{lane.title[:title_w]:<{title_w}} " + row.text for lane, row in zip(side.lanes, rows)]
+        lines += [(f"{lane.title[:title_w]:<{title_w}} " + row.text, pad + row.cls)
+                  for lane, row in zip(side.lanes, rows)]
         if kernels:
-            lines.append(f"{'marks':<{title_w}} " + marks(side, rows, set(kernels)))
-    return "\n".join([*lines, "", *legend(kernels)]) + "\n"
+            text = marks(side, rows, set(kernels))
+            lines.append((f"{'marks':<{title_w}} " + text, pad + [MARK_CLASS.get(c, "") for c in text]))
+    return [*lines, ("", []), *((line, []) for line in legend(kernels))]
+
+
+#: The class of a marks-row glyph (for its colour).
+MARK_CLASS = {FOCUS: "focus", GREW: "grew"}
+#: Colour of a cell by its class (device classes, host ops, modules, idle causes, marks): the
+#: screen's and the SVG's; the glyphs carry the same without it.
+COLOURS: dict[str, str] = {
+    "compute": "green3", "communication": "medium_purple2", "copy": "dark_cyan", "wait": "grey62",
+    "op": "dodger_blue2", "module": "gold3",
+    "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
+    "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
+}

@@ -4,8 +4,9 @@
 The comparison runs in a child process; the app receives tables. So the Timeline travels as the
 ``Timeline`` table (screens and ``--json`` only, never a workbook sheet): one row per lane item
 with its side, plus one ``step`` row per side holding the step's id and window (so a side whose
-step has no item still says how long it was). :func:`sides_of` turns it back into
-:class:`SideLanes`, each lane indexed once (:class:`~.bins.LaneIndex`).
+step has no item still says how long it was), and a ``span`` row per module frame of the step.
+:func:`sides_of` turns it back into :class:`SideLanes`, each lane indexed once
+(:class:`~.bins.LaneIndex`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..compare.result import Column, Table
 from ..explain.explanation import StepExplanation
 from ..model import Profile
 from .bins import LaneIndex
-from .build import KINDS, median_step, step_lanes
+from .build import KINDS, SPAN, median_step, step_lanes
 
 #: The table's name (declared in :data:`perfcmp_core.compare.STEPS`).
 TIMELINE = "Timeline"
@@ -73,13 +74,27 @@ class Lane:
 
 
 @dataclass(frozen=True)
+class Spans:
+    """Every module frame of a step (nested, so no lane): names and times from the step's start."""
+
+    name: np.ndarray  # object
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+
+
+NO_SPANS = Spans(np.empty(0, dtype=object), np.empty(0, dtype="int64"), np.empty(0, dtype="int64"))
+
+
+@dataclass(frozen=True)
 class SideLanes:
-    """One side's step: which step, how long its window is, and its lanes in drawing order."""
+    """One side's step: which step, how long its window is, its lanes in drawing order and its
+    module frames."""
 
     side: str
     step: int
     window_ns: int
     lanes: tuple[Lane, ...]
+    spans: Spans = NO_SPANS
 
 
 def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
@@ -102,7 +117,8 @@ def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
         head = np.flatnonzero(mine & (kind == STEP_ROW))
         if not len(head):
             raise ValueError(f"{TIMELINE}: no {side} step row")
-        rows = np.flatnonzero(mine & (kind != STEP_ROW))
+        span = np.flatnonzero(mine & (kind == SPAN))
+        rows = np.flatnonzero(mine & (kind != STEP_ROW) & (kind != SPAN))
         rank = np.select([kind[rows] == k for k in KINDS], list(range(len(KINDS))), len(KINDS))
         codes, _ = pd.factorize(lane[rows], sort=True)
         rows = rows[np.lexsort((start[rows], codes, stream[rows], rank))]
@@ -111,5 +127,6 @@ def sides_of(table: Table) -> tuple[SideLanes, SideLanes]:
         for part in np.split(rows, cut) if len(rows) else []:
             lanes.append(Lane(str(lane[part[0]]), str(kind[part[0]]), LaneIndex.of(start[part], end[part]),
                               text["name"][part], text["cls"][part], stream[part], text["op"][part]))
-        out.append(SideLanes(side, int(stream[head[0]]), int(end[head[0]]), tuple(lanes)))
+        out.append(SideLanes(side, int(stream[head[0]]), int(end[head[0]]), tuple(lanes),
+                             Spans(text["name"][span], start[span], end[span])))
     return out[0], out[1]

@@ -40,9 +40,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),
     ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
-    ("T", "Timeline: one step of each side as lanes, base above comparison; on an op row, "
-          "where that op runs (its own keys: + / - zoom, h / l pan, ← / → cursor, 0 fit, o scale, "
-          "a align backward, Enter the op, S step, q close)"),
+    ("T", "Timeline: one step of each side as lanes, base above comparison; on an op or module-tree row, "
+          "where that op or module runs (its own keys: + / - zoom, h / l pan, ← / → cursor, 0 fit, o scale, "
+          "a / A anchor (backward pass, top-level modules), Enter the op, S step, q close)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),

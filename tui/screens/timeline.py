@@ -22,21 +22,15 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from perfcmp_core.compare.module_forest import BACKWARD_PREFIX
 from perfcmp_core.compare.result import Table
 from perfcmp_core.lanes import SideLanes
 from perfcmp_core.lanes.build import DEVICE, HOST
-from perfcmp_core.lanes.picture import (FOCUS, GREW, TITLE, anchor_ns, anchor_shift, describe, draw, focused,
-                                        grown, legend, marks, ms, ruler, side_title, under, views)
+from perfcmp_core.lanes.picture import (COLOURS, MARK_CLASS, TITLE, Anchor, anchors, describe, draw,
+                                        first_start, grown, legend, marks, ms, ruler, side_title, under, views)
 
 from ..widgets.pictures import draws_colour
 
-#: Colour of a cell by its class (device classes, host ops, modules, idle causes).
-COLOURS: dict[str, str] = {
-    "compute": "green3", "communication": "medium_purple2", "copy": "dark_cyan", "wait": "grey62",
-    "op": "dodger_blue2", "module": "gold3",
-    "sync": "red3", "host": "dark_orange", "launch": "orange_red1", "device": "steel_blue",
-    "unknown": "grey50", "grew": "bold red3", "focus": "bold gold1",
-}
 #: The narrowest view, as a share of the scale (`+` halves the view, `-` doubles it).
 MIN_SHARE = 1e-5
 
@@ -57,7 +51,8 @@ class TimelineView(ScrollView, can_focus=True):
         self.kernels = grown(sides)
         self.f0, self.f1 = 0.0, 1.0
         self.common = True
-        self.anchored = False  # the comparison shifted to start its backward pass with the base's
+        self._anchors: list[Anchor] | None = None  # found on the first `a` (:func:`anchors`)
+        self.anchor_at = -1  # which of them the comparison is shifted to meet (-1: none)
         self.cursor = 0  # cell column
         self._strips: list[Strip] = []
         self._built_for = -1  # the width the rows were drawn for
@@ -72,7 +67,22 @@ class TimelineView(ScrollView, can_focus=True):
         return max(1, self.size.width - self.title_width - 1)
 
     def side_views(self) -> tuple[tuple[float, float], ...]:
-        return views(self.sides, self.f0, self.f1, self.common, self.anchored)
+        return views(self.sides, self.f0, self.f1, self.common, self.anchor)
+
+    @property
+    def anchors(self) -> list[Anchor]:
+        if self._anchors is None:
+            self._anchors = anchors(self.sides)
+        return self._anchors
+
+    @property
+    def anchor(self) -> Anchor | None:
+        """The point both steps are aligned at (None: not aligned)."""
+        return self.anchors[self.anchor_at] if self.anchor_at >= 0 else None
+
+    @property
+    def anchored(self) -> bool:
+        return self.anchor_at >= 0
 
     def cursor_times(self) -> tuple[float, float]:
         """Each side's time under the cursor (the middle of its cell)."""
@@ -92,12 +102,12 @@ class TimelineView(ScrollView, can_focus=True):
         self.rebuild()
 
     def _first_cell(self, op: str) -> int:
-        """The cell where ``op`` first runs on the base side (or the comparison's), 0 if never."""
+        """The cell where ``op`` first runs (or the module so named starts) on the base side (or
+        the comparison's), 0 if never."""
         for side, (t0, t1) in zip(self.sides, self.side_views()):
-            starts = [lane.index.start[focused(lane, op)].min() for lane in side.lanes
-                      if focused(lane, op).any()]
-            if starts:
-                return int((min(starts) - t0) / (t1 - t0) * self.cells)
+            start = first_start(side, op)
+            if start is not None:
+                return min(max(0, int((start - t0) / (t1 - t0) * self.cells)), self.cells - 1)
         return 0
 
     def rebuild(self) -> None:
@@ -112,8 +122,8 @@ class TimelineView(ScrollView, can_focus=True):
             for lane, row in zip(side.lanes, rows):
                 strips.append(Strip([Segment(f"{lane.title[:tw]:<{tw}} "), *self._cells(row.text, row.cls)]))
             if self.kernels or self.op:
-                text = marks(side, rows, set(self.kernels), self.op)
-                cls = ["focus" if c == FOCUS else "grew" if c == GREW else "" for c in text]
+                text = marks(side, rows, set(self.kernels), self.op, (t0, t1))
+                cls = [MARK_CLASS.get(c, "") for c in text]
                 strips.append(Strip([Segment(f"{'marks':<{tw}} "), *self._cells(text, cls)]))
         self._strips = strips
         self._built_for = width
@@ -166,14 +176,34 @@ class TimelineView(ScrollView, can_focus=True):
         self.common = not self.common
         self.rebuild()
 
-    def toggle_anchor(self) -> bool:
-        """Align (or not) both steps at their first backward op; False where a side has none."""
-        if anchor_ns(self.sides[0]) is None or anchor_ns(self.sides[1]) is None:
+    def cycle_anchor(self, step: int = 1) -> bool:
+        """Align both steps at the next (``step`` 1) or previous (-1) anchor, after the last one
+        none; the cursor goes to the anchor (the view pans there if it is out of sight). False
+        where the steps share no anchor."""
+        found = self.anchors
+        if not found:
             return False
-        self.anchored = not self.anchored
+        self.anchor_at = (self.anchor_at + 1 + step) % (len(found) + 1) - 1
         self.common = True
+        if self.anchor is not None:
+            self._cursor_to(self.anchor.base_ns)
         self.rebuild()
         return True
+
+    def _cursor_to(self, t: float) -> None:
+        """The cursor on the base's time ``t``: on the cell holding it when it is in view (else
+        in its column), the view moved by what it takes (under a cell when in view) for that
+        cell to start at ``t`` — so the cursor names the item starting there on both sides."""
+        (t0, t1) = self.side_views()[0]
+        if t0 <= t < t1:
+            self.cursor = min(int((t - t0) / (t1 - t0) * self.cells), self.cells - 1)
+        share = self.f1 - self.f0
+        wanted = t / max(s.window_ns for s in self.sides) - share * self.cursor / self.cells
+        self.f0 = min(max(0.0, wanted), 1.0 - share)
+        self.f1 = self.f0 + share
+        if self.f0 != wanted:  # against an edge of the step: the cursor goes to t's cell
+            (t0, t1) = self.side_views()[0]
+            self.cursor = min(max(0, int((t - t0) / (t1 - t0) * self.cells)), self.cells - 1)
 
     def move_cursor(self, step: int) -> None:
         """Move the cursor; past an edge the view pans instead."""
@@ -225,7 +255,8 @@ class TimelineScreen(ModalScreen[str | None]):
         Binding("right", "cursor(1)", "Cursor right", show=False),
         Binding("0", "fit", "Fit"),
         Binding("o", "scale", "Scale"),
-        Binding("a", "anchor", "Align backward"),
+        Binding("a", "anchor(1)", "Anchor"),
+        Binding("A", "anchor(-1)", "Anchor back", show=False),
         Binding("enter", "open_op", "Op"),
         Binding("S", "steps", "Steps"),
         Binding("escape,q,T", "close", "Close"),
@@ -255,12 +286,13 @@ class TimelineScreen(ModalScreen[str | None]):
     def on_timeline_view_moved(self, _: TimelineView.Moved) -> None:
         view = self.view
         scale = "common scale" if view.common else "each step on its own length"
-        if view.anchored:
-            scale += f", comparison shifted {ms(anchor_shift(self.sides))} to align the backward pass"
+        if view.anchor is not None:
+            scale += (f", comparison shifted {ms(view.anchor.shift)} to align {view.anchor.label} "
+                      f"(anchor {view.anchor_at + 1} of {len(view.anchors)})")
         share = (view.side_views()[0][1] - view.side_views()[0][0]) / view.cells
         self.query_one("#timeline-head", Static).update(Text(
             f"Timeline · {scale} · a cell is {ms(share)}  (+/- zoom, h/l pan, ←/→ cursor, 0 fit, "
-            "o scale, a align, Enter op, S step, q close)", no_wrap=True, overflow="ellipsis"))
+            "o scale, a/A anchor, Enter op, S step, q close)", no_wrap=True, overflow="ellipsis"))
         lines = []
         for side, found in zip(self.sides, view.under_cursor()):
             t = view.cursor_times()[self.sides.index(side)]
@@ -282,10 +314,10 @@ class TimelineScreen(ModalScreen[str | None]):
     def action_scale(self) -> None:
         self.view.toggle_scale()
 
-    def action_anchor(self) -> None:
-        if not self.view.toggle_anchor():
-            self.notify("no backward op (autograd::engine::evaluate_function) in one of the steps: "
-                        "nothing to align", severity="warning", timeout=3)
+    def action_anchor(self, step: int) -> None:
+        if not self.view.cycle_anchor(step):
+            self.notify("no backward op (autograd::engine::evaluate_function) in one of the steps and "
+                        "no top-level module both ran: nothing to align", severity="warning", timeout=3)
 
     def action_open_op(self) -> None:
         op = self.view.op_under_cursor()
@@ -302,9 +334,10 @@ class TimelineScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-#: The screens whose rows name an op (`T` there marks where it runs), and the columns naming it.
+#: The screens whose rows name an op (`T` there marks where it runs), and the columns naming it
+#: (a ModuleTree row names its module: `T` marks the cells it spans).
 OP_SCREENS = ("operators", "modules", "kernels", "api")
-OP_COLUMNS = ("name", "op", "base_op", "base_name", "comp_op", "comp_name")
+OP_COLUMNS = ("name", "op", "base_op", "base_name", "comp_op", "comp_name", "module")
 
 
 def row_op(screen_id: str, table: Table | None, row: int | None) -> str:
@@ -312,6 +345,8 @@ def row_op(screen_id: str, table: Table | None, row: int | None) -> str:
     screen whose rows are no ops)."""
     if screen_id not in OP_SCREENS or table is None or row is None:
         return ""
+    if "_path" in table.data.columns and BACKWARD_PREFIX in str(table.data["_path"].iat[row]):
+        return ""  # a backward pseudo-module (ModuleTree): no frame, though named like the forward one
     for key in OP_COLUMNS:
         if key in table.data.columns:
             value = str(table.data[key].iat[row]).strip()

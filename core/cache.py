@@ -279,7 +279,7 @@ def _encode_column(s: pd.Series, key: str, arrays: dict[str, np.ndarray]) -> str
     if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biuf":
         arrays[key] = s.to_numpy()
         return "num"
-    text_dtype = isinstance(s.dtype, pd.StringDtype)
+    text_dtype = isinstance(s.dtype, pd.StringDtype)  # dtype-neutral: reads a column's dtype, makes none
     if not text_dtype and not (s.dtype == object and pd.api.types.infer_dtype(s, skipna=False)
                                in ("string", "empty")):
         raise _Uncachable(f"column {s.name!r} of dtype {s.dtype}")

@@ -55,7 +55,7 @@ def as_text(values: Any) -> pd.Series:
     missing = s.isna().to_numpy(dtype=bool)
     # Numbers and booleans through pandas' own formatting (the same in 2.x and 3.x), text dtypes
     # back to object; then the missing cells, which pandas 2 spelt "nan" / "None", become "".
-    text = s.astype(str).to_numpy(dtype=object)
+    text = s.astype(str).to_numpy(dtype=object)  # dtype-neutral: made object on this line
     if missing.any():
         text = np.where(missing, "", text)  # a new array: ``text`` may share the column's memory
     return pd.Series(text, index=s.index, dtype=object, name=s.name)

@@ -13,10 +13,10 @@ import re
 import sys
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the minimal parse below is enough for this file
-    tomllib = None  # type: ignore[assignment]
+else:  # Python 3.10 has no tomllib, and this runs before anything is installed
+    tomllib = None
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*>=\s*([0-9][^,;\s]*)\s*(?:;\s*(.*))?$")
 

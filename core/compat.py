@@ -13,7 +13,9 @@ Two differences matter to the engine:
   ``"a\\x00b12"`` become one value (a cache entry came back changed). :func:`factorize_text` and
   :func:`unique_text` route such arrays through pandas' generic object hash table, which
   compares whole Python strings. Whether the installed pandas has the bug is tested once, at
-  import, on two tiny arrays — not guessed from its version number.
+  import, on two tiny arrays — not guessed from its version number. They serve where a text
+  must come back exactly (the cache, workbook cells, kernel shapes); a ``groupby`` on names that
+  differ only after a NUL still merges them on pandas 2 (no real profile has such names).
 """
 from __future__ import annotations
 

@@ -136,3 +136,31 @@ def test_nothing_needs_more_than_python_3_10() -> None:
                           *folders],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def _lowest_pins_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lowest_pins", ROOT / ".ci" / "lowest_pins.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lowest_pins_are_the_declared_lower_bounds() -> None:
+    """CI's lowest-versions environment installs exactly pyproject.toml's lower bounds."""
+    lowest = _lowest_pins_module()
+    text = '''[project]
+dependencies = [
+    "pandas>=2.2",
+    "dask[distributed]>=2024.1",  # a comment
+    "tomli>=1.1; python_version < '3.11'",
+    "newer>=9.0; python_version >= '3.11'",
+]
+'''
+    old = sys.version_info < (3, 11)
+    assert lowest.pins(text) == ["pandas==2.2", "dask==2024.1", *(["tomli==1.1"] if old else []),
+                                 *([] if old else ["newer==9.0"])]
+    pins = lowest.pins((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "pandas==2.2" in pins and "numpy==1.26" in pins
+    with pytest.raises(SystemExit):
+        lowest.pins('[project]\ndependencies = [\n    "pandas",\n]\n')

@@ -52,6 +52,7 @@ import pandas as pd
 from . import __version__
 from .events import MACHINE_NOTE
 from .export.safe_write import Scratch
+from .compat import factorize_text
 from .model import SCHEMAS, Profile, ProfileMeta
 from .options import LoadOptions
 
@@ -281,11 +282,11 @@ def _encode_column(s: pd.Series, key: str, arrays: dict[str, np.ndarray]) -> str
     if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biuf":
         arrays[key] = s.to_numpy()
         return "num"
-    text_dtype = isinstance(s.dtype, pd.StringDtype)
+    text_dtype = isinstance(s.dtype, pd.StringDtype)  # dtype-neutral: reads a column's dtype, makes none
     if not text_dtype and not (s.dtype == object and pd.api.types.infer_dtype(s, skipna=False)
                                in ("string", "empty")):
         raise _Uncachable(f"column {s.name!r} of dtype {s.dtype}")
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    codes, uniques = factorize_text(s, use_na_sentinel=True)  # exact for texts holding NUL
     # An object column holding NA cannot say whether it was None or NaN; do not guess.
     if not text_dtype and (codes < 0).any():
         raise _Uncachable(f"column {s.name!r} holds missing values")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .compat import as_text
 from .compare.result import LEVEL, SHOWN, Table
 
 #: Summary figures shown as headline lines, by the prefix of their terminal column name.
@@ -86,8 +87,8 @@ def gap_sentence(table: Table, top: int = 3) -> str:
     df = table.data
     if df.empty:
         return ""
-    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
-    labels = df["index"].astype(str).str.strip().to_numpy()
+    names = as_text(df[SHOWN] if SHOWN in df else df["index"]).str.strip().to_numpy()
+    labels = as_text(df["index"]).str.strip().to_numpy()
     level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
     # Rounded as printed: the printed parts then add up to the printed totals exactly.
     diff = np.round(df["diff_ms"].to_numpy(dtype="float64"), 2)
@@ -155,8 +156,8 @@ def time_parts(table: Table, keep: int = 5) -> list[Part]:
     df = table.data
     if df.empty:
         return []
-    labels = df["index"].astype(str).str.strip().to_numpy()
-    names = (df[SHOWN] if SHOWN in df else df["index"]).astype(str).str.strip().to_numpy()
+    labels = as_text(df["index"]).str.strip().to_numpy()
+    names = as_text(df[SHOWN] if SHOWN in df else df["index"]).str.strip().to_numpy()
     level = df[LEVEL].to_numpy() if LEVEL in df else np.zeros(len(df), dtype=int)
     base = df["base_ms"].to_numpy(dtype="float64")
     comp = df["comp_ms"].to_numpy(dtype="float64")

@@ -31,10 +31,13 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
 
+from .compat import as_text
+
 Kind = Literal["gpu", "npu_text", "npu_db"]
 
-#: dtype names used in schemas. "str" is pandas' string dtype (``pd.StringDtype`` in pandas 3,
-#: ``object`` holding ``str`` in pandas 2) — either way every cell is a Python ``str``.
+#: dtype names used in schemas. A "str" column is ``object`` holding Python ``str`` on every pandas
+#: line (:func:`perfcmp_core.compat.as_text`): pandas 3's own string dtype is never used, so no
+#: result depends on whether pandas 2 or 3, with or without pyarrow, is installed.
 I64, F64, STR, BOOL = "int64", "float64", "str", "bool"
 
 Schema = Mapping[str, str]
@@ -263,8 +266,9 @@ def frame(schema: Schema, columns: Mapping[str, object] | None = None, n: int | 
                 s = s.fillna(False).astype(bool)
             out[col] = s
         else:
-            fill = pd.Series(np.full(n, _FILL[dt], dtype=object if dt == STR else dt))
-            out[col] = fill.astype(str) if dt == STR else fill
+            fill = pd.Series(np.full(n, _FILL[dt], dtype=object if dt == STR else dt),
+                             dtype=object if dt == STR else None)
+            out[col] = fill
     # Every column is a fresh Series: gathering them into consolidated 2-D blocks would copy
     # all the numbers once more (a third of the table's build time) for nothing.
     return pd.DataFrame(out, copy=False)
@@ -277,10 +281,11 @@ def _text(s: pd.Series) -> pd.Series:
     every cell to change nothing, and ``infer_dtype`` tells so in a fraction of the time (even
     the test for missing values costs as much as the fill). Only object columns are checked that
     way: for a pandas string column ``infer_dtype`` says "string" with missing values in it.
+    The result is ``object`` on every pandas line (:data:`STR`).
     """
-    if s.dtype != object or infer_dtype(s, skipna=False) != "string":
-        s = s.fillna("")
-    return s.astype(str)
+    if s.dtype == object and infer_dtype(s, skipna=False) == "string":
+        return s
+    return as_text(s)
 
 
 def empty(schema: Schema) -> pd.DataFrame:

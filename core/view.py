@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .compat import as_text
 from .compare.operators import screen_kernel_text
 from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
                              change_text, number_format, screen_format, screen_header)
@@ -224,12 +225,12 @@ def _sort_values(series: pd.Series) -> np.ndarray:
     """
     if series.dtype.kind in "ifub":
         return series.to_numpy(dtype="float64", na_value=np.nan)
-    sample = series.head(256).astype(str)
+    sample = as_text(series.head(256))
     if pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5 or sample.eq("INF").any():
-        text = series.astype(str)
+        text = as_text(series)
         num = pd.to_numeric(series, errors="coerce").where(text != "INF", np.inf)
         return num.fillna(-np.inf).to_numpy(dtype="float64")
-    codes, _ = pd.factorize(series.astype(str), sort=True)
+    codes, _ = pd.factorize(as_text(series), sort=True)
     return codes.astype("float64")
 
 
@@ -478,7 +479,7 @@ class TableView:
         col = next((c for c in self.table.columns if c.key == key), None)
         if col is not None and col.fmt in ("text", "bold"):
             return self.text_index(key).equals(value)
-        return (self.table.data[key].astype(str) == value).to_numpy()
+        return (as_text(self.table.data[key]) == value).to_numpy()
 
     def text_index(self, key: str) -> TextIndex:
         """The factorised text of data column ``key`` (built once per view)."""

@@ -119,7 +119,8 @@ def module_compare(details: list[str]) -> Table:
     )
     n = len(details)
     data = pd.DataFrame(
-        {"order": range(1, n + 1), "b_kd": details, "b_self": [1.0] * n, "c_kd": [""] * n,
+        {"order": range(1, n + 1), "b_kd": pd.Series(details, dtype=object),  # core's text dtype
+         "b_self": [1.0] * n, "c_kd": [""] * n,
          "c_self": [2.0] * n, "stack": ["a.py(1): f\nb.py(2): g"] * n}
     )
     return Table("ModuleCompare", cols, data, (1, 2), (3, 4))

@@ -286,8 +286,17 @@ def apply_csv(original: bytes, ops: list[tuple[str, float, float, str]]) -> byte
         elif op == "drop header":
             del rows[0]
     buf = io.StringIO(newline="")
-    csv.writer(buf, lineterminator="\n").writerows(rows)
+    try:
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+    except csv.Error:  # Python 3.10's writer refuses a NUL character; 3.11+ writes it as is
+        buf = io.StringIO(newline="")
+        buf.writelines(",".join(_csv_field(f) for f in row) + "\n" for row in rows)
     return buf.getvalue().encode("utf-8")
+
+
+def _csv_field(text: str) -> str:
+    """One field as Python 3.11's ``csv.writer`` writes it (quoted when it must be)."""
+    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\r\n') else text
 
 
 # ------------------------------------------------------------------------------ Db damage

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from .equivalence import Equivalence
@@ -147,7 +148,7 @@ def compare_api(base: Profile, comp: Profile, opts: CompareOptions, base_names: 
     b = b.drop(columns=["label", "cls"]).reindex(keys, fill_value=0)
     c = c.drop(columns=["label", "cls"]).reindex(keys, fill_value=0)
     cols: dict[str, object] = {"order": np.arange(1, len(keys) + 1, dtype="int64"),
-                               "name": label.astype(str).to_numpy()}
+                               "name": as_text(label).to_numpy()}
     for side, g in (("base", b), ("comp", c)):
         total = g["total"].to_numpy(dtype="float64") / 1e6
         calls = g["calls"].to_numpy(dtype="int64")

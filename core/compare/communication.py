@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, SHOWN, Column, Table, diff, ratio
@@ -30,7 +31,7 @@ _NCCL_COLLECTIVE = r"(allreduce|allgather|reducescatter|alltoall|broadcast|sendr
 
 def comm_keys(names: pd.Series) -> pd.Series:
     """Grouping key of each communication op name (see module docstring)."""
-    lower = names.astype(str).str.lower()
+    lower = as_text(names).str.lower()
     if lower.empty:
         return lower
     head = lower.str.partition("_")
@@ -42,7 +43,7 @@ def comm_keys(names: pd.Series) -> pd.Series:
     collective = lower.str.extract(_NCCL_COLLECTIVE, expand=False)
     kernel_part = lower.str.extract(r"^nccl(?:dev)?kernel_([a-z0-9]+)", expand=False)
     nccl_key = collective.fillna(kernel_part)
-    return key.where(~(nccl & nccl_key.notna()), nccl_key).astype(str)
+    return as_text(key.where(~(nccl & nccl_key.notna()), nccl_key))
 
 
 def _stats(key: pd.Series, name: pd.Series | None, dur_ns: pd.Series) -> pd.DataFrame:

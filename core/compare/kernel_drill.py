@@ -16,6 +16,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from .result import Column, Table, diff, ratio
 
 TABLE_NAME = "OpKernels"
@@ -74,7 +75,7 @@ def rows_matching(df: pd.DataFrame, conditions: tuple[tuple[tuple[str, ...], str
     for keys, value in conditions:
         hit = np.zeros(len(df), dtype=bool)
         for key in keys:
-            hit |= (df[key].astype(str) == value).to_numpy()
+            hit |= (as_text(df[key]) == value).to_numpy()
         keep &= hit
     return np.flatnonzero(keep)
 
@@ -85,7 +86,7 @@ def op_kernels(base_texts: Iterable[str], comp_texts: Iterable[str], label: str)
     b, c = parse_kernels(base_texts), parse_kernels(comp_texts)
     df = b.merge(c, on="kernel", how="outer", suffixes=("_b", "_c"), sort=False)
     data = pd.DataFrame({
-        "kernel": df["kernel"].astype(str),
+        "kernel": as_text(df["kernel"]),
         "base_n": df["n_b"].fillna(0).astype("int64"), "comp_n": df["n_c"].fillna(0).astype("int64"),
         "base_us": df["us_b"].fillna(0.0), "comp_us": df["us_c"].fillna(0.0),
     })

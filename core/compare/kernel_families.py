@@ -30,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..device_time import COMMUNICATION as BUCKET_COMM
 from ..device_time import EXCLUDED, classify as device_buckets
 from ..model import Profile
@@ -182,7 +183,7 @@ def _top_kernels(df: pd.DataFrame, by: list[str]) -> pd.Series:
     per = df.groupby([*by, "kernel"], sort=False)["dur_ns"].sum().reset_index()
     per = per.sort_values("dur_ns", ascending=False, kind="stable")
     top = per.groupby(by, sort=False).head(TOP_KERNELS)  # formatted only for the rows kept
-    top = top.assign(text=top["kernel"].astype(str) + " ("
+    top = top.assign(text=as_text(top["kernel"]) + " ("
                      + (top["dur_ns"] / 1e6).map("{:.3f}".format) + " ms)")
     return top.groupby(by, sort=False)["text"].agg("; ".join)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from .result import Column, Table
 
 SHEET = "Matching"
@@ -35,13 +36,13 @@ def matching_table(tables: list[tuple[Table, tuple[str, ...]]]) -> Table | None:
         if "matched_as" not in t.data or t.empty:
             continue
         d = t.data.reset_index(drop=True)
-        hit = d["matched_as"].astype(str) != ""
+        hit = as_text(d["matched_as"]) != ""
         if not hit.any():
             continue
         sel = d[hit]
         parts.append(pd.DataFrame({"sheet": t.name, "row": sel.index.to_numpy() + 1,
                                    "names": _joined_names(sel, cols),
-                                   "matched_as": sel["matched_as"].astype(str).to_numpy(dtype=object)}))
+                                   "matched_as": as_text(sel["matched_as"]).to_numpy(dtype=object)}))
     if not parts:
         return None
     data = pd.concat(parts, ignore_index=True)
@@ -54,8 +55,8 @@ def _joined_names(rows: pd.DataFrame, cols: tuple[str, ...]) -> np.ndarray:
     hundreds of thousands of matched rows)."""
     out = np.full(len(rows), "", dtype=object)
     for col in cols:
-        values = rows[col].astype(str)  # pandas keeps a missing value missing
-        keep = (values.notna() & (values != "") & (values != "nan")).to_numpy(dtype=bool)
-        text = values.fillna("").to_numpy(dtype=object)
+        values = as_text(rows[col])  # a missing value is "" on every pandas line
+        keep = ((values != "") & (values != "nan")).to_numpy(dtype=bool)
+        text = values.to_numpy(dtype=object)
         out = out + np.where((out != "") & keep, " | ", "") + np.where(keep, text, "")
     return out.astype(object)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from ..timeline import innermost, thread_key
@@ -218,7 +219,7 @@ def statistic_table(g: pd.DataFrame, notes: list[str]) -> Table:
     base_mb = g["base_bytes"].to_numpy(dtype="float64") / 1024.0**2
     comp_mb = g["comp_bytes"].to_numpy(dtype="float64") / 1024.0**2
     data = pd.DataFrame({
-        "name": g["name"].astype(str),
+        "name": as_text(g["name"]),
         "base_ms": g["base_life"].to_numpy(dtype="float64") / 1e6,
         "base_mb": base_mb,
         "base_num": g["base_num"].astype("int64"),
@@ -227,7 +228,7 @@ def statistic_table(g: pd.DataFrame, notes: list[str]) -> Table:
         "comp_num": g["comp_num"].astype("int64"),
         "diff": diff(base_mb, comp_mb),
         "ratio": ratio(base_mb, comp_mb),
-        "matched_as": g["matched_as"].astype(str),
+        "matched_as": as_text(g["matched_as"]),
     })
     return Table(name=STAT_SHEET, columns=STAT_COLUMNS, data=rank_rows(data), base_span=(2, 4), comp_span=(5, 7),
                  title="Memory: allocations per op name", default_sort="diff", notes=notes)
@@ -240,19 +241,19 @@ def _detail(match: OperatorMatch, per_pair: pd.DataFrame, bm: _SideMemory, cm: _
     bops, cops = match.base.profile.ops, match.comp.profile.ops
     data = pd.DataFrame({
         "order": np.arange(1, len(per_pair) + 1, dtype="int64"),
-        "base_name": per_pair["base_name"].astype(str),
+        "base_name": as_text(per_pair["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),
         "base_type": side_text(bops, b, "input_types"),
         "base_details": bm.details(b),
         "base_kb": base_kb,
-        "comp_name": per_pair["comp_name"].astype(str),
+        "comp_name": as_text(per_pair["comp_name"]),
         "comp_shape": side_text(cops, c, "input_dims"),
         "comp_type": side_text(cops, c, "input_types"),
         "comp_details": cm.details(c),
         "comp_kb": comp_kb,
         "diff": diff(base_kb, comp_kb),
         "ratio": ratio(base_kb, comp_kb),
-        "matched_as": per_pair["matched_as"].astype(str),
+        "matched_as": as_text(per_pair["matched_as"]),
         "step": step_labels(take_rows(bops["step"].to_numpy(dtype="int64"), b, -1),
                             take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align_runs, key_codes
@@ -523,7 +524,7 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     per_kernel = kern.groupby(["group", "kernel"], sort=False).agg(
         n=("dur_ns", "size"), ns=("dur_ns", "sum")).reset_index()
     per_kernel = per_kernel.sort_values("group", kind="stable")
-    per_kernel["line"] = (per_kernel["kernel"] + ", [number: " + per_kernel["n"].astype(str)
+    per_kernel["line"] = (per_kernel["kernel"] + ", [number: " + as_text(per_kernel["n"])
                           + "], [duration_ms: " + (per_kernel["ns"] / _MS).map("{:.3f}".format) + "]\n")
     details = dict(zip(*(x.tolist() for x in concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"]))))
     names = list(groups)

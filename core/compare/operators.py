@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
@@ -264,14 +265,14 @@ def statistic_table(match: OperatorMatch) -> Table:
     base_ms = g["base_ns"].to_numpy(dtype="float64") / 1e6
     comp_ms = g["comp_ns"].to_numpy(dtype="float64") / 1e6
     data = pd.DataFrame({
-        "name": g["name"].astype(str),
+        "name": as_text(g["name"]),
         "base_ms": base_ms,
         "base_num": g["base_num"].astype("int64"),
         "comp_ms": comp_ms,
         "comp_num": g["comp_num"].astype("int64"),
         "diff": diff(base_ms, comp_ms),
         "ratio": ratio(base_ms, comp_ms),
-        "matched_as": g["matched_as"].astype(str),
+        "matched_as": as_text(g["matched_as"]),
     })
     return Table(
         name=STAT_SHEET, columns=STAT_COLUMNS, data=rank_rows(data), base_span=(2, 3), comp_span=(4, 5),
@@ -370,19 +371,19 @@ def detail_table(match: OperatorMatch) -> Table:
     b_lines, c_lines = kernel_lines(match.base.profile), kernel_lines(match.comp.profile)
     data = pd.DataFrame({
         "order": np.arange(1, len(p) + 1, dtype="int64"),
-        "base_name": p["base_name"].astype(str),
+        "base_name": as_text(p["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),
         "base_type": side_text(bops, b, "input_types"),
         "base_details": _details(match.base, b, b_lines),
         "base_us": base_us,
-        "comp_name": p["comp_name"].astype(str),
+        "comp_name": as_text(p["comp_name"]),
         "comp_shape": side_text(cops, c, "input_dims"),
         "comp_type": side_text(cops, c, "input_types"),
         "comp_details": _details(match.comp, c, c_lines),
         "comp_us": comp_us,
         "diff": diff(base_us, comp_us),
         "ratio": ratio(base_us, comp_us),
-        "matched_as": p["matched_as"].astype(str),
+        "matched_as": as_text(p["matched_as"]),
         "step": step_labels(take_rows(bops["step"].to_numpy(dtype="int64"), b, -1),
                             take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,

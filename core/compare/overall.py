@@ -211,7 +211,7 @@ def overall_table(base: SideMetrics, comp: SideMetrics, base_label: str, comp_la
     b_ns = np.array([r[1].ns for r in rows], dtype="float64")
     c_ns = np.array([r[2].ns for r in rows], dtype="float64")
     data = pd.DataFrame({
-        "index": pd.Series(labels, dtype="str"),
+        "index": pd.Series(labels, dtype=object),
         "base_ms": b_ns / _NS_PER_MS,
         "base_ratio": b_ns / base.e2e_ns,
         "base_number": pd.Series([_number(r[1]) for r in rows], dtype=object),

@@ -39,7 +39,7 @@ def step_labels(b_step: np.ndarray, c_step: np.ndarray) -> np.ndarray:
     first = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype="int64")
 
     def text(v: np.ndarray) -> np.ndarray:
-        return np.where(v >= 0, v.astype(str), "")
+        return np.where(v >= 0, v.astype(str), "")  # dtype-neutral: numpy int array → numpy text
     bt, ct = text(b[first]), text(c[first])
     same = (bt == ct) | (bt == "") | (ct == "")
     labels = np.where(same, np.where(bt != "", bt, ct), np.char.add(np.char.add(bt, " / "), ct)).astype(object)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..compare.result import LEVEL, Column, Table, diff, ratio
 from .explanation import COMMUNICATION, COMPUTE, IDLE, StepExplanation, feeding
 from .windows import WHOLE_PROFILE
@@ -97,13 +98,13 @@ def step_time_table(base: StepExplanation, comp: StepExplanation) -> Table:
     bv = np.array([r[2] for r in rows], dtype="float64")
     cv = np.array([r[3] for r in rows], dtype="float64")
     data = pd.DataFrame({
-        "index": pd.Series([r[1] for r in rows], dtype="str"),
+        "index": pd.Series([r[1] for r in rows], dtype=object),
         "base_ms": bv / _NS_PER_MS, "base_share": _share(bv, b.total),
         "comp_ms": cv / _NS_PER_MS, "comp_share": _share(cv, c.total),
         "diff_ms": diff(bv, cv) / _NS_PER_MS, "diff_ratio": ratio(bv, cv),
         LEVEL: level,
-        CAUSE_KEY: pd.Series([r[4] for r in rows], dtype="str"),
-        LABEL_KEY: pd.Series([r[5] for r in rows], dtype="str"),
+        CAUSE_KEY: pd.Series([r[4] for r in rows], dtype=object),
+        LABEL_KEY: pd.Series([r[5] for r in rows], dtype=object),
     })
     return Table(TABLE_NAME, COLUMNS, data, (1, 2), (3, 4), title="Where the time went (per step)",
                  notes=_notes(base, comp, b, c), lead=why(base, comp))
@@ -305,12 +306,12 @@ def where_table(base: StepExplanation, comp: StepExplanation) -> Table:
     step = np.asarray(names, dtype=object)[both["pos"].to_numpy(dtype="int64")] if n else np.empty(0, dtype=object)
     cause = both["_cause"].map(lambda k: CAUSE_TITLE.get(k.split(": ", 1)[1], k.split(": ", 1)[1]))
     data = pd.DataFrame({
-        "cause": cause.astype("str"), "label": both["label"].astype("str"), "step": pd.Series(step, dtype="str"),
+        "cause": as_text(cause), "label": as_text(both["label"]), "step": pd.Series(step, dtype=object),
         "base_ms": both["ns_b"].fillna(0) / _NS_PER_MS, "base_n": both["n_b"].fillna(0).astype("int64"),
         "base_at": both["at_b"] / _NS_PER_MS,
         "comp_ms": both["ns_c"].fillna(0) / _NS_PER_MS, "comp_n": both["n_c"].fillna(0).astype("int64"),
         "comp_at": both["at_c"] / _NS_PER_MS,
-        CAUSE_KEY: both["_cause"].astype("str"),
+        CAUSE_KEY: as_text(both["_cause"]),
     })
     data["diff_ms"] = diff(data["base_ms"], data["comp_ms"])
     data = data.sort_values(["diff_ms"], ascending=False, kind="stable").reset_index(drop=True)

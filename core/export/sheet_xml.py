@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
 
+from ..compat import factorize_text
+
 #: Excel's cell text limit, in UTF-16 code units.
 CELL_CHARS = 32_767
 #: Text of at most this many characters always fits (a character is at most two UTF-16 units).
@@ -199,7 +201,7 @@ def _distinct(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     codes = np.full(len(values), -1, np.intp)
     shown = values[present]
     if infer_dtype(shown, skipna=False) in ("string", "empty"):  # nearly every such column
-        codes[present], distinct = pd.factorize(shown)
+        codes[present], distinct = factorize_text(shown)  # exact for texts holding NUL
         return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
     # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
     codes[present] = np.arange(len(shown))

@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import STEPS, frame
 
 _INT64_MAX = 2**63 - 1
@@ -63,7 +64,7 @@ def per_name(names: pd.Series | np.ndarray, test: Callable[[pd.Series], pd.Serie
     profile cost 1.5 s."""
     if not len(names):
         return np.zeros(0, dtype=bool)
-    hit = per_distinct(pd.Series(names, dtype=object), lambda distinct: test(distinct.astype(str)))
+    hit = per_distinct(pd.Series(names, dtype=object), lambda distinct: test(as_text(distinct)))
     return hit.to_numpy(dtype=bool)
 
 
@@ -213,4 +214,4 @@ def hccl_op_types(names: pd.Series) -> pd.Series:
     """The collective type an HCCL op name spells (``hcom_allReduce__868_0_1`` → ``hcom_allReduce_``):
     what level 1 writes as the op's type, and the only trace of it at level 0 (``N/A`` there), in
     both exports."""
-    return names.astype(str).str.replace(_HCCL_INSTANCE, "", regex=True)
+    return as_text(names).str.replace(_HCCL_INSTANCE, "", regex=True)

@@ -61,6 +61,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from ..compat import as_text
 from ..model import MEMORY, OP_MEMORY, Profile, ProfileMeta, empty, frame
 from ..options import LoadOptions
 from .common import assign_step
@@ -226,7 +227,7 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     df = df[df["alloc_ns"] > 0].sort_values("alloc_ns", kind="stable").reset_index(drop=True)
     df["release_ns"] = df["release_ns"].where(df["release_ns"] > 0, -1)
     place = df["alloc_ns"].to_numpy(dtype="int64").copy()
-    cann = df["name"].astype(str).str.contains("cann::", regex=False).to_numpy()
+    cann = as_text(df["name"]).str.contains("cann::", regex=False).to_numpy()
     if cann.any():
         placed, _, ok = enqueue_of(queue, place[cann])
         place[cann] = placed
@@ -237,7 +238,7 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     if unplaced:
         notes.append(f"{unplaced} OP_MEMORY rows dropped: no allocation time, or a cann:: allocation "
                      "outside every Dequeue")
-    names = df["name"].where(df["name"].astype(str).str.contains("cann::", regex=False), "")
+    names = df["name"].where(as_text(df["name"]).str.contains("cann::", regex=False), "")
     return frame(OP_MEMORY, {"name": names, "size_bytes": df["size_bytes"], "place_ns": place,
                              "alloc_ns": df["alloc_ns"], "release_ns": df["release_ns"]}, n=len(df))
 

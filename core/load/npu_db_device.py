@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
 from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
@@ -84,7 +85,7 @@ def _read_tasks(db: Db) -> pd.DataFrame:
     df["comm_task"] = df["is_comm"]  # dropped by frame(); keeps HCCL tasks off their op (see device_kernels)
     df["in_trace"] = True
     gid = df["gid"].to_numpy(dtype="int64")
-    df["task_id"] = np.where(gid >= 0, gid.astype(str), "")
+    df["task_id"] = np.where(gid >= 0, gid.astype(str), "")  # dtype-neutral: numpy int → text; frame() makes it object
     pmu = _pmu(db)
     if pmu is not None:
         aligned = pmu.reindex(gid)
@@ -193,7 +194,7 @@ def communication_tasks(db: Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> 
     df = durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     # Level 0 writes N/A task names; the runtime task type ("Notify Wait", "SDMA") still tells them apart.
     df["name"] = df["name"].where((df["name"] != NA) & (df["name"] != ""), df["task_type"])
-    plane = df["plane_order"].astype(str).where(df["plane_order"] >= 0, "")
+    plane = as_text(df["plane_order"]).where(df["plane_order"] >= 0, "")
     return frame(COMM_TASKS, {
         "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],
         "start_ns": df["start_ns"], "dur_ns": df["dur_ns"], "op_row": _task_op_rows(df, comm_ops),
@@ -207,10 +208,10 @@ def _task_op_rows(tasks: pd.DataFrame, comm_ops: pd.DataFrame) -> np.ndarray:
     out = np.full(len(tasks), -1, dtype="int64")
     if tasks.empty or comm_ops.empty:
         return out
-    ops = pd.DataFrame({"op_id": comm_ops["op_id"].to_numpy(), "grp": comm_ops["group"].astype(str).to_numpy(),
+    ops = pd.DataFrame({"op_id": comm_ops["op_id"].to_numpy(), "grp": as_text(comm_ops["group"]).to_numpy(),
                         "row": np.arange(len(comm_ops), dtype="int64")})
     ops = ops[ops["op_id"] >= 0]
-    keys = pd.DataFrame({"op_id": tasks["op_id"].to_numpy(), "grp": tasks["grp"].astype(str).to_numpy()})
+    keys = pd.DataFrame({"op_id": tasks["op_id"].to_numpy(), "grp": as_text(tasks["grp"]).to_numpy()})
     exact = keys.merge(ops.drop_duplicates(["op_id", "grp"]), on=["op_id", "grp"], how="left")["row"]
     unique = ops[~ops["op_id"].duplicated(keep=False)].set_index("op_id")["row"]
     by_id = keys["op_id"].map(unique)
@@ -225,7 +226,7 @@ def op_statistic(kernels: pd.DataFrame) -> pd.DataFrame:
     if k.empty:
         return empty(OP_STATISTIC)
     dur_us = (k["dur_ns"] / 1000.0).rename("dur")
-    g = dur_us.groupby([k["op_type"].astype(str), k["core"].astype(str)], sort=False)
+    g = dur_us.groupby([as_text(k["op_type"]), as_text(k["core"])], sort=False)
     stats = g.agg(["size", "sum", "mean", "max", "min"]).reset_index()
     stats.columns = ["op_type", "core_type", "count", "total_us", "avg_us", "max_us", "min_us"]
     return frame(OP_STATISTIC, {c: stats[c] for c in OP_STATISTIC})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text, factorize_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
 from ..timeline import nest
 from .common import is_module_name, is_step_name, per_name, steps_from_ops
@@ -72,7 +73,7 @@ def _swapped(dims: pd.Series, dtypes: pd.Series) -> bool:
     ``inputDtypes`` (the real AlexNet Db export does); dims never contain a letter, dtype lists
     nearly always do, so the column holding more letters is the dtype column."""
     def lettered(col: pd.Series) -> int:  # rows with a letter, tested once per distinct text
-        codes, uniques = pd.factorize(col.astype(str), use_na_sentinel=False)
+        codes, uniques = factorize_text(as_text(col), use_na_sentinel=False)
         hit = pd.Series(uniques, dtype=object).str.contains(r"[A-Za-z]", regex=True).to_numpy(dtype=bool)
         return int(np.bincount(codes, minlength=len(uniques))[hit].sum()) if len(codes) else 0
     return lettered(dims) > lettered(dtypes)
@@ -135,7 +136,7 @@ def host_ops(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> tuple[pd.Data
         "start_ns": df["start_ns"], "end_ns": df["end_ns"], "input_dims": df["input_dims"],
         "input_types": df["input_types"], "call_stack": df["call_stack"],
         "link": _first_conn(df["conn_ref"], conn_ids), "parent": df["parent"], "depth": df["depth"],
-        "is_step": is_step_name(df["name"].astype(str)),
+        "is_step": is_step_name(as_text(df["name"])),
     }, n=len(df))
     ops["conn_ref"] = df["conn_ref"].to_numpy(dtype="int64")
     rows = pd.DataFrame({"op_row": np.arange(len(df), dtype="int64"), "ref": ops["conn_ref"]})
@@ -149,7 +150,7 @@ def host_ops(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> tuple[pd.Data
 
 def python_functions(apis: pd.DataFrame) -> pd.DataFrame:
     df = _host_rows(apis, "trace")
-    names = df["name"].astype(str)
+    names = as_text(df["name"])
     return frame(PYFUNCS, {
         "name": names, "pid": df["pid"], "tid": df["tid"], "start_ns": df["start_ns"], "end_ns": df["end_ns"],
         "is_module": is_module_name(names), "parent": df["parent"], "depth": df["depth"],

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..errors import InputError
 from .detect import SQLITE_MAGIC
 
@@ -220,7 +221,7 @@ class Db:
         """Cells of a TEXT column as ``str``; a value stored as a BLOB (a damaged or hand-edited
         Db) is decoded leniently and flagged in :attr:`bad_text` rather than failing the load."""
         try:
-            return cells.fillna("").astype(str).to_numpy(object)
+            return as_text(cells).to_numpy(object)
         except UnicodeDecodeError:
             self.bad_text = True
             return np.array(["" if v is None else _cell_text(v) for v in cells.tolist()], dtype=object)

@@ -66,7 +66,7 @@ def read_csv(path: Path, required: Sequence[str], used: Sequence[str] = ()) -> p
     wanted = frozenset(required) | frozenset(used)
     usecols = (lambda c: str(c).strip() in wanted) if used else None
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", usecols=usecols)
+        df = pd.read_csv(path, dtype=object, keep_default_na=False, encoding="utf-8-sig", usecols=usecols)
     except pd.errors.EmptyDataError:
         return None
     except UnicodeDecodeError as exc:

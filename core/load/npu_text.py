@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
@@ -60,7 +61,7 @@ def _ops(ev: Events) -> pd.DataFrame:
         "call_stack": ev.arg_texts(rows, "Call stack"),
         "parent": parent,
         "depth": depth,
-        "is_step": is_step_name(names.astype(str)) if len(rows) else np.zeros(0, dtype=bool),
+        "is_step": is_step_name(as_text(names)) if len(rows) else np.zeros(0, dtype=bool),
     }, n=len(rows))
 
 

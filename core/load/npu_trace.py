@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from ..compat import as_text
 from ..errors import InputError
 from . import npu_decode, pieces
 from .common import first_seen_codes, float_us_to_ns, us_text_to_ns
@@ -96,7 +97,7 @@ def texts_of(values: np.ndarray) -> np.ndarray:
     """:func:`text_of` of every value of an object or int64 array, as an object array: the strings
     stay the objects they are, only the other values (None, numbers, lists) are converted."""
     if values.dtype != object:
-        return values.astype(str).astype(object)
+        return as_text(values).to_numpy()
     other = np.flatnonzero(~np.fromiter(map(isinstance, values, repeat(str)), dtype=bool,
                                         count=len(values)))
     if not len(other):

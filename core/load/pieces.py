@@ -269,7 +269,7 @@ def decode_typed(decoder: msgspec.json.Decoder, text: bytes) -> list[Any] | None
     pure ASCII is decoded once to check; real traces are ASCII)."""
     try:
         events = decoder.decode(text)
-    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # msgspec 0.18: UnicodeDecodeError on bad UTF-8
         return None
     if not text.isascii():
         try:

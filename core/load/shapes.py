@@ -12,6 +12,7 @@ so a shape is spelt the same in the model whichever export recorded it.
 from __future__ import annotations
 
 import pandas as pd
+from ..compat import as_text, factorize_text
 
 #: What the exporters write where a kernel has no shape (HCCL, AI_CPU rows).
 ABSENT = "N/A"
@@ -21,7 +22,7 @@ def normalise_shapes(shapes: pd.Series) -> pd.Series:
     """Kernel input shapes as the model keeps them: surrounding whitespace (the exporters' trailing
     tabs) and one pair of enclosing literal quotes removed; ``N/A`` and empty cells → ``""``.
     Each distinct text is rewritten once (a run repeats a few hundred shapes over its kernels)."""
-    codes, uniques = pd.factorize(shapes.astype(str), use_na_sentinel=False)
+    codes, uniques = factorize_text(as_text(shapes), use_na_sentinel=False)
     text = pd.Series(uniques, dtype=object).str.strip()
     text = text.str.replace(r'^"(.*)"$', r"\1", regex=True).str.strip()
     text = text.mask(text == ABSENT, "").to_numpy(dtype=object)

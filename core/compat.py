@@ -1,0 +1,97 @@
+"""Where the supported pandas lines (2.2+ and 3.x) and numpy lines (1.26+ and 2.x) differ, core
+picks one behaviour here, so that no result depends on which versions are installed.
+
+Two differences matter to the engine:
+
+* **Text dtype.** ``astype(str)`` gives an ``object`` column in pandas 2 and a ``str`` column in
+  pandas 3 (Arrow-backed when pyarrow is installed, Python-backed otherwise), and the two treat a
+  missing value differently: pandas 2 turns ``None`` into the text ``"None"`` and NaN into
+  ``"nan"``, pandas 3 keeps it missing. Core's text columns are ``object`` holding ``str``
+  (:func:`as_text`), with a missing value as ``""`` — on every version.
+* **Texts with a NUL character.** Before pandas 3, ``factorize`` and ``unique`` on an ``object``
+  array of ``str`` hash each text as a C string, cut at its first NUL: ``"a\\x00b"`` and
+  ``"a\\x00b12"`` become one value (a cache entry came back changed). :func:`factorize_text` and
+  :func:`unique_text` route such arrays through pandas' generic object hash table, which
+  compares whole Python strings. Whether the installed pandas has the bug is tested once, at
+  import, on two tiny arrays — not guessed from its version number. They serve where a text
+  must come back exactly (the cache, workbook cells, kernel shapes); a ``groupby`` on names that
+  differ only after a NUL still merges them on pandas 2 (no real profile has such names).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import infer_dtype
+
+#: The installed pandas' (major, minor): for the few switches that cannot be feature-tested.
+PANDAS_VERSION: tuple[int, int] = tuple(int(p) for p in pd.__version__.split(".")[:2])  # type: ignore[assignment]
+
+
+def _nul_texts_collide() -> bool:
+    """Whether this pandas' factorize merges texts that differ only after a NUL character."""
+    codes, _ = pd.factorize(np.array(["a\x00b", "a\x00c"], dtype=object))
+    return bool(codes[0] == codes[1])
+
+
+#: True on the pandas releases whose string hash table stops at NUL (every 2.x tested here).
+NUL_TEXTS_COLLIDE: bool = _nul_texts_collide()
+
+
+def as_text(values: Any) -> pd.Series:
+    """``values`` as a text column: ``object`` dtype, every present value through ``str``, every
+    missing one (None, NaN, pd.NA) as ``""``.
+
+    Why not ``astype(str)``: its dtype and its missing values depend on the pandas line (module
+    docstring). A Series keeps its index, anything else gets 0..n-1. A column that already is
+    ``object`` holding only ``str`` is returned as it is, without a copy (loaders' columns are).
+    """
+    if isinstance(values, pd.Series):
+        s = values
+    else:
+        arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
+        s = pd.Series(arr, dtype=object if arr.dtype.kind in "OUS" else None)
+    if s.dtype == object and infer_dtype(s, skipna=False) in ("string", "empty"):
+        return s
+    missing = s.isna().to_numpy(dtype=bool)
+    # Numbers and booleans through pandas' own formatting (the same in 2.x and 3.x), text dtypes
+    # back to object; then the missing cells, which pandas 2 spelt "nan" / "None", become "".
+    text = s.astype(str).to_numpy(dtype=object)  # dtype-neutral: made object on this line
+    if missing.any():
+        text = np.where(missing, "", text)  # a new array: ``text`` may share the column's memory
+    return pd.Series(text, index=s.index, dtype=object, name=s.name)
+
+
+def _object_array(values: Any) -> np.ndarray:
+    return values.to_numpy(dtype=object) if isinstance(values, (pd.Series, pd.Index)) \
+        else np.asarray(values, dtype=object)
+
+
+def factorize_text(values: Any, use_na_sentinel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of a text column that is exact for texts holding a NUL character.
+
+    Returns ``(codes, uniques)`` with ``uniques`` an ``object`` array in order of first
+    appearance, as ``pd.factorize`` gives them. Where the installed pandas is affected (module
+    docstring), one ``None`` appended to the array makes pandas pick its generic object hash
+    table, which compares whole strings; the ``None`` is taken off the result again.
+    """
+    if not NUL_TEXTS_COLLIDE:
+        codes, uniques = pd.factorize(values, use_na_sentinel=use_na_sentinel)
+        return codes, np.asarray(uniques, dtype=object)
+    arr = _object_array(values)
+    codes, uniques = pd.factorize(np.append(arr, None), use_na_sentinel=use_na_sentinel)
+    uniques = np.asarray(uniques, dtype=object)
+    last = codes[-1]
+    codes = codes[:-1]
+    if last >= 0 and not (codes == last).any():  # the appended None made its own value: drop it
+        uniques = uniques[:last] if last == len(uniques) - 1 else np.delete(uniques, last)
+        codes = np.where(codes > last, codes - 1, codes)
+    return codes, uniques
+
+
+def unique_text(values: Any) -> np.ndarray:
+    """``pd.unique`` of a text column (order of first appearance, missing values kept), exact for
+    texts holding a NUL character on every pandas line."""
+    codes, uniques = factorize_text(values, use_na_sentinel=False)
+    return uniques

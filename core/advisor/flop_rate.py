@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
 from ..explain import StepExplanation
 from ..model import Profile
 from .finding import CheckFinding, CheckSkipped
@@ -87,8 +88,8 @@ def calls(profile: Profile, classes: pd.DataFrame) -> tuple[pd.DataFrame, float]
     else:
         name, dims, types = empty, empty.copy(), empty.copy()
     # An NPU MatMul kernel no host op with shapes claims speaks for itself.
-    own = ((op < 0) | (dims == "")) & (profile.meta.kind != "gpu") & pd.Series(
-        op_type, dtype=object).astype(str).str.match(NPU_GEMM_TYPE).to_numpy(dtype=bool)
+    own = ((op < 0) | (dims == "")) & (profile.meta.kind != "gpu") & as_text(op_type).str.match(
+        NPU_GEMM_TYPE).to_numpy(dtype=bool)
     name = np.where(own, op_type, name)
     dims = np.where(own, k["input_shapes"].to_numpy(dtype=object)[rows], dims)
     types = np.where(own, k["input_dtypes"].to_numpy(dtype=object)[rows], types)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import as_text
+
 GEMM, ATTENTION = "GEMM", "attention"
 #: Host ops whose shapes say a GEMM's work: name → indices of the two operands.
 _GEMM_OPS: dict[str, tuple[int, int]] = {
@@ -175,7 +177,7 @@ def is_fp32(types: pd.Series) -> np.ndarray:
     """Whether a call's first input is fp32 (``Input type`` ``['float', …]``, NPU ``FLOAT;…``),
     each distinct text read once."""
     codes, uniq = pd.factorize(types.to_numpy(dtype=object))
-    first = pd.Series(uniq, dtype=object).astype(str).str.replace(r"[\[\]'\"]", "", regex=True)
+    first = as_text(uniq).str.replace(r"[\[\]'\"]", "", regex=True)
     first = first.str.split(r"[;,]", n=1, regex=True).str[0].str.strip()
     hit = first.str.match(_FP32).to_numpy(dtype=bool)
     return hit[codes] if len(codes) else np.zeros(0, dtype=bool)

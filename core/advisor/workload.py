@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..compat import as_text
 from ..model import Profile
 from .rules import AdvisorConfig
 
@@ -92,7 +93,7 @@ class Workload:
 
 
 def _distinct(values: pd.Series) -> pd.Series:
-    return pd.Series(pd.unique(values.to_numpy(dtype=object)), dtype=object).astype(str)
+    return as_text(pd.unique(values.to_numpy(dtype=object)))
 
 
 def _examples(names: pd.Series) -> str:

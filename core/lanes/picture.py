@@ -60,7 +60,7 @@ def draw(lane: Lane, t0: float, t1: float, width: int) -> Row:
     cls = np.where(item >= 0, lane.cls[np.maximum(item, 0)] if len(lane.cls) else "", "").astype(object)
     if lane.kind == IDLE_LANE:
         letter = np.array([CAUSE_LETTER.get(c, "?") if c else " " for c in cls], dtype=object)
-        text = np.where(frac >= 0.5, letter, np.char.lower(letter.astype(str)).astype(object))
+        text = np.where(frac >= 0.5, letter, np.char.lower(letter.astype(str)).astype(object))  # dtype-neutral: a numpy unicode array for np.char, never a pandas column
     elif lane.kind in (HOST, MODULE):
         text = _names(lane.name, item)
     else:

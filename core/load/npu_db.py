@@ -176,7 +176,7 @@ def _overlap_analysis(db: Db, steps: pd.DataFrame) -> tuple[dict[str, int], dict
     if db.has("ENUM_OVERLAP_ANALYSIS_TYPE", "id", "name"):
         enum = Select(db).col("E", "ENUM_OVERLAP_ANALYSIS_TYPE", "id", "id", INT) \
             .col("E", "ENUM_OVERLAP_ANALYSIS_TYPE", "name", "name", TEXT).fetch("FROM ENUM_OVERLAP_ANALYSIS_TYPE AS E")
-        names = dict(zip(enum["id"].tolist(), enum["name"].astype(str).tolist()))
+        names = dict(zip(enum["id"].tolist(), as_text(enum["name"]).tolist()))
     rows = Select(db).col("O", "OVERLAP_ANALYSIS", "startNs", "start", INT) \
         .col("O", "OVERLAP_ANALYSIS", "endNs", "end", INT).col("O", "OVERLAP_ANALYSIS", "type", "type", INT) \
         .fetch("FROM OVERLAP_ANALYSIS AS O")

@@ -69,7 +69,7 @@ def test_exports_never_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (out / BOOK).read_bytes() == b"last week's workbook"
     assert (out / "r.json").read_bytes() == b"last week's json"
     written = [BOOK.replace(".xlsx", "_1.xlsx"), BOOK.replace(".xlsx", "_2.xlsx"), "r_1.json",
-               "r_2.json", BOOK.replace(".xlsx", "_1_timeline.txt"), BOOK.replace(".xlsx", "_2_timeline.txt")]
+               "r_2.json", *(BOOK.replace(".xlsx", f"_{n}_timeline.{ext}") for n in (1, 2) for ext in ("txt", "svg"))]
     assert sorted(p.name for p in out.iterdir()) == sorted([BOOK, "r.json", *written])
     for name in written:
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o640  # not world-readable
@@ -103,10 +103,11 @@ def test_workbook_name_appears_only_when_complete(tmp_path: Path,
     monkeypatch.setattr(xlsx, "_assemble", watching)
     _ok(run_cli(capsys, "export", GPU_BASE, GPU_COMP, "-o", out))
     [during] = seen
-    # the Timeline picture is written beside the workbook, after it (its own atomic write)
-    final = sorted(p.name for p in out.iterdir() if not p.name.endswith("_timeline.txt"))
+    # the Timeline pictures are written beside the workbook, after it (their own atomic writes)
+    final = sorted(p.name for p in out.iterdir() if "_timeline." not in p.name)
     assert len(final) == 1 and re.fullmatch(r"performance_comparison_result_\d{14}\.xlsx", final[0])
-    assert sorted(p.name for p in out.iterdir()) == sorted([final[0], final[0].replace(".xlsx", "_timeline.txt")])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [final[0], *(final[0].replace(".xlsx", f"_timeline.{ext}") for ext in ("txt", "svg"))])
     if anonymous:
         assert during == []
     else:

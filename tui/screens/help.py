@@ -7,15 +7,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 #: (keys, what they do) — the README's key table is generated from this list by a test.
 KEYS: tuple[tuple[str, str], ...] = (
     ("0 … 8, Tab / Shift+Tab",
      "switch screen: Ranks (clusters), Overall, Operators, Modules, Comm, Memory, Kernels, API, "
      "Advisor"),
-    ("j / k, ↓ / ↑", "move the cursor"),
+    ("j / k, ↓ / ↑", "move the cursor (in a dialog: the highlight, or scroll its text)"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
     ("h / l, ← / →", "cell cursor one column left / right; wide tables scroll by whole "
                      "columns (the name column stays)"),
@@ -73,8 +74,8 @@ def _grid(rows: tuple[tuple[str, str], ...]) -> Table:
     return grid
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+class HelpScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close"), *VIM_BINDINGS]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog"):

@@ -14,7 +14,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from perfcmp_core.compare.result import Column, Table, tone
@@ -23,6 +22,7 @@ from perfcmp_core.view import display_header, screen_text
 from ..widgets.frame_view import shorten
 from ..widgets.pane import stack_text
 from ..widgets.pictures import cells, draws_colour
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 def bar_cells(width: int) -> int:
     """Cells of the longest bar: what the numbers leave of the terminal, up to 16; none below
@@ -80,8 +80,8 @@ def _cell(value: object, col: Column) -> str:
     return ("▲" if t > 0 else "▼" if t < 0 else "") + screen_text(value, col)
 
 
-class KernelScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,K", "close", "Close")]
+class KernelScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,K", "close", "Close"), *VIM_BINDINGS]
 
     def __init__(self, table: Table, stacks: tuple[str, str] | None) -> None:
         super().__init__()

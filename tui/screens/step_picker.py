@@ -11,9 +11,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 #: A choice: the base and comparison step ids, or (None, None) for every step.
 Choice = tuple[int | None, int | None]
@@ -27,10 +28,10 @@ def step_choices(base: list[int], comp: list[int]) -> list[tuple[str, Choice]]:
     return out
 
 
-class StepPicker(ModalScreen[Choice | None]):
+class StepPicker(VimKeys[Choice | None]):
     """Dismisses with the chosen pair of steps, or None (Esc / q)."""
 
-    BINDINGS = [Binding("escape,q", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape,q", "cancel", "Cancel"), *VIM_BINDINGS]
 
     def __init__(self, choices: list[tuple[str, Choice]], current: Choice) -> None:
         super().__init__()

@@ -28,7 +28,7 @@ class Headline:
     base: str  # "18.717 ms"
     comparison: str
     diff: str  # "+0.276 ms"
-    change: str  # "+1.5%", "new" (base 0) or "" (both 0)
+    change: str  # "+1.5%", "new" (base 0), "" (both print as 0, or a side lacks the figure)
     direction: int  # +1 grew (worse: more time or memory), -1 shrank, 0 equal
 
 
@@ -42,11 +42,29 @@ def amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{value:{fmt}} {unit}".rstrip()
 
 
+#: How a side that does not hold a figure prints (absent is not zero: a Db export has no bandwidth).
+ABSENT = "—"
+
+
 def figure(label: str, f: dict[str, Any]) -> Headline:
-    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it."""
+    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it.
+
+    A side whose value is ``None`` lacks the figure: it prints :data:`ABSENT` and the figure has
+    no difference. Two sides that both print as 0 have no change: 0 → 0.1 µs is not "new".
+    """
     unit = str(f.get("unit", ""))
-    b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
-    change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
+    raw_b, raw_c = f.get("base"), f.get("comparison")
+    if raw_b is None or raw_c is None:
+        return Headline(label=label,
+                        base=ABSENT if raw_b is None else amount(float(raw_b), unit),
+                        comparison=ABSENT if raw_c is None else amount(float(raw_c), unit),
+                        diff="", change="", direction=0)
+    b, c = float(raw_b), float(raw_c)
+    zero = amount(0.0, unit)
+    if amount(b, unit) == zero and amount(c, unit) == zero:
+        change = ""  # both print as 0: no change to speak of (not "new", not "+900%")
+    else:
+        change = f"{(c / b - 1) * 100:+.1f}%" if b else "new"
     return Headline(label=label, base=amount(b, unit), comparison=amount(c, unit),
                     diff=amount(c - b, unit, True), change=change, direction=(c > b) - (c < b))
 

@@ -23,7 +23,7 @@ import numpy as np
 from .compare import ADVISOR, SHEETS
 from .compare.result import IS_TOTAL, LEVEL, ComparisonResult, is_ratio
 from .explain.table import TABLE_NAME as STEP_TIME
-from .insight import figure
+from .insight import amount, figure
 from .view import format_value, screen_text
 
 SUMMARY_TITLE = "Model Profiling Time Distribution"
@@ -158,9 +158,10 @@ def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> lis
                      h.comparison + (_count(c_n) if both else ""),
                      h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
                      h.change])
-        if f.get("base_wait") or f.get("comparison_wait"):
-            w = figure("  of which wait", {"unit": "s", "base": f.get("base_wait"),
-                                           "comparison": f.get("comparison_wait")})
+        waits = {"unit": "s", "base": float(f.get("base_wait") or 0.0),
+                 "comparison": float(f.get("comparison_wait") or 0.0)}
+        w = figure("  of which wait", waits)
+        if w.base != w.comparison or w.base != amount(0.0, "s"):  # a wait that prints as one
             rows.append([w.label, w.base, w.comparison, w.diff, w.change])
     return rows
 

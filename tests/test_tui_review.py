@@ -6,13 +6,16 @@ figure comes from core's own tables or is worked out here.
 
 from __future__ import annotations
 
+import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import OptionList
 
+from perfcmp_core import report  # before insight: compare and insight import each other
+from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import aio, make_app, settle
+from tui_support import ROOT, aio, make_app, settle
 
 SMALL = (80, 24)
 
@@ -58,3 +61,44 @@ async def test_j_and_k_scroll_the_help() -> None:
         await pilot.press("g")
         await pilot.pause()
         assert box.scroll_y == 0
+
+
+# -- 6: summary oddities -----------------------------------------------------------------------
+REAL_NPU = ROOT.parent / "shared" / "data" / "npu-real-runs"
+
+
+def test_zero_against_zero_is_not_new() -> None:
+    """A wait of 0 against 0.1 µs prints 0.000 ms both sides: no change, not "new"; a real
+    appearance (0 → 2.676 ms) still is "new"."""
+    tiny = figure("of which wait", {"unit": "s", "base": 0.0, "comparison": 1e-7})
+    assert (tiny.base, tiny.comparison, tiny.change) == ("0.000 ms", "0.000 ms", "")
+    grew = figure("of which wait", {"unit": "s", "base": 0.0, "comparison": 0.002676})
+    assert (grew.comparison, grew.change) == ("2.676 ms", "new")
+    both_tiny = figure("x", {"unit": "s", "base": 2e-7, "comparison": 4e-7})
+    assert both_tiny.change == ""  # 0.000 → 0.000 is not "+100.0%"
+    # The summary leaves out a wait row that prints 0 on both sides.
+    rows = report.summary_rows({"Uncovered Communication Time(Wait Time)": {
+        "unit": "s", "base": 0.1, "comparison": 0.1, "base_wait": 0.0, "comparison_wait": 1e-7}})
+    assert [r[0] for r in rows] == ["Uncovered Communication Time"]
+
+
+def test_a_figure_one_side_lacks_is_absent_not_zero() -> None:
+    absent = figure("SDMA Bandwidth", {"unit": "GB/s", "base": 15.654, "comparison": None})
+    assert (absent.base, absent.comparison, absent.diff, absent.change) == (
+        "15.65 GB/s", ABSENT, "", "")
+
+
+@pytest.mark.skipif(not REAL_NPU.is_dir(), reason="real NPU runs absent (../shared/data)")
+def test_summary_of_text_against_db_prints_the_dbs_bandwidth_as_absent(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The real rank 0, Text against Db: the Db export has no communication.json, so its SDMA
+    bandwidth is absent — the summary used to print 15.65 → 0.00 GB/s −100.0%. The reference's
+    own table (the golden) still reads 0.000GB/s there."""
+    from perfcmp_tui.cli import main
+
+    base, comp = REAL_NPU / "text/level1/rank0_ascend_pt", REAL_NPU / "db/level1/rank0_ascend_pt"
+    assert main(["summary", str(base), str(comp), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("SDMA Bandwidth")]
+    assert line.split()[2:] == ["15.65", "GB/s", ABSENT]  # base figure, then absent; no diff
+    assert "-100.0%" not in line

@@ -15,7 +15,7 @@ from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import ROOT, aio, make_app, settle
+from tui_support import PAIRS, ROOT, aio, change, events, make_app, settle, signed, tables
 
 SMALL = (80, 24)
 
@@ -65,6 +65,7 @@ async def test_j_and_k_scroll_the_help() -> None:
 
 # -- 6: summary oddities -----------------------------------------------------------------------
 REAL_NPU = ROOT.parent / "shared" / "data" / "npu-real-runs"
+H200 = ROOT.parent / "shared" / "data" / "gpu-real" / "h200"
 
 
 def test_zero_against_zero_is_not_new() -> None:
@@ -102,3 +103,53 @@ def test_summary_of_text_against_db_prints_the_dbs_bandwidth_as_absent(
     (line,) = [ln for ln in out.splitlines() if ln.startswith("SDMA Bandwidth")]
     assert line.split()[2:] == ["15.65", "GB/s", ABSENT]  # base figure, then absent; no diff
     assert "-100.0%" not in line
+
+
+# -- 5: the biggest operator regressions --------------------------------------------------------
+def result_of(pair: str):  # type: ignore[no-untyped-def]
+    """The pair's whole ComparisonResult, folded from core's events as the app folds them."""
+    from perfcmp_core.collect import ResultBuilder
+
+    base, comp, _ = PAIRS[pair]
+    builder = ResultBuilder(base, comp)
+    for event in events(pair):
+        builder.add(event)
+    return builder.snapshot()
+
+
+def test_top_regressions_list_operators_too_with_the_apps_change() -> None:
+    """The module rows hold their ops, so the operator that grew most never showed: each table
+    that ranks regressions gets its block, its change printed as the screens print Δ%."""
+    text = report.top_regressions(result_of("npu"))
+    blocks = {b.splitlines()[0].split(" (")[1].split(",")[0]: b.splitlines()[1:]
+              for b in text.split("\n\n")}
+    assert list(blocks) == ["ModuleCompareStatistic", "OperatorCompareStatistic"]
+    ops = tables("npu")["OperatorCompareStatistic"].data
+    ops = ops.sort_values("diff", ascending=False, kind="stable").head(10)
+    assert len(blocks["OperatorCompareStatistic"]) == len(ops)
+    for line, (_, row) in zip(blocks["OperatorCompareStatistic"], ops.iterrows()):
+        name, diff, unit, ratio = line.split(". ", 1)[1].rsplit(None, 3)
+        assert row["name"].startswith(name.rstrip("…").split("…")[0])
+        assert (diff, unit) == (signed(row["diff"]), "ms") and ratio == f"({change(row['ratio'])})"
+
+
+@pytest.mark.skipif(not (H200 / "gpt2_train_fp32_eager.pt.trace.json.gz").is_file(),
+                    reason="real H200 traces absent (../shared/data)")
+def test_summary_names_the_operators_that_grew_most_on_gpt2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """fp32 eager → bf16 SDPA: the backward of the casts (ToCopyBackward0, +2.37 ms) and the
+    casts (aten::to, +1.17 ms) grew most; the module list's top row reads +26.29% as the app does
+    (it printed the workbook's ratio, 126.29%)."""
+    from perfcmp_tui.cli import main
+
+    code = main(["summary", str(H200 / "gpt2_train_fp32_eager.pt.trace.json.gz"),
+                 str(H200 / "gpt2_train_bf16_sdpa_fusedadamw.pt.trace.json.gz"), "--no-cache"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Top 10 regressions (Operator"))
+    assert lines[at + 1].split()[1:] == ["autograd::engine::evaluate_function:", "ToCopyBackward0",
+                                         "+2.37", "ms", "(new)"]
+    assert lines[at + 2].split()[1:4] == ["aten::to", "+1.17", "ms"]
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Top 10 regressions (Module"))
+    assert lines[at + 1].endswith("+0.56 ms  (+26.29%)")

@@ -6,6 +6,9 @@ figure comes from core's own tables or is worked out here.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import OptionList
@@ -15,7 +18,8 @@ from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import PAIRS, ROOT, aio, change, events, make_app, settle, signed, tables
+from tui_support import (PAIRS, ROOT, aio, change, events, make_app, open_view, settle, signed,
+                          tables, text_of)
 
 SMALL = (80, 24)
 
@@ -153,3 +157,47 @@ def test_summary_names_the_operators_that_grew_most_on_gpt2(
     assert lines[at + 2].split()[1:4] == ["aten::to", "+1.17", "ms"]
     at = next(i for i, ln in enumerate(lines) if ln.startswith("Top 10 regressions (Module"))
     assert lines[at + 1].endswith("+0.56 ms  (+26.29%)")
+
+
+def python_frames_around(trace: Path, pid: int, tid: int, start_ns: int) -> list[str]:
+    """The non-module python_function frames of ``trace`` on that thread strictly holding
+    ``start_ns``, outermost first — read from the raw JSON, independently of the loaders."""
+    raw = json.loads(trace.read_text())["traceEvents"]
+    held = [e for e in raw if e.get("cat") == "python_function" and e["pid"] == pid
+            and e["tid"] == tid and e["ts"] * 1000 < start_ns < (e["ts"] + e["dur"]) * 1000
+            and not e["name"].startswith("nn.Module:")]
+    return [e["name"] for e in sorted(held, key=lambda e: (e["ts"], -e["dur"]))]
+
+
+@aio
+async def test_c_on_operators_shows_the_pairs_call_stacks() -> None:
+    """`c` on OperatorCompare shows the Python frames around each op of the cursor pair (it said
+    "this view has no call stacks"); on the statistic view it names the view that has them."""
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import LoadOptions
+
+    base_trace = ROOT / PAIRS["gpu"][0]
+    ops = load_profile(str(base_trace), LoadOptions(use_cache=False)).ops
+    app = make_app("gpu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.press("c")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith(
+            "this view has no call stacks: OperatorCompare (v, or Enter")
+        await open_view(pilot, app, "OperatorCompare")
+        data = app.pane.view.table.data
+        for _ in range(40):  # down to a pair whose base op runs inside a function of the model
+            row = app.pane.frame.current_row
+            if len(python_frames_around(base_trace, *ops.loc[data["_base_row"].iat[row],
+                                        ["pid", "tid", "start_ns"]])) > 2:
+                break
+            await pilot.press("j")
+        op = ops.loc[data["_base_row"].iat[row]]
+        expected = python_frames_around(base_trace, int(op["pid"]), int(op["tid"]), int(op["start_ns"]))
+        assert len(expected) > 2
+        await pilot.press("c")
+        await pilot.pause()
+        panel = text_of(app.pane.query_one("#stack-base")).splitlines()
+        assert panel == ["Base call stack", *expected]

@@ -477,6 +477,10 @@ class PerfCmpApp(App[int]):
         """Why `c` shows nothing here: this view has no stack columns (the profiles do), or
         neither profile was collected with stacks."""
         if any(info.get("with_stack") for info in self.outcome.loaded.values()):
+            here = [n for n in self.pane.names() if self.pane.tables[n].stacks is not None]
+            if here:  # a statistic row groups many ops: the stacks are on its matched rows
+                return (f"this view has no call stacks: {' / '.join(here)} (v, or Enter on a "
+                        "row for its matched rows) shows them")
             return ("this view has no call stacks: the Modules screen (3) shows them, and "
                     "ModuleCompare / ModuleCompareStatistic there (v)")
         return "no call stacks in these profiles: collect with with_stack=True"

@@ -275,7 +275,8 @@ _OPERATOR_SHEETS = (
           "Top-level operators grouped by name, sorted by device-time difference.",
           drill=Drill("OperatorCompare", _BY_NAME), regressions="name", row_names=("name",)),
     Sheet("OperatorCompare", OPERATORS,
-          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES),
+          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES,
+          stacks=("_base_stack", "_comp_stack")),
 )
 
 STEPS: tuple[Step, ...] = (

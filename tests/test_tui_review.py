@@ -201,3 +201,25 @@ async def test_c_on_operators_shows_the_pairs_call_stacks() -> None:
         await pilot.pause()
         panel = text_of(app.pane.query_one("#stack-base")).splitlines()
         assert panel == ["Base call stack", *expected]
+
+
+# -- 1: a workbook of one step says which -------------------------------------------------------
+@aio
+async def test_workbook_exported_after_picking_a_step_names_it(tmp_path: Path) -> None:
+    import openpyxl
+
+    from perfcmp_core.export.xlsx import write_workbook
+
+    app = make_app("npu", restart=step_source("npu", 2))
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("S", "j", "j", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        result = app.export_result()  # what `e` writes
+    wb = openpyxl.load_workbook(write_workbook(result, tmp_path))
+    base, comp, _ = PAIRS["npu"]
+    titles = [c.value for c in wb["ModuleCompareStatistic"][1] if c.value]
+    assert titles == [f"Base Profiling: {base} (step 2)", f"Comparison Profiling: {comp} (step 2)"]
+    readme = {r[0].value: r[1].value for r in wb["README"].iter_rows() if len(r) > 1}
+    assert readme["Steps compared"] == "step 2 of each side"

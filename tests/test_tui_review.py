@@ -18,8 +18,8 @@ from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import (PAIRS, ROOT, aio, change, events, make_app, open_view, settle, signed,
-                          tables, text_of)
+from tui_support import (PAIRS, ROOT, aio, change, events, make_app, open_view, replay, request,
+                          settle, signed, tables, text_of)
 
 SMALL = (80, 24)
 
@@ -223,3 +223,53 @@ async def test_workbook_exported_after_picking_a_step_names_it(tmp_path: Path) -
     assert titles == [f"Base Profiling: {base} (step 2)", f"Comparison Profiling: {comp} (step 2)"]
     readme = {r[0].value: r[1].value for r in wb["README"].iter_rows() if len(r) > 1}
     assert readme["Steps compared"] == "step 2 of each side"
+
+
+# -- 3: any base step against any comparison step -----------------------------------------------
+@aio
+async def test_step_picker_pairs_base_step_5_with_comparison_step_10() -> None:
+    """5 steps against 12: comparison steps 7–12 could not be chosen, nor base step 5 against
+    comparison step 10 (the command line allows both)."""
+    app = make_app("npu")
+    chosen: list[object] = []
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot, app)
+        app.push_screen(StepPicker(list(range(1, 6)), list(range(1, 13)), (None, None)),
+                        chosen.append)
+        await pilot.pause()
+        base, comp = (app.screen.query_one(f"#steps-{s}", OptionList) for s in ("base", "comparison"))
+        assert comp.option_count == 13  # all steps + 12: every comparison step is there
+        await pilot.press("G")  # base step 5; the comparison list follows: step 5
+        await pilot.pause()
+        assert (base.highlighted, comp.highlighted) == (5, 5)
+        await pilot.press("l", "j", "j", "j", "j", "j", "enter")
+        await pilot.pause()
+    assert chosen == [(5, 10)]
+
+
+@aio
+async def test_step_picker_reruns_base_step_1_against_comparison_step_3() -> None:
+    from dataclasses import replace as with_
+
+    from perfcmp_core.pipeline import comparison_events
+
+    req = request("npu")  # the run of base step 1 against comparison step 3, before the app
+    cut = with_(req, base_opts=with_(req.base_opts, step=1), comp_opts=with_(req.comp_opts, step=3))
+    runs = {(1, 3): tuple(comparison_events(cut))}
+
+    def restart(b: int | None, c: int | None):  # type: ignore[no-untyped-def]
+        return replay(runs[(b, c)])
+
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu", restart=restart)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("S", "j", "l", "j", "j", "enter")
+        await pilot.pause()
+        await settle(pilot, app)
+        assert app.steps_now == (1, 3)
+        assert (app.outcome.loaded["base"]["selected_step"],
+                app.outcome.loaded["comparison"]["selected_step"]) == (1, 3)
+        head = app.pane._headlines[0]  # E2E: base step 1's, comparison step 3's (StepCompare)
+        assert head.base == f"{steps['base_e2e'].iloc[0]:,.3f} ms"
+        assert head.comparison == f"{steps['comp_e2e'].iloc[2]:,.3f} ms"

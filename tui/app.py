@@ -41,7 +41,7 @@ from .screens.help import HelpScreen
 from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
-from .screens.step_picker import Choice, StepPicker, step_choices
+from .screens.step_picker import Choice, StepPicker
 from .terminal import Guard
 from .widgets.frame_view import FrameView
 from .widgets.inputs import InputsBar
@@ -373,7 +373,7 @@ class PerfCmpApp(App[int]):
             self.notify("one step on each side: there is no other step to pick",
                         severity="warning", timeout=3)
             return
-        self.push_screen(StepPicker(step_choices(base, comp), self.steps_now), self._steps_chosen)
+        self.push_screen(StepPicker(base, comp, self.steps_now), self._steps_chosen)
 
     def _steps_chosen(self, choice: Choice | None) -> None:
         if choice is None or choice == self.steps_now or self.restart is None:

@@ -40,7 +40,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),
-    ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
+    ("S", "compare one step: rerun the comparison on the steps picked, any base step against "
+          "any comparison step (or on all again)"),
     ("!", "every note of the run (a screen's first note shows above its table)"),
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),

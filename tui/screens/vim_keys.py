@@ -30,8 +30,9 @@ class VimKeys(ModalScreen[ScreenResultType]):
 
     def action_vim(self, move: str) -> None:
         lists = self.query(OptionList)
-        if lists:
-            getattr(lists.first(), f"action_{_LIST[move]}")()
+        if lists:  # the focused list, else the first
+            target = self.focused if isinstance(self.focused, OptionList) else lists.first()
+            getattr(target, f"action_{_LIST[move]}")()
             return
         boxes = self.query(VerticalScroll)
         if boxes:

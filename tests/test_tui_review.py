@@ -273,3 +273,81 @@ async def test_step_picker_reruns_base_step_1_against_comparison_step_3() -> Non
         head = app.pane._headlines[0]  # E2E: base step 1's, comparison step 3's (StepCompare)
         assert head.base == f"{steps['base_e2e'].iloc[0]:,.3f} ms"
         assert head.comparison == f"{steps['comp_e2e'].iloc[2]:,.3f} ms"
+
+
+# -- 9: load failures ---------------------------------------------------------------------------
+def bad_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """A truncated gzip (the fixture GPU trace, its gzip cut in half) and a JSON that is not a
+    trace (an object without events)."""
+    import gzip
+
+    packed = gzip.compress((ROOT / PAIRS["gpu"][0]).read_bytes())
+    truncated = tmp_path / "cut.pt.trace.json.gz"
+    truncated.write_bytes(packed[: len(packed) // 2])
+    not_trace = tmp_path / "config.json"
+    not_trace.write_text('{"model": "gpt2", "layers": 12}')
+    return truncated, not_trace
+
+
+def test_bad_inputs_are_reported_before_the_screen_both_of_them(tmp_path: Path) -> None:
+    """In a real terminal: one line naming both files and exit code 2, no screen (it opened the
+    app, then said "Cannot read the input" about the first only)."""
+    from test_tui_e2e import Terminal, app_command
+
+    truncated, not_trace = bad_inputs(tmp_path)
+    term = Terminal(app_command(str(truncated), str(not_trace)), size=(200, 24), limit=60)
+    try:
+        term.wait("EXIT:", timeout=60)
+        screen = term.tmux("capture-pane", "-p", "-J", "-t", "e")  # wrapped lines joined
+    finally:
+        term.close()
+    lines = [ln.rstrip() for ln in screen.splitlines() if ln.strip()]
+    assert lines[-1] == "EXIT:2" and len(lines) == 2, screen  # one line, then the exit status
+    error = lines[0]
+    assert error.startswith("perfcmp-tui: error: ") and "Cannot read" not in error
+    assert f"{truncated}: is truncated" in error
+    assert f"{not_trace}:" in error.split("; and ", 1)[1]
+
+
+def test_both_bad_inputs_are_named_by_the_load_too(tmp_path: Path) -> None:
+    """A pair too big to read before the screen fails in its load: both inputs are named there
+    too, in one message (the comparison side's load is awaited)."""
+    from perfcmp_core.errors import InputError
+    from perfcmp_core.options import LoadOptions
+    from perfcmp_core.pair import iter_pair
+
+    truncated, not_trace = bad_inputs(tmp_path)
+    opts = LoadOptions(use_cache=False)
+    for parallel in (True, False):
+        with pytest.raises(InputError) as caught:
+            list(iter_pair(str(truncated), str(not_trace), opts, opts, parallel=parallel))
+        base, comp = caught.value.message.split("; and ")
+        assert base.startswith(f"{truncated}: is truncated") and comp.startswith(f"{not_trace}:")
+
+
+@aio
+async def test_after_a_failed_load_nothing_says_loading(tmp_path: Path) -> None:
+    """Esc on the error: the screens say why they are empty and the header says "not loaded"
+    (it kept "Overall: waiting for results…" and "loading…")."""
+    from perfcmp_core.events import Failed, Planned
+    from perfcmp_tui.app import PerfCmpApp
+    from perfcmp_tui.screens.error import ErrorScreen
+    from perfcmp_tui.widgets.inputs import InputsBar
+
+    def source(should_stop):  # type: ignore[no-untyped-def]
+        yield Planned(("load base", "load comparison"))
+        yield Failed("cut.pt.trace.json.gz: is truncated (the gzip stream ends early)", is_input=True)
+
+    app = PerfCmpApp("cut.pt.trace.json.gz", "config.json", source, timings=False)
+    async with app.run_test(size=SMALL) as pilot:
+        while not isinstance(app.screen, ErrorScreen):
+            await pilot.pause(0.05)
+        await pilot.press("escape")
+        await pilot.pause()
+        message = text_of(app.pane.query_one("#message"))
+        assert "waiting for results" not in message
+        assert message.startswith(f"{app.pane.spec.title}: nothing to show — the inputs could not "
+                                  "be read (r on the error retries): cut.pt.trace.json.gz: is "
+                                  "truncated")
+        header = text_of(app.query_one(InputsBar))
+        assert "loading…" not in header and header.count("· not loaded") == 2

@@ -342,6 +342,8 @@ class PerfCmpApp(App[int]):
     def _failed(self, event: Failed) -> None:
         self.running = False
         self.query_one(RunProgress).failed(event.message)
+        what = "the inputs could not be read" if event.is_input else "the run failed"
+        self._stop_waiting(f"{what} (r on the error retries): {event.message}")
         self.push_screen(ErrorScreen(event.message, event.detail, event.is_input),
                          self._after_error)
 
@@ -576,12 +578,18 @@ class PerfCmpApp(App[int]):
         self.workers.cancel_group(self, "compare")
         self.running = False
         self.query_one(RunProgress).cancelled()
-        for pane in self.query(TablePane):
-            if pane.current is None:
-                pane.add_reason("loading was cancelled before this comparison ran")
-                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self._stop_waiting("loading was cancelled before this comparison ran")
         self.notify("comparison cancelled", timeout=3)
         return True
+
+    def _stop_waiting(self, reason: str) -> None:
+        """The run ended early (cancelled, failed): no screen still says "waiting for results…"
+        and no side of the header still says "loading…"; each says why instead."""
+        for pane in self.query(TablePane):
+            if pane.current is None:
+                pane.add_reason(reason)
+                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self.query_one(InputsBar).show(self.outcome.loaded, stopped=True)
 
     def action_cancel(self) -> None:
         """Esc: close the filter box, else cancel loading, else leave a drill-down."""

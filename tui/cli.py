@@ -15,7 +15,7 @@ import traceback
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from perfcmp_core import lifetime
-from perfcmp_core.errors import InputError, UsageError
+from perfcmp_core.errors import InputError, UsageError, both_bad
 from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
 
@@ -323,15 +323,22 @@ def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = 
     """What can fail without loading fails here, as one line and exit code 2, before the
     terminal switches to the app: options and config files (read into ``request``), the inputs
     (they exist, their kind is detected, every file they name is readable and passes the size and
-    owner checks, a requested Db step exists) and the export folder. The in-app error view is
+    owner checks, a requested Db step exists; a small input is read whole: a truncated gzip, a
+    JSON that is not a trace) and the export folder. The in-app error view is
     left for what only loading reveals. Two ``clusters`` were checked as far as finding their
     ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal)."""
     from perfcmp_core.export.safe_write import check_dir
-    from perfcmp_core.load import check_input
+    from perfcmp_core.load import check_content, check_input
 
     if not clusters:
-        check_input(request.base, request.base_opts)
-        check_input(request.comp, request.comp_opts)
+        errors = []
+        for path, opts in ((request.base, request.base_opts), (request.comp, request.comp_opts)):
+            try:  # both inputs: when both are bad, both are named
+                check_content(check_input(path, opts), opts)
+            except InputError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0] if len(errors) == 1 else both_bad(errors[0], errors[1])
     check_dir(out_dir)
 
 

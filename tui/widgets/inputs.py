@@ -13,12 +13,14 @@ class InputsBar(Static):
         self.paths = {"base": base, "comparison": comp}
         super().__init__(inputs_text(self.paths, {}), **kwargs)
 
-    def show(self, loaded: dict[str, dict[str, Any]]) -> None:
-        """What is known of each side (``profile_info`` by side)."""
-        self.update(inputs_text(self.paths, loaded))
+    def show(self, loaded: dict[str, dict[str, Any]], stopped: bool = False) -> None:
+        """What is known of each side (``profile_info`` by side); ``stopped``: the run ended
+        before loading the others (failed, cancelled): they are "not loaded", not "loading…"."""
+        self.update(inputs_text(self.paths, loaded, stopped))
 
 
-def inputs_text(paths: dict[str, str], loaded: dict[str, dict[str, Any]]) -> Text:
+def inputs_text(paths: dict[str, str], loaded: dict[str, dict[str, Any]],
+                stopped: bool = False) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     for tag, side in (("BASE", "base"), ("COMP", "comparison")):
         info = loaded.get(side, {})
@@ -30,7 +32,7 @@ def inputs_text(paths: dict[str, str], loaded: dict[str, dict[str, Any]]) -> Tex
                     else "no steps")
             detail = f"  · {info.get('label', '?')} · {step}"
         else:
-            detail = "  · loading…"
+            detail = "  · not loaded" if stopped else "  · loading…"
         text.append(tag, style="bold")
         text.append(f" {paths[side]}{detail}" + ("\n" if side == "base" else ""))
     return text

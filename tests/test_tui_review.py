@@ -351,3 +351,41 @@ async def test_after_a_failed_load_nothing_says_loading(tmp_path: Path) -> None:
                                   "truncated")
         header = text_of(app.query_one(InputsBar))
         assert "loading…" not in header and header.count("· not loaded") == 2
+
+
+# -- 10: the export dialog ----------------------------------------------------------------------
+@aio
+async def test_export_dialog_shows_the_absolute_folder_and_keeps_the_path_on_failure(
+        tmp_path: Path) -> None:
+    import os
+
+    from textual.widgets import Input
+
+    from perfcmp_tui.screens.export_dialog import ExportDialog
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("mine")
+    app = make_app("npu")  # out_dir "."
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        await pilot.pause()
+        box = app.screen.query_one("#export-dir", Input)
+        assert box.value == os.getcwd()  # it showed "."
+        box.value = str(blocker / "out")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ExportDialog)  # still open, the path kept
+        assert box.value == str(blocker / "out")
+        problem = text_of(app.screen.query_one("#export-problem"))
+        assert problem.startswith("cannot export there: ") and "is a file" in problem
+        box.value = str(tmp_path / "out")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportDialog)
+        for _ in range(200):
+            if list((tmp_path / "out").glob("*.xlsx")):
+                break
+            await pilot.pause(0.1)
+    assert len(list((tmp_path / "out").glob("performance_comparison_result_*.xlsx"))) == 1
+    assert blocker.read_text() == "mine"

@@ -25,7 +25,8 @@ import pandas as pd
 
 from .compare.operators import screen_kernel_text
 from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
-                             change_text, number_format, screen_format, screen_header)
+                             change_percent, change_text, number_format, screen_format,
+                             screen_header)
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
 Condition = tuple[tuple[str, ...], str]
@@ -62,8 +63,41 @@ def _formatted(value: object, fmt: str) -> str:
             return str(value)
     if fmt == "float":
         v = float(value)  # type: ignore[arg-type]
-        return "INF" if math.isinf(v) else f"{v:,.2f}"
+        if math.isinf(v):
+            return "INF"
+        return f"{v:,.2f}" if v == 0 or abs(v) >= SMALL else small_text(v)
     return str(value)
+
+
+#: Below this a number's two decimals would read 0.00 (``+0.00 ▲+20.74%``): it gets
+#: :data:`SIGNIFICANT` significant digits instead.
+SMALL = 0.005
+SIGNIFICANT = 3
+
+
+def small_text(v: float) -> str:
+    """A non-zero number under :data:`SMALL` with :data:`SIGNIFICANT` significant digits
+    (0.0012 → ``0.00120``), in scientific notation below a nanosecond's worth (1e-9)."""
+    if abs(v) < 1e-9:
+        return f"{v:.{SIGNIFICANT - 1}e}"
+    decimals = SIGNIFICANT - 1 - math.floor(math.log10(abs(v)))
+    return f"{v:.{decimals}f}"
+
+
+def exact_text(value: object, col: Column) -> str:
+    """A cell at the precision it is stored with — what `y` / `Y` copy and the line under the
+    table shows (the screen rounds: 0.0012345 ms shows as 0.00123): numbers keep 15
+    significant digits, a ratio its change in percent likewise; anything else as on screen."""
+    fmt = screen_format(col)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and fmt in (
+            "float", "change", "percent"):
+        v = float(value)
+        if fmt == "change":
+            return f"{change_percent(v):+.15g}%"
+        if fmt == "percent":
+            return f"{v * 100:.15g}%"
+        return ("+" if v > 0 and is_signed(col) else "") + f"{v:.15g}"
+    return screen_text(value, col)
 
 
 def is_signed(col: Column) -> bool:
@@ -671,9 +705,9 @@ class TableView:
         return screen_text(self.table.data[col.key].iat[row], col)
 
     def full_text(self, row: int, col: Column) -> str:
-        """Screen text of one cell in full (what `y` copies)."""
+        """One cell in full, numbers at their stored precision (what `y` copies)."""
         key = SHOWN if SHOWN in self.table.data and col.key == self.label_key else col.key
-        return screen_text(self.table.data[key].iat[row], col)
+        return exact_text(self.table.data[key].iat[row], col)
 
     def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
         """Screen text of the given data rows, clipped (only what is about to be measured or

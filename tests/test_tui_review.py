@@ -18,8 +18,8 @@ from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import (PAIRS, ROOT, aio, change, events, make_app, open_view, replay, request,
-                          settle, signed, tables, text_of)
+from tui_support import (PAIRS, ROOT, aio, change, events, fits, make_app, open_view, replay,
+                          request, settle, shown, signed, tables, text_of)
 
 SMALL = (80, 24)
 
@@ -389,3 +389,41 @@ async def test_export_dialog_shows_the_absolute_folder_and_keeps_the_path_on_fai
             await pilot.pause(0.1)
     assert len(list((tmp_path / "out").glob("performance_comparison_result_*.xlsx"))) == 1
     assert blocker.read_text() == "mine"
+
+
+# -- 7: rounding --------------------------------------------------------------------------------
+@aio
+async def test_a_small_difference_does_not_read_zero_and_y_copies_it_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operators of the mixed pair: nine operators moved by less than 0.005 ms; they read
+    ``+0.00 ▲+20.74%`` and `y` copied "+0.00". Now three significant digits, and the full value."""
+    stat = tables("mixed")["OperatorCompareStatistic"].data
+    small = stat[(stat["diff"] != 0) & (stat["diff"].abs() < 0.005)]
+    assert len(small) == 9
+    app = make_app("mixed")
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        f = app.pane.frame
+        rows = shown(app)
+        diff_header = next(h for c, h in zip(f.columns, f.headers) if c.key == "diff")
+        by_name = {r[f.headers[0]]: r[diff_header] for r in rows}
+        for name, value in zip(small["name"], small["diff"]):
+            cell = next(v for k, v in by_name.items() if fits(k, name))
+            assert cell == signed(value) and cell not in ("+0.00", "-0.00", "0.00")
+        # `y` on the first small row's Diff cell: the value as stored.
+        target = small["name"].iloc[0]
+        await pilot.press("g")
+        for _ in range(len(rows)):
+            if fits(f.row_cells(f.cursor)[0], target):
+                break
+            await pilot.press("j")
+        while f.columns[f.col].key != "diff":
+            await pilot.press("l")
+        await pilot.press("y")
+        await pilot.pause()
+    assert copied and float(copied[-1]) == pytest.approx(small["diff"].iloc[0], rel=1e-14)
+    assert len(copied[-1].lstrip("+-")) > len(signed(small["diff"].iloc[0]).lstrip("+-"))

@@ -34,7 +34,8 @@ KEYS: tuple[tuple[str, str], ...] = (
      "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
      "pair; else the whole row"),
     ("c", "show / hide the Base and Comparison call stacks"),
-    ("y / Y", "copy the cell / the row (tab-separated) to the clipboard (OSC 52: over SSH too)"),
+    ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
+              "clipboard (OSC 52: over SSH too)"),
     ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
@@ -59,6 +60,8 @@ READING: tuple[tuple[str, str], ...] = (
                       "last columns, `s` on them restores the workbook's order"),
     ("Cube, Matmul (Cube)", "Matmul (Cube) is matmul work on the Cube unit; Cube is the other "
                             "Cube-unit kernels (neither matmul, flash attention nor conv)"),
+    ("Decimals", "two; a non-zero number that would read 0.00 shows three significant digits "
+                 "(0.000698); `y` copies every digit"),
     ("Units", "as in the workbook: statistic tables and Overall in ms, the matched rows and "
               "kernels of a drill in µs (the reference's detail sheets); headers name the unit"),
 )

@@ -695,6 +695,23 @@ class TableView:
         self.invalidate()
         return True
 
+    def expand_all(self, expand: bool) -> bool:
+        """Open every node of the tree (``expand``) or close them all; False when this view is no
+        tree (or is shown flat)."""
+        if not self.is_tree or self.flat:
+            return False
+        self.expanded = set(self.parent_nodes()) if expand else set()
+        self.invalidate()
+        return True
+
+    def parent_row(self, row: int) -> int | None:
+        """The data row of the tree node holding data row ``row`` (None at a root, or when this
+        view is no tree)."""
+        if not self.is_tree or self.flat or self._ppos is None:
+            return None
+        parent = int(self._ppos[row])
+        return parent if parent >= 0 else None
+
     # -- cell text ----------------------------------------------------------------------------
     def cell(self, row: int, col: Column) -> str:
         """Screen text of one cell, at most :data:`CLIP` characters on one line."""

@@ -123,7 +123,7 @@ async def test_esc_or_q_cancels_loading_keeping_what_arrived(key: str) -> None:
         assert ops.current is None
         assert "loading was cancelled" in text_of(ops.query_one("#message", Static))
         assert "operators" in app.query_one(TabBar).empty
-        await pilot.press("q")
+        await pilot.press("Q")
     assert app.return_code == 0 and app.return_value == 0
 
 
@@ -661,7 +661,7 @@ async def test_q_and_ctrl_q_quit() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await pilot.press("q")
+        await pilot.press("q", "q")  # asks once: results are on screen
     assert app.return_code == 0 and app.return_value == 0
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
@@ -709,7 +709,7 @@ async def test_a_crashing_source_becomes_an_error_screen_and_retry_reruns() -> N
         await settle(pilot, app)
         assert app.finished and app.failed is None
         assert len(shown(app)) == opened_rows(tables("npu")["StepTime"])
-        await pilot.press("q")
+        await pilot.press("Q")
     assert app.return_code == 0 and app.return_value == 0
 
 
@@ -728,7 +728,7 @@ async def test_child_process_run_fills_every_screen() -> None:
         for pane_id, name in [("communication", "CommunicationCompare"), ("kernels", "KernelCompare"),
                               ("advisor", "Advisor")]:
             assert pane(app, pane_id).current == name
-        await pilot.press("q")
+        await pilot.press("Q")
     assert app.return_code == 0 and app.return_value == 0
 
 
@@ -1042,7 +1042,7 @@ async def test_step_picker_reruns_in_a_child_process() -> None:
         head = pane(app, "overall")._headlines[0]
         assert head.base == f"{steps['base_e2e'].iloc[2]:,.3f} ms"
         assert app.outcome.loaded["base"]["selected_step"] == 3
-        await pilot.press("q")
+        await pilot.press("Q")
     assert app.return_code == 0
 
 
@@ -1157,5 +1157,5 @@ async def test_overall_opens_on_the_step_explanation_and_enter_drills_to_where_a
                [("aten::item", "1", "0.32", "8")]
         await pilot.press("q")
         assert app.pane.current == "StepTime"
-        await pilot.press("q")
+        await pilot.press("Q")
     assert app.return_code == 0

@@ -427,3 +427,88 @@ async def test_a_small_difference_does_not_read_zero_and_y_copies_it_whole(
         await pilot.pause()
     assert copied and float(copied[-1]) == pytest.approx(small["diff"].iloc[0], rel=1e-14)
     assert len(copied[-1].lstrip("+-")) > len(signed(small["diff"].iloc[0]).lstrip("+-"))
+
+
+# -- 13: tree habits, back, quit ----------------------------------------------------------------
+@aio
+async def test_tree_expand_all_collapse_all_and_parent() -> None:
+    """Modules' tree: E opens every node (every row of the tree shows), C closes them all (the
+    roots only, the cursor on the root above it), P jumps to the node holding the cursor row."""
+    tree = tables("npu")["ModuleTree"].data
+    roots = tree[tree["_parent"] < 0]
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.pane.current == "ModuleTree"
+        await pilot.press("E")
+        await pilot.pause()
+        assert len(shown(app)) == len(tree)
+        # Down to a row two levels deep, then P, P: its parent, then the root above.
+        f = app.pane.frame
+        data = app.pane.view.table.data
+        depth = {}
+        for row in range(len(data)):
+            p = app.pane.view.parent_row(row)
+            depth[row] = 0 if p is None else depth[p] + 1
+        target = next(r for r in range(len(data)) if depth[r] == 2)
+        f.goto_row(target)
+        await pilot.pause()
+        await pilot.press("P")
+        await pilot.pause()
+        parent_node = data["_parent"].iat[target]
+        assert data["_node"].iat[f.current_row] == parent_node
+        await pilot.press("P")
+        await pilot.pause()
+        assert data["_parent"].iat[f.current_row] < 0  # a root
+        root = f.current_row
+        f.goto_row(target)
+        await pilot.press("C")
+        await pilot.pause()
+        assert len(shown(app)) == len(roots)
+        assert f.current_row == root  # folded away: the cursor went up to its root
+        await pilot.press("P")  # at a root: nothing above
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("no parent")
+
+
+@aio
+async def test_backspace_returns_to_the_previous_screen_and_row() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "j", "j", "j")
+        row = app.pane.frame.current_row
+        await pilot.press("6", "j", "7")
+        assert app.pane.spec.id == "api"
+        await pilot.press("backspace")
+        assert app.pane.spec.id == "kernels"
+        await pilot.press("backspace")
+        assert app.pane.spec.id == "operators" and app.pane.frame.current_row == row
+        # From a drill, Backspace leaves the drill first (as q does).
+        await pilot.press("enter")
+        assert app.pane.current == "OperatorCompare"
+        await pilot.press("backspace")
+        assert app.pane.current == "OperatorCompareStatistic"
+
+
+@aio
+async def test_q_asks_once_on_a_loaded_comparison_and_Q_quits_at_once() -> None:
+    app = make_app("npu")
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+        assert [n.message for n in app._notifications][-1] == "q again quits (Q quits at once)"
+        await pilot.press("j", "q")  # another key in between: asks again
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+        await pilot.press("q")
+    assert app.return_code == 0
+    app = make_app("npu")
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("Q")
+    assert app.return_code == 0

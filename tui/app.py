@@ -96,7 +96,12 @@ class PerfCmpApp(App[int]):
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "cancel", "Cancel", show=False),
+        Binding("E", "expand_all(True)", "Expand all", show=False),
+        Binding("C", "expand_all(False)", "Collapse all", show=False),
+        Binding("P", "parent", "Parent", show=False),
+        Binding("backspace", "previous", "Back", show=False),
         Binding("q", "back", "Quit"),
+        Binding("Q", "quit", "Quit now", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         # Over SSH people press Ctrl+C to get out; it quits too (and kills a running comparison).
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -152,6 +157,10 @@ class PerfCmpApp(App[int]):
         self._opener_keys = frozenset(key.strip() for b in self.BINDINGS if isinstance(b, Binding)
                                       and b.action in OPENS_SCREEN for key in b.key.split(","))
         self._held_on: Screen[object] | None = None  # the screen the held key was typed on
+        #: `q` asked "q again quits" (any other key forgets it).
+        self._quit_asked = False
+        #: The screens left by a screen key, for Backspace (the last one last).
+        self._screen_history: list[str] = []
 
     @property
     def finished(self) -> bool:
@@ -198,6 +207,8 @@ class PerfCmpApp(App[int]):
         await super().on_event(event)
 
     async def _route(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and event.key != "q":
+            self._quit_asked = False
         if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
             self._held, self._held_on = event, self.screen
             self._hold_timer = self.set_timer(HOLD_S, self._release)
@@ -410,7 +421,9 @@ class PerfCmpApp(App[int]):
         current = self.query_one("#panes", ContentSwitcher).current or f"pane-{self.screens[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
-    def action_pane(self, pane_id: str) -> None:
+    def action_pane(self, pane_id: str, remember: bool = True) -> None:
+        if remember and pane_id != self.pane.spec.id:
+            self._screen_history.append(self.pane.spec.id)
         self.query_one("#panes", ContentSwitcher).current = f"pane-{pane_id}"
         self.query_one(TabBar).active = pane_id
         self.pane.activate()
@@ -598,10 +611,34 @@ class PerfCmpApp(App[int]):
         self.pane.go_back()
 
     def action_back(self) -> None:
-        """q: leave a drill-down, else cancel loading, else quit."""
+        """q: leave a drill-down, else cancel loading, else quit — asking once when results are
+        on screen (a stray q must not throw a loaded comparison away; Q quits at once)."""
         if self.pane.go_back() or self.cancel_run():
             return
+        if not self._quit_asked and any(not t.empty for t in self.outcome.tables.values()):
+            self._quit_asked = True
+            self.notify("q again quits (Q quits at once)", timeout=3)
+            return
         self.quit_with_code()
+
+    def action_previous(self) -> None:
+        """Backspace: leave a drill-down, else back to the screen left last (on its row: each
+        screen keeps its cursor)."""
+        if self.pane.go_back():
+            return
+        if self._screen_history:
+            self.action_pane(self._screen_history.pop(), remember=False)
+        else:
+            self.notify("no screen to go back to", timeout=2)
+
+    def action_expand_all(self, expand: bool) -> None:
+        if not self._no_table() and not self.pane.expand_all(expand):
+            self.notify("this view is no tree (or a filter shows it flat)", severity="warning",
+                        timeout=2)
+
+    def action_parent(self) -> None:
+        if not self._no_table() and not self.pane.go_parent():
+            self.notify("no parent: a top-level row, or no tree here", timeout=2)
 
     def action_quit(self) -> None:  # type: ignore[override]
         self.quit_with_code()

@@ -33,6 +33,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Enter / Space",
      "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
      "pair; else the whole row"),
+    ("E / C", "expand / collapse every node of a tree (the cursor stays on its row or its root)"),
+    ("P", "jump to the parent of the cursor row in a tree"),
+    ("Backspace", "back: out of the matched rows, else to the screen left last (on its row)"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
               "clipboard (OSC 52: over SSH too)"),
@@ -47,8 +50,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),
     ("Ctrl+P", "command palette"),
-    ("q", "back from matched rows; cancel loading; else quit"),
-    ("Ctrl+Q", "quit"),
+    ("q", "back from matched rows; cancel loading; else quit (with results on screen, q twice)"),
+    ("Q, Ctrl+Q", "quit at once"),
 )
 
 #: (term, what it means) — how to read what the screens show; docs/tui.md lists the same.

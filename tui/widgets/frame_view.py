@@ -552,6 +552,13 @@ class FrameView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.CursorMoved(self, self.current_row))
 
+    def goto_row(self, row: int) -> None:
+        """Put the cursor on data row ``row`` (it must be visible)."""
+        if self.view is not None:
+            hits = (self.view.order() == row).nonzero()[0]
+            if len(hits):
+                self._move(int(hits[0]))
+
     def _move(self, pos: int) -> None:
         n = len(self.view.order()) if self.view is not None else 0
         self.cursor = max(0, min(pos, n - 1)) if n else 0

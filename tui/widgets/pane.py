@@ -391,6 +391,26 @@ class TablePane(Vertical):
         self.show(target_name)
         return True
 
+    def expand_all(self, expand: bool) -> bool:
+        """`E` / `C`: open every node of the tree, or close them all (the cursor stays on its
+        row, or on the root above it once that row is folded away); False when no tree shows."""
+        view, row = self.view, self.frame.current_row  # the row before the tree changes
+        if view is None or not view.expand_all(expand):
+            return False
+        while not expand and row is not None and view.parent_row(row) is not None:
+            row = view.parent_row(row)
+        self.frame.refresh_data(keep_row=row)
+        return True
+
+    def go_parent(self) -> bool:
+        """`P`: the cursor to the node holding the cursor row; False at a root or off a tree."""
+        view, row = self.view, self.frame.current_row
+        parent = view.parent_row(row) if view is not None and row is not None else None
+        if parent is None:
+            return False
+        self.frame.goto_row(parent)
+        return True
+
     def go_back(self) -> bool:
         """`q` after a drill: back to the view Enter came from (the focus is dropped)."""
         if not self.back or self.view is None:

@@ -387,6 +387,9 @@ class TableView:
     _search: Search | None = field(default=None, repr=False)
     #: Per text column, the rows the current filter matched there (for `n`/`N` and the hint).
     _match: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: `/`: the search in place (rows stay; the cursor jumps between the rows it matches).
+    find_text: str = ""
+    _find: Search | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         df = self.table.data
@@ -632,6 +635,24 @@ class TableView:
         self.filter_text = text.strip()
         self._search = Search.compile(self.filter_text) if self.filter_text else None
         self.invalidate()
+
+    def set_find(self, text: str) -> None:
+        """Search ``text`` in place (see :class:`Search`; empty ends the search): no row is
+        hidden, :meth:`found` says which visible rows match."""
+        self.find_text = text.strip()
+        self._find = Search.compile(self.find_text) if self.find_text else None
+
+    def found(self) -> np.ndarray:
+        """Positions, in the visible order, of the rows the search matches in any text column
+        (what `n` / `N` step through and "match i/n" counts)."""
+        order = self.order()
+        if self._find is None or not len(order):
+            return np.zeros(0, dtype="int64")
+        hit = np.zeros(len(self.table.data), dtype=bool)
+        for c in self.table.columns:
+            if c.fmt in ("text", "bold"):
+                hit |= self.shown_index(c.key).matches(self._find)
+        return np.flatnonzero(hit[order])
 
     @property
     def search(self) -> Search | None:

@@ -539,7 +539,7 @@ async def test_filter_live_keep_and_revert() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await pilot.press("7", "slash")
+        await pilot.press("7", "vertical_line")
         box = pane(app, "api").query_one("#filter", Input)
         assert app.focused is box
         await pilot.press(*"MATMUL")
@@ -547,9 +547,9 @@ async def test_filter_live_keep_and_revert() -> None:
         assert same([r["api name"] for r in shown(app)], want) and want
         await pilot.press("enter")
         assert box.has_class("hidden") and app.focused is frame(app)
-        await pilot.press("slash", "backspace", "backspace", "escape")  # revert to "MATMUL"
+        await pilot.press("vertical_line", "backspace", "backspace", "escape")  # revert to "MATMUL"
         assert same([r["api name"] for r in shown(app)], want)
-        await pilot.press("slash", *["backspace"] * 6, "enter")
+        await pilot.press("vertical_line", *["backspace"] * 6, "enter")
         assert len(shown(app)) == len(data)
 
 
@@ -569,7 +569,7 @@ async def test_digits_and_tab_switch_screens() -> None:
         assert app.pane.spec.id == "overall"
         await pilot.press("shift+tab", "shift+tab")
         assert app.pane.spec.id == "api"
-        await pilot.press("slash", "tab")  # Tab inside the filter box does not switch screens
+        await pilot.press("vertical_line", "tab")  # Tab inside the filter box does not switch screens
         assert app.pane.spec.id == "api"
 
 
@@ -620,7 +620,7 @@ async def test_footer_shows_the_keys() -> None:
         shown_keys = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
         assert {"d", "s", "slash", "t", "v", "c", "e", "question_mark", "q", "enter"} <= shown_keys
         line = str(app.query_one(KeyBar).render())
-        assert line.startswith("⏎ Open d Diff s Sort / Filter"), line
+        assert line.startswith("⏎ Open d Diff s Sort / Search t TOTAL"), line
         assert line.endswith("? Help q Quit"), line
 
 

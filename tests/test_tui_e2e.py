@@ -287,7 +287,7 @@ def test_search_next_unchanged_notes_step_and_kernels(terminal_factory) -> None:
     text = stat.data[["name", "matched_as"]].astype(str)
     hits = text["name"].str.contains(either) | text["matched_as"].str.contains(either)
     assert hits.sum() == 2
-    term.keys("/")
+    term.keys("|")
     term.tmux("send-keys", "-t", "e", "-l", "aten::linear|aten::gelu")
     term.keys("Enter")
     screen = term.wait(f"{hits.sum()}/{len(stat.data)} rows")

@@ -359,7 +359,7 @@ def test_keys_typed_after_slash_go_into_the_filter(terminals) -> None:
     tag = unique("keys")
     term = terminals(app(*NPU, tag=tag))
     _operators_screen(term)
-    term.tmux("send-keys", "-t", "e", "-l", "/aten")
+    term.tmux("send-keys", "-t", "e", "-l", "|aten")
     screen = term.wait("filter “aten”")
     assert "Export workbook" not in screen and "[ TOTAL ] only" not in screen
     assert re.search(r"▊\s+aten\s", screen), screen  # the open filter box holds it
@@ -418,7 +418,7 @@ def test_ssh_keys_and_quit(terminals) -> None:
     tag = unique("sshkeys")
     term = terminals(ssh_command(app(*NPU, tag=tag)))
     _operators_screen(term)
-    term.tmux("send-keys", "-t", "e", "-l", "/aten")
+    term.tmux("send-keys", "-t", "e", "-l", "|aten")
     screen = term.wait("filter “aten”")
     assert "Export workbook" not in screen
     term.tmux("send-keys", "-t", "e", "-l", "\r")

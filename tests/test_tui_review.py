@@ -18,8 +18,9 @@ from perfcmp_core.insight import ABSENT, figure
 from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
-from tui_support import (PAIRS, ROOT, aio, change, events, fits, make_app, open_view, replay,
-                          request, settle, shown, signed, tables, text_of)
+from tui_support import (PAIRS, ROOT, aio, change, events, fits, make_app, open_view,
+                          operators_named, replay, request, settle, shown, signed, tables,
+                          text_of)
 
 SMALL = (80, 24)
 
@@ -512,3 +513,43 @@ async def test_q_asks_once_on_a_loaded_comparison_and_Q_quits_at_once() -> None:
         await settle(pilot, app)
         await pilot.press("Q")
     assert app.return_code == 0
+
+
+# -- 12: search in place ------------------------------------------------------------------------
+@aio
+async def test_slash_searches_in_place_n_and_N_step_through_the_matches() -> None:
+    """`/aten` keeps every row and puts the cursor on the first match; n / N step through the
+    matches (wrapping) and the status counts them, "match i/n"; Esc ends the search with the
+    cursor back; `|` still filters."""
+    stat = tables("npu")["OperatorCompareStatistic"].data
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        total = len(shown(app))
+        names = [r[app.pane.frame.headers[0]] for r in shown(app)]
+        matches = [i for i, n in enumerate(names) if "aten" in n.lower()]
+        assert len(matches) == operators_named("npu", "aten") >= 3
+        await pilot.press("slash", *"aten", "enter")
+        await pilot.pause()
+        f = app.pane.frame
+        status = lambda: text_of(app.pane.query_one("#pane-status"))  # noqa: E731
+        assert len(shown(app)) == total and f.cursor == matches[0]  # rows kept
+        assert f"search “aten” match 1/{len(matches)}" in status()
+        await pilot.press("n", "n")
+        assert f.cursor == matches[2] and f"match 3/{len(matches)}" in status()
+        await pilot.press("N")
+        assert f.cursor == matches[1] and f"match 2/{len(matches)}" in status()
+        await pilot.press("N", "N")  # wraps to the last
+        assert f.cursor == matches[-1] and f"match {len(matches)}/{len(matches)}" in status()
+        # Esc in the box ends the search, the cursor back where `/` was pressed.
+        await pilot.press("g", "j", "slash", *"aten")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert f.cursor == 1 and "search" not in status() and not app.pane.view.find_text
+        # The filter is its own key.
+        await pilot.press("vertical_line", *"aten", "enter")
+        await pilot.pause()
+        assert len(shown(app)) == len(matches) < total
+    assert len(stat) == total

@@ -270,10 +270,10 @@ async def test_filter_alternatives_and_regex() -> None:
     app = make_app("npu")
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot, app)
-        await pilot.press("7", "slash", *"gelu|LAYER_norm", "enter")
+        await pilot.press("7", "vertical_line", *"gelu|LAYER_norm", "enter")
         want = [n for n in data["name"] if "gelu" in n.lower() or "layer_norm" in n.lower()]
         assert [r["api name"] for r in shown(app)] == want and want
-        await pilot.press("slash", *["backspace"] * 20, *r"^aten::(add|mul)$", "enter")
+        await pilot.press("vertical_line", *["backspace"] * 20, *r"^aten::(add|mul)$", "enter")
         want = [n for n in data["name"] if re.fullmatch(r"aten::(add|mul)", n, re.IGNORECASE)]
         assert [r["api name"] for r in shown(app)] == want and want
         assert "regex" in status(app)
@@ -286,7 +286,7 @@ async def test_match_in_hidden_kernel_text_is_hinted_and_n_goes_there() -> None:
     app = make_app("npu_ops")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await pilot.press("2", "v", "slash", *"memcpy_async", "enter")
+        await pilot.press("2", "v", "vertical_line", *"memcpy_async", "enter")
         f = frame(app)
         hits = data["base_details"].str.lower().str.contains("memcpy_async") | \
             data["comp_details"].str.lower().str.contains("memcpy_async")

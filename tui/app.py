@@ -75,7 +75,9 @@ class PerfCmpApp(App[int]):
         Binding("shift+tab", "next_pane(-1)", "Previous screen", show=False, priority=True),
         Binding("d", "sort_diff", "Diff"),
         Binding("s", "sort_pick", "Sort"),
-        Binding("slash", "filter", "Filter"),
+        Binding("slash", "search", "Search"),
+        # Not in the footer (full at 80 columns): the help and the search box's hint name it.
+        Binding("vertical_line", "filter", "Filter", show=False),
         Binding("t", "totals", "TOTAL"),
         # The table's own keys (issue 16): unchanged rows, matches, copy, columns, the full row.
         Binding("u", "unchanged", "Unchanged", show=False),
@@ -228,7 +230,8 @@ class PerfCmpApp(App[int]):
         if isinstance(self.screen, ModalScreen):
             return False
         # `/` opens the filter; a paste on a table opens it holding the text.
-        return isinstance(event, events.Paste) or event.key in ("slash", *self._opener_keys)
+        return isinstance(event, events.Paste) or event.key in ("slash", "vertical_line",
+                                                                 *self._opener_keys)
 
     def on_key(self, event: events.Key) -> None:
         """A held key came back up to the app: release the keys behind it once its bindings
@@ -475,6 +478,10 @@ class PerfCmpApp(App[int]):
         if not self._no_table():
             self.pane.open_filter()
 
+    def action_search(self) -> None:
+        if not self._no_table():
+            self.pane.open_search()
+
     def action_totals(self) -> None:
         if not self._no_table() and not self.pane.toggle_totals():
             self.notify("this view has no [ TOTAL ] rows", severity="warning", timeout=2,
@@ -509,7 +516,7 @@ class PerfCmpApp(App[int]):
         if self._no_table():
             return
         if not self.pane.next_match(step):
-            self.notify("no filter match to go to (/ sets a filter)", severity="warning",
+            self.notify("no match to go to (/ searches, | filters)", severity="warning",
                         timeout=2)
 
     def action_copy_cell(self) -> None:
@@ -663,7 +670,8 @@ class PerfCmpApp(App[int]):
 PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Sort by Diff (d)", "sort the table by Diff; again to flip", "sort_diff"),
     ("Sort by column… (s)", "pick a sort column", "sort_pick"),
-    ("Filter rows… (/)", "filter the table by text", "filter"),
+    ("Search… (/)", "jump between the rows that match (n / N), rows kept", "search"),
+    ("Filter rows… (|)", "filter the table by text", "filter"),
     ("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows", "totals"),
     ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
     ("Call stacks (c)", "show or hide the call stacks", "stacks"),

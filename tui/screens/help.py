@@ -24,9 +24,13 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("- / +", "hide the cursor column / show the hidden columns again"),
     ("d", "sort by Diff (descending; again to flip); Kernels, API: by the total's Diff"),
     ("s", "pick a sort column (type to narrow the list; the column comes into view)"),
-    ("/", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
+    ("/", "search in place: the rows stay, the cursor goes to the first match (text, "
+          "alternatives or a regular expression; Enter keeps, Esc ends); the status counts "
+          "\"match i/n\""),
+    ("|", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
           "reverts, empty clears)"),
-    ("n / N", "next / previous cell the filter matched (kernel lists and hidden columns too)"),
+    ("n / N", "next / previous row the search matched; without a search, the next / previous "
+              "cell the filter matched (kernel lists and hidden columns too)"),
     ("t", "toggle [ TOTAL ]-only rows"),
     ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),

@@ -59,6 +59,9 @@ class TablePane(Vertical):
         self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
+        #: What the text box edits now: the filter (`|`) or the search in place (`/`).
+        self._box_mode = "filter"
+        self._find_from = 0  # the cursor when the search opened (Esc returns there)
         self._cursors: dict[str, int] = {}  # cursor per view, restored when it shows again
         #: The current view is not drawn yet (it arrived while the pane was hidden).
         self._stale = False
@@ -265,6 +268,8 @@ class TablePane(Vertical):
             parts.append(f"rows of {view.focus_label} (q: back)")
         if view.filter_text:
             parts.append(self._filter_status(view))
+        if view.find_text:
+            parts.append(self._find_status(view))
         if view.totals_only:
             parts.append("[ TOTAL ] only")
         if view.hide_unchanged:
@@ -275,6 +280,15 @@ class TablePane(Vertical):
         if others:
             parts.append("v: " + ", ".join(others))
         status.update(Text("  ·  ".join(parts)))
+
+    def _find_status(self, view: TableView) -> str:
+        """The search and where the cursor is among its matches: ``“aten” match 2/5``."""
+        found = view.found()
+        if not len(found):
+            return f"search “{view.find_text}”: no row matches"
+        at = np.flatnonzero(found == self.frame.cursor)
+        where = f"{int(at[0]) + 1}/{len(found):,}" if len(at) else f"–/{len(found):,}"
+        return f"search “{view.find_text}” match {where} (n / N)"
 
     def _filter_status(self, view: TableView) -> str:
         """The filter, and whether some rows matched only in text not on screen (kernel lists,
@@ -362,7 +376,17 @@ class TablePane(Vertical):
         return n
 
     def next_match(self, step: int) -> bool:
-        """`n` / `N`: the next / previous cell the filter matched."""
+        """`n` / `N`: the next / previous row the search matched (wrapping); without a search,
+        the next / previous cell the filter matched."""
+        if self.view is not None and self.view.find_text:
+            found = self.view.found()
+            if not len(found):
+                return False
+            here = self.frame.cursor
+            ahead = found[found > here] if step > 0 else found[found < here][::-1]
+            self.frame.cursor = int(ahead[0] if len(ahead) else (found[0] if step > 0 else found[-1]))
+            self._status()
+            return True
         if self.view is None or not self.frame.goto_match(step):
             return False
         self._status()
@@ -424,22 +448,54 @@ class TablePane(Vertical):
     # -- filter -------------------------------------------------------------------------------
     def open_filter(self) -> bool:
         """Show the filter box and focus it *now* (``focus()`` would only schedule it): the app
-        holds the keys behind the ``/`` until this ran, then they land in the box."""
+        holds the keys behind the ``|`` until this ran, then they land in the box."""
         if self.view is None:
             return False
+        return self._open_box("filter", self.view.filter_text,
+                              "filter: text, a|b or a regex; Enter keeps, Esc reverts")
+
+    def open_search(self) -> bool:
+        """`/`: search in place — the rows stay, the cursor goes to the first match from where
+        it is, `n` / `N` step through the matches (the status counts them)."""
+        if self.view is None:
+            return False
+        self._find_from = self.frame.cursor
+        self.view.set_find("")
+        return self._open_box("search", "", "search: text, a|b or a regex; Enter keeps "
+                                            "(n / N: next / previous), Esc ends; | filters")
+
+    def _open_box(self, mode: str, value: str, placeholder: str) -> bool:
         box = self.query_one("#filter", Input)
-        self._filter_before = self.view.filter_text
-        box.value = self.view.filter_text
+        self._box_mode = mode
+        self._filter_before = value
+        box.placeholder = placeholder
+        box.value = value
         box.remove_class("hidden")
         self.screen.set_focus(box)
         return True
+
+    def _find_first(self) -> None:
+        """The cursor to the first match at or after where the search opened (wrapping)."""
+        assert self.view is not None
+        found = self.view.found()
+        if len(found):
+            after = found[found >= self._find_from]
+            self.frame.cursor = int(after[0] if len(after) else found[0])
+        else:
+            self.frame.cursor = self._find_from
+        self._status()
 
     def filter_open(self) -> bool:
         return not self.query_one("#filter", Input).has_class("hidden")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        if self.filter_open() and self.view is not None:
+        if not self.filter_open() or self.view is None:
+            return
+        if self._box_mode == "search":
+            self.view.set_find(event.value)
+            self._find_first()
+        else:
             self.view.set_filter(event.value)
             self.refresh_view()
 
@@ -448,7 +504,7 @@ class TablePane(Vertical):
         reverts); pasted into the open box, the box itself takes it. The paste bubbles on to
         the app, which holds the keys behind it until here."""
         text = event.text.strip().splitlines()[0] if event.text.strip() else ""
-        if text and not self.filter_open():
+        if text and not self.filter_open() and self.view is not None:
             box = self.query_one("#filter", Input)
             # Typing on goes after the pasted text (not over it: the box selects its text when
             # focused, unless told otherwise until that Focus event was handled).
@@ -459,19 +515,28 @@ class TablePane(Vertical):
             box.call_later(setattr, box, "select_on_focus", True)
 
     def apply_filter(self, text: str) -> None:
-        """Keep ``text`` as the filter (empty clears it) and return to the table (focused at
-        once, for the keys held behind an Enter or Esc)."""
+        """Enter: keep ``text`` as the filter (empty clears it) or as the search, and return to
+        the table (focused at once, for the keys held behind an Enter or Esc)."""
         self.query_one("#filter", Input).add_class("hidden")
-        if self.view is not None:
+        if self.view is not None and self._box_mode == "search":
+            self.view.set_find(text)
+            self._status()
+        elif self.view is not None:
             self.view.set_filter(text)
             self.refresh_view()
         self.screen.set_focus(self.frame)
 
     def close_filter(self) -> bool:
-        """Esc in the filter box: revert to the filter it started with."""
+        """Esc in the box: revert to the filter it started with, or end the search with the
+        cursor back where it started."""
         if not self.filter_open():
             return False
-        self.apply_filter(self._filter_before)
+        if self._box_mode == "search":
+            self.apply_filter("")
+            self.frame.cursor = self._find_from
+            self._status()
+        else:
+            self.apply_filter(self._filter_before)
         return True
 
     # -- call stacks --------------------------------------------------------------------------
@@ -547,8 +612,8 @@ class TablePane(Vertical):
         return kernels, stacks
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
-        if self.view is not None and self.view.filter_text:
-            self._status()  # the columns on screen may have changed: so may the filter's hint
+        if self.view is not None and (self.view.filter_text or self.view.find_text):
+            self._status()  # the filter's hint, the search's "match i/n"
         self._cell_line()
         self.update_stacks()
 

@@ -553,3 +553,31 @@ async def test_slash_searches_in_place_n_and_N_step_through_the_matches() -> Non
         await pilot.pause()
         assert len(shown(app)) == len(matches) < total
     assert len(stat) == total
+
+
+# -- 11: smaller --------------------------------------------------------------------------------
+def test_a_mistyped_option_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    from perfcmp_tui.cli import main
+
+    for command in (["summary"], []):
+        assert main([*command, "a", "b", "--rnak", "1"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "unrecognized arguments: --rnak 1 (did you mean --rank?)" in err
+
+
+def test_help_points_to_nothing_an_installed_package_lacks(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` named docs/cluster.md and docs/matching.md: an install from the package has no
+    docs/ folder. And every package folder must be installed (perfcmp_core.explain was not)."""
+    import tomllib
+
+    from perfcmp_tui.cli import SUBCOMMANDS, main
+
+    for command in (*SUBCOMMANDS, None):
+        with pytest.raises(SystemExit):
+            main([command, "--help"] if command else ["--help"])
+        assert "docs/" not in capsys.readouterr().out, command
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    dirs = {name: ROOT / path for name, path in config["package-dir"].items()}
+    on_disk = {f"{top}{'.' + '.'.join(p.parent.relative_to(d).parts) if p.parent != d else ''}"
+               for top, d in dirs.items() for p in d.rglob("__init__.py")}
+    assert on_disk == set(config["packages"])

@@ -53,7 +53,21 @@ class _Parser(argparse.ArgumentParser):
         self.add_argument("--version", action="version", version=f"{PROG} {_version()}")
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{self._did_you_mean(message)} (see {self.prog} --help)")
+
+    def _did_you_mean(self, message: str) -> str:
+        """`--rnak`: the option meant (as an unknown command gets its "did you mean")."""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        import difflib
+
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+                if close:
+                    return f" (did you mean {close[0]}?)"
+        return ""
 
 
 def _version() -> str:
@@ -104,14 +118,16 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     _flag(g, "config", "ini file with an [OP_MASK] section overriding the kernel-class keywords",
           default=None)
     _flag(g, "equivalence", "ini file of equivalent operators / kernel classes read on top of the "
-                            "built-in table (docs/matching.md)", default=None)
+                            "built-in table: [op.NAME] / [kernel.NAME] sections as in the shipped "
+                            "perfcmp_core/compare/equivalence.ini", default=None)
     _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
                             "equivalence table, no pairing by position)", action="store_true")
 
 
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank "
-                             "traces; docs/cluster.md)")
+    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders — "
+                             "rank0_ascend_pt, … — or of per-rank traces: each rank is compared "
+                             "with the same rank of the other, the Ranks screen first)")
     _flag(g, "ranks", "compare only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
     _flag(g, "scheduler", "load the ranks on the Dask cluster at ADDRESS, e.g. tcp://head:8786 "
                           "(default: $DASK_SCHEDULER_ADDRESS; 'local': this machine); needs "

@@ -6,6 +6,7 @@ the summary figures), so the words on screen can never disagree with the numbers
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,8 @@ import numpy as np
 
 from .compare.result import LEVEL, SHOWN, Table
 
+#: The time distribution's title (the reference's table, the terminal report, the README sheet).
+SUMMARY_TITLE = "Model Profiling Time Distribution"
 #: Summary figures shown as headline lines, by the prefix of their terminal column name.
 HEADLINES = ("E2E Time", "Computing Time", "Uncovered Communication Time", "Free Time", "Mem Usage")
 
@@ -207,3 +210,39 @@ def time_parts(table: Table, keep: int = 5) -> list[Part]:
             k = int(hit[0])
             parts.append(Part(label, float(max(base[k], 0.0)), float(max(comp[k], 0.0))))
     return parts
+
+
+# -- the time distribution as rows ------------------------------------------------------------
+def _label(key: str) -> str:
+    """A figure's label without the reference's header decorations: ``Conv Time(Forward)(Num)``
+    → ``Conv Time (Forward)`` (counts are printed in parentheses beside the values)."""
+    text = re.sub(r"\((Num|Wait Time|Not minimal profiling)\)", "", key)
+    return re.sub(r"(\S)\(", r"\1 (", text).strip()
+
+
+def _count(value: object, signed: bool = False) -> str:
+    if value is None:
+        return ""
+    return f" ({int(value):+d})" if signed else f" ({int(value)})"  # type: ignore[call-overload]
+
+
+def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> list[list[str]]:
+    """The time distribution as rows: label, base, comparison, diff, change (``counts``: kernel
+    counts in parentheses). Uncovered communication's wait time gets a row of its own."""
+    rows = []
+    for key, f in figures.items():
+        if not key:
+            continue
+        h = figure(_label(key), f)
+        b_n, c_n = f.get("base_count"), f.get("comparison_count")
+        both = counts and b_n is not None and c_n is not None
+        rows.append([h.label, h.base + (_count(b_n) if both else ""),
+                     h.comparison + (_count(c_n) if both else ""),
+                     h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
+                     h.change])
+        waits = {"unit": "s", "base": float(f.get("base_wait") or 0.0),
+                 "comparison": float(f.get("comparison_wait") or 0.0)}
+        w = figure("  of which wait", waits)
+        if w.base != w.comparison or w.base != amount(0.0, "s"):  # a wait that prints as one
+            rows.append([w.label, w.base, w.comparison, w.diff, w.change])
+    return rows

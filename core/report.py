@@ -12,7 +12,6 @@ reference's figures (``summary_figures``) unchanged.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -23,10 +22,9 @@ import numpy as np
 from .compare import ADVISOR, SHEETS
 from .compare.result import IS_TOTAL, LEVEL, ComparisonResult, Table, is_ratio, screen_header
 from .explain.table import TABLE_NAME as STEP_TIME
-from .insight import amount, figure
+from .insight import SUMMARY_TITLE, summary_rows
 from .view import screen_text
 
-SUMMARY_TITLE = "Model Profiling Time Distribution"
 NO_SUMMARY = (f"{SUMMARY_TITLE}: not available "
               "(profiling comparison disabled or no kernels)")
 #: Narrowest report: below this the columns would be unreadable anyway.
@@ -131,41 +129,6 @@ def where_the_time_went(result: ComparisonResult, width: int) -> str:
 
 
 # -- the time distribution ---------------------------------------------------------------------
-def _label(key: str) -> str:
-    """A figure's label without the reference's header decorations: ``Conv Time(Forward)(Num)``
-    → ``Conv Time (Forward)`` (counts are printed in parentheses beside the values)."""
-    text = re.sub(r"\((Num|Wait Time|Not minimal profiling)\)", "", key)
-    return re.sub(r"(\S)\(", r"\1 (", text).strip()
-
-
-def _count(value: object, signed: bool = False) -> str:
-    if value is None:
-        return ""
-    return f" ({int(value):+d})" if signed else f" ({int(value)})"  # type: ignore[call-overload]
-
-
-def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> list[list[str]]:
-    """The time distribution as rows: label, base, comparison, diff, change (``counts``: kernel
-    counts in parentheses). Uncovered communication's wait time gets a row of its own."""
-    rows = []
-    for key, f in figures.items():
-        if not key:
-            continue
-        h = figure(_label(key), f)
-        b_n, c_n = f.get("base_count"), f.get("comparison_count")
-        both = counts and b_n is not None and c_n is not None
-        rows.append([h.label, h.base + (_count(b_n) if both else ""),
-                     h.comparison + (_count(c_n) if both else ""),
-                     h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
-                     h.change])
-        waits = {"unit": "s", "base": float(f.get("base_wait") or 0.0),
-                 "comparison": float(f.get("comparison_wait") or 0.0)}
-        w = figure("  of which wait", waits)
-        if w.base != w.comparison or w.base != amount(0.0, "s"):  # a wait that prints as one
-            rows.append([w.label, w.base, w.comparison, w.diff, w.change])
-    return rows
-
-
 def summary_table(figures: dict[str, dict[str, Any]], width: int) -> str:
     """:data:`SUMMARY_TITLE` as a table of ``width`` columns at most: counts are left out, then
     the change column, then labels are cut, until it fits."""

@@ -18,7 +18,7 @@ from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.export.sheet_xml import CELL_CHARS, SheetXml
 from perfcmp_core.export.styles import (BASE_FILL, BETTER_FILL, COMP_FILL, FIRST_LEVEL_FILL,
                                         TOP_LEVEL_FILL, WORSE_FILL, Palette, Style)
-from perfcmp_core.report import SUMMARY_TITLE, summary_rows
+from perfcmp_core.insight import SUMMARY_TITLE, summary_rows
 
 README_SHEET = "README"
 

@@ -581,3 +581,52 @@ def test_help_points_to_nothing_an_installed_package_lacks(capsys: pytest.Captur
     on_disk = {f"{top}{'.' + '.'.join(p.parent.relative_to(d).parts) if p.parent != d else ''}"
                for top, d in dirs.items() for p in d.rglob("__init__.py")}
     assert on_disk == set(config["packages"])
+
+
+# -- 16: export the current view ----------------------------------------------------------------
+@aio
+async def test_x_writes_the_view_as_csv_and_X_copies_it(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operators filtered to "aten", sorted by Diff, a column hidden: `x` writes those rows in
+    that order with those columns, numbers as stored; `X` copies the same, tab-separated."""
+    import csv
+
+    stat = tables("npu")["OperatorCompareStatistic"]
+    data = stat.data
+    text = data[["name", "matched_as"]].astype(str)
+    hit = text["name"].str.lower().str.contains("aten") | text["matched_as"].str.lower().str.contains("aten")
+    want = data[hit].sort_values("diff", ascending=False, kind="stable")
+    app = make_app("npu", out_dir=str(tmp_path / "views"))
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "vertical_line", *"aten", "enter", "d")
+        await pilot.press("l", "l", "minus")  # hide the third column
+        await pilot.pause()
+        hidden = app.pane.view.hidden
+        assert len(hidden) == 1
+        await pilot.press("x")
+        for _ in range(200):
+            if list((tmp_path / "views").glob("*.csv")):
+                break
+            await pilot.pause(0.05)
+        await pilot.press("X")
+        await pilot.pause()
+    (path,) = (tmp_path / "views").glob("OperatorCompareStatistic_*.csv")
+    rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+    columns = [c for c in stat.columns if c.key not in hidden]
+    assert rows[0] == [c.header for c in columns]
+    assert [r[[c.key for c in columns].index("name")] for r in rows[1:]] == list(want["name"])
+    diffs = [float(r[[c.key for c in columns].index("diff")]) for r in rows[1:]]
+    assert diffs == list(want["diff"])  # as stored, not as rounded on screen
+    lines = copied[-1].split("\n")
+    assert lines[0].split("\t") == rows[0] and len(lines) == len(rows)
+
+
+def test_view_csv_never_writes_a_formula() -> None:
+    from perfcmp_core.export.view_csv import _cell
+
+    assert [_cell(v) for v in ("=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "aten::add")] == [
+        "'=cmd|' /C calc'!A0", "'+1", "'-x", "'@SUM(A1)", "aten::add"]
+    assert [_cell(v) for v in (-1.5, float("inf"), float("nan"))] == [-1.5, "INF", ""]

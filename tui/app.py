@@ -91,6 +91,8 @@ class PerfCmpApp(App[int]):
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        Binding("x", "export_view", "View as CSV", show=False),
+        Binding("X", "copy_view", "Copy view", show=False),
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
@@ -587,6 +589,36 @@ class PerfCmpApp(App[int]):
     def export_result(self) -> ComparisonResult:
         """What ``e`` writes: a snapshot of everything that arrived (taken on the UI thread)."""
         return self.outcome.snapshot()
+
+    def action_export_view(self) -> None:
+        """`x`: the view on screen (filtered, sorted, shown columns) as CSV in the export folder."""
+        if self._no_table():
+            return
+        view, folder = self.pane.view, self.out_dir
+        assert view is not None
+
+        def write() -> None:
+            from perfcmp_core.errors import InputError
+            from perfcmp_core.export.view_csv import write_view_csv
+
+            try:
+                path = write_view_csv(view, folder)
+            except InputError as exc:
+                self.call_from_thread(self.notify, f"CSV not written: {exc.message}",
+                                      severity="error", timeout=8, markup=False)
+                return
+            self.call_from_thread(self.notify, f"{len(view):,} rows written: {path}", timeout=8,
+                                  markup=False)
+
+        self.run_worker(write, thread=True, exclusive=False, exit_on_error=False, group="export")
+
+    def action_copy_view(self) -> None:
+        """`X`: the view on screen, tab-separated with its header, to the clipboard."""
+        if not self._no_table():
+            from perfcmp_core.export.view_csv import view_tsv
+
+            assert self.pane.view is not None
+            self._copy(view_tsv(self.pane.view), "view")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -45,6 +45,8 @@ KEYS: tuple[tuple[str, str], ...] = (
               "clipboard (OSC 52: over SSH too)"),
     ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
+    ("x / X", "the view on screen (filtered, sorted, shown columns) as CSV in the export folder "
+              "/ tab-separated to the clipboard"),
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),

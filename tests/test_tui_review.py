@@ -19,8 +19,8 @@ from perfcmp_tui.screens.help import HelpScreen
 from perfcmp_tui.screens.step_picker import StepPicker
 from test_tui_app import step_source
 from tui_support import (PAIRS, ROOT, aio, change, events, fits, make_app, open_view,
-                          operators_named, replay, request, settle, shown, signed, tables,
-                          text_of)
+                          operators_named, plain, replay, request, settle, shown, signed,
+                          tables, text_of)
 
 SMALL = (80, 24)
 
@@ -630,3 +630,46 @@ def test_view_csv_never_writes_a_formula() -> None:
     assert [_cell(v) for v in ("=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "aten::add")] == [
         "'=cmd|' /C calc'!A0", "'+1", "'-x", "'@SUM(A1)", "aten::add"]
     assert [_cell(v) for v in (-1.5, float("inf"), float("nan"))] == [-1.5, "INF", ""]
+
+
+# -- 15: per-step variance ----------------------------------------------------------------------
+def test_step_statistics_mean_std_and_a_warm_up_step_flagged() -> None:
+    """Five steps, the first a slow warm-up (100 ms against ≈ 50): it is the base's outlier,
+    50 ms above the median; the comparison's steady steps have none. Mean and sample standard
+    deviation worked out here."""
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp_core.compare.steps import COLUMNS, step_statistics
+    from perfcmp_core.compare.result import Table
+
+    base = [100.0, 50.0, 51.0, 49.0, 50.0]
+    comp = [40.0, 41.0, 39.0, 40.0, 40.5]
+    data = pd.DataFrame({"step": [str(i) for i in range(1, 6)]})
+    for key in ("e2e", "computing", "uncovered", "free"):
+        data[f"base_{key}"], data[f"comp_{key}"] = base, comp
+    data.insert(1, "diff_e2e", 0.0)
+    data.insert(2, "ratio_e2e", 1.0)
+    stats = step_statistics(Table("StepCompare", COLUMNS, data, (3, 3), (4, 4))).data
+    e2e = stats.iloc[0]
+    assert e2e["quantity"] == "E2E Time"
+    assert e2e["base_mean"] == pytest.approx(60.0)  # 300 / 5
+    assert e2e["base_std"] == pytest.approx(np.sqrt((40**2 + 10**2 + 9**2 + 11**2 + 10**2) / 4))
+    assert e2e["base_outliers"] == "1 (+50.00)"  # median 50; MAD 1 → 3 × 1.4826 ≈ 4.4 ms
+    assert e2e["comp_outliers"] == "" and e2e["comp_mean"] == pytest.approx(40.1)
+    assert e2e["diff_mean"] == pytest.approx(-19.9)
+
+
+@aio
+async def test_overall_shows_the_step_statistics_view() -> None:
+    steps = tables("npu")["StepCompare"].data
+    app = make_app("npu")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await open_view(pilot, app, "StepStatistics")
+        rows = shown(app)
+        assert [r["Per step"] for r in rows] == ["E2E Time", "Computing Time",
+                                                 "Uncovered Communication Time", "Free Time"]
+        mean = steps["base_e2e"].mean()
+        assert rows[0]["Base Mean(ms)"] == plain(mean)
+        assert rows[0]["Base Std Dev(ms)"] == plain(steps["base_e2e"].std(ddof=1))

@@ -235,10 +235,10 @@ def _step_time(ctx: Context) -> Outcome:
 
 
 def _steps(ctx: Context) -> Outcome:
-    from .steps import compare_steps
+    from .steps import compare_steps, step_statistics
 
     table, reason = compare_steps(ctx.base, ctx.comp, ctx.masks())
-    return [table] if table is not None else reason
+    return [table, step_statistics(table)] if table is not None else reason
 
 
 # ---------------------------------------------------------------------------- the registry
@@ -326,7 +326,8 @@ STEPS: tuple[Step, ...] = (
         Sheet("StepTimeWhere", OVERALL, export=False))),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
-        Sheet("StepCompare", OVERALL, export=False),)),
+        Sheet("StepCompare", OVERALL, export=False),
+        Sheet("StepStatistics", OVERALL, export=False),)),
 )
 
 #: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the

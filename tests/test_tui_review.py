@@ -673,3 +673,43 @@ async def test_overall_shows_the_step_statistics_view() -> None:
         mean = steps["base_e2e"].mean()
         assert rows[0]["Base Mean(ms)"] == plain(mean)
         assert rows[0]["Base Std Dev(ms)"] == plain(steps["base_e2e"].std(ddof=1))
+
+
+# -- 4: K, an op's kernels ----------------------------------------------------------------------
+@aio
+async def test_K_on_an_operator_shows_its_call_stacks_names_whole_and_y_copies(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPU pair (recorded with Python frames): K on an Operators statistic row shows the call
+    stacks of its matched call that moved most (none were shown), the kernel names whole, and
+    `y` copies the kernel table."""
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    detail = tables("gpu")["OperatorCompare"].data
+    app = make_app("gpu")
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(120, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        stat = app.pane.view.table.data
+        for _ in range(len(stat)):  # down to an operator whose calls have Python frames
+            name = stat["name"].iat[app.pane.frame.current_row]
+            calls = detail[(detail["base_name"] == name) | (detail["comp_name"] == name)]
+            if (calls["_base_stack"] != "").any() and calls["base_details"].astype(bool).any():
+                break
+            await pilot.press("j")
+        await pilot.press("K")
+        await pilot.pause()
+        assert isinstance(app.screen, KernelScreen)
+        moved = calls.iloc[int(calls["diff"].abs().where(
+            (calls["_base_stack"] != "") | (calls["_comp_stack"] != ""), -1).to_numpy().argmax())]
+        assert app.screen.stacks == (moved["_base_stack"], moved["_comp_stack"])
+        sides = [text_of(s) for s in app.screen.query(".drill-side")]
+        assert sides[0].splitlines() == ["Base call stack", *moved["_base_stack"].split(";\n")]
+        await pilot.press("y")
+        await pilot.pause()
+        lines = copied[-1].split("\n")
+        kernels = app.screen.table.data
+        assert len(lines) == len(kernels) + 1
+        assert [ln.split("\t")[0] for ln in lines[1:]] == list(kernels["kernel"])  # whole names

@@ -523,13 +523,13 @@ class PerfCmpApp(App[int]):
 
     def action_copy_cell(self) -> None:
         if not self._no_table():
-            self._copy(self.pane.frame.cell_full_text(), "cell")
+            self.copy_text(self.pane.frame.cell_full_text(), "cell")
 
     def action_copy_row(self) -> None:
         if not self._no_table():
-            self._copy(self.pane.frame.row_full_text(), "row")
+            self.copy_text(self.pane.frame.row_full_text(), "row")
 
-    def _copy(self, text: str, what: str) -> None:
+    def copy_text(self, text: str, what: str) -> None:
         """To the local clipboard through the terminal (OSC 52: works over SSH; tmux needs
         ``set -g set-clipboard on``)."""
         if not text:
@@ -618,7 +618,7 @@ class PerfCmpApp(App[int]):
             from perfcmp_core.export.view_csv import view_tsv
 
             assert self.pane.view is not None
-            self._copy(view_tsv(self.pane.view), "view")
+            self.copy_text(view_tsv(self.pane.view), "view")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -609,6 +609,8 @@ class TablePane(Vertical):
         if table.stacks is not None:
             stacks = (_text(table.data[table.stacks[0]].iat[row]),
                       _text(table.data[table.stacks[1]].iat[row]))
+        elif source is not table and source.stacks is not None and rows:
+            stacks = largest_change_stacks(source, rows)
         return kernels, stacks
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
@@ -630,6 +632,23 @@ def headline_text(headlines: list[Headline]) -> Text:
         text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
         text.append("\n")
     return text
+
+
+def largest_change_stacks(table: Table, rows: list[int]) -> tuple[str, str] | None:
+    """The call stacks of the row, among ``rows`` of ``table``, whose difference is largest (a
+    statistic row groups many calls: `K` shows the one that moved most); None when none of them
+    has a stack."""
+    keys = table.stacks
+    assert keys is not None
+    df = table.data.iloc[rows]
+    has = (df[keys[0]].astype(str).str.strip() != "") | (df[keys[1]].astype(str).str.strip() != "")
+    if not has.any():
+        return None
+    diff_key = next((c.key for c in table.columns if c.role == "diff"), None)
+    size = (df[diff_key].abs().where(has, -1.0) if diff_key is not None
+            else has.astype(float))
+    at = int(np.argmax(size.to_numpy(dtype="float64")))
+    return _text(df[keys[0]].iat[at]), _text(df[keys[1]].iat[at])
 
 
 def _text(value: object) -> str:

@@ -58,7 +58,7 @@ class ResultBuilder:
     def notes(self) -> list[str]:
         """Each note once: the sides', then why comparisons made nothing, then the run's.
 
-        A reason that is also a run note (the module comparison's "showing operators instead")
+        A reason that is also a run note (the module comparison's "the operators are compared instead")
         is listed with the run notes.
         """
         out = list(self._side_notes)

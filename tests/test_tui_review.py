@@ -713,3 +713,21 @@ async def test_K_on_an_operator_shows_its_call_stacks_names_whole_and_y_copies(
         kernels = app.screen.table.data
         assert len(lines) == len(kernels) + 1
         assert [ln.split("\t")[0] for ln in lines[1:]] == list(kernels["kernel"])  # whole names
+
+
+# -- 11: the empty Modules screen says where the rows are ---------------------------------------
+@aio
+async def test_modules_without_stacks_points_to_the_operators_screen() -> None:
+    """Base without python_function events: Modules said "— showing operators instead" above
+    an empty screen; it names the screen that shows them, and that screen has them."""
+    app = make_app("hostbound")
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        message = text_of(app.pane.query_one("#message"))
+        assert "showing operators instead" not in message
+        assert message.endswith("the operators are compared instead (Operators screen, 2)")
+        await pilot.press("2")
+        await pilot.pause()
+        assert len(shown(app)) == len(tables("hostbound")["OperatorCompareStatistic"].data) > 0

@@ -186,7 +186,9 @@ def _operators(ctx: Context) -> Outcome:
         return [*modules.tables(), *(replace(t, export=False) for t in tables)]
     if not reason:
         return tables
-    note = f"module comparison: {reason} — showing operators instead"
+    # Said where it is read: on the empty Modules screen "showing operators instead" read as a
+    # promise of rows below; the operators are on their own screen (and sheets).
+    note = f"module comparison: {reason} — the operators are compared instead (Operators screen, 2)"
     ctx.notes.append(note)
     return [*tables, Absent(tuple(s.name for s in _OPERATOR_SHEETS if s.screen is MODULES), note)]
 

@@ -731,3 +731,22 @@ async def test_modules_without_stacks_points_to_the_operators_screen() -> None:
         await pilot.press("2")
         await pilot.pause()
         assert len(shown(app)) == len(tables("hostbound")["OperatorCompareStatistic"].data) > 0
+
+
+# -- 8: at 80×24 --------------------------------------------------------------------------------
+@aio
+async def test_at_80_columns_the_header_keeps_kind_and_steps(tmp_path: Path) -> None:
+    """A long path was cut at its end, and the kind and steps with it; now its middle goes."""
+    from perfcmp_tui.app import PerfCmpApp
+    from perfcmp_tui.widgets.inputs import InputsBar
+
+    base, comp, _ = PAIRS["npu"]
+    long_base = "/very/long/folder/of/profiles/collected/on/the/cluster/" + base
+    app = PerfCmpApp(long_base, comp, replay(events("npu")), timings=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        lines = text_of(app.query_one(InputsBar)).splitlines()
+    assert lines[0].endswith("  · NPU Text · 3 steps") and len(lines[0]) <= 80
+    assert lines[0].startswith("BASE /very/") and "…" in lines[0]
+    assert lines[0].split("…")[1].split("  · ")[0] in long_base  # the path's end is kept
+    assert lines[1] == f"COMP {comp}  · NPU Text · 3 steps"

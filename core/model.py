@@ -23,6 +23,7 @@ loaders guarantee by resetting every index to ``0..n-1``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
@@ -190,6 +191,25 @@ STEPS: Schema = {
 }
 """Steps: GPU/NPU-Text ``ProfilerStep#N`` ops, Db STEP_TIME. Sorted by start."""
 
+SYNCS: Schema = {
+    "name": STR,
+    "pid": I64,  # the process of the ops on the calling thread (NPU Text: not the CANN pseudo-pid)
+    "tid": I64,
+    "start_ns": I64,
+    "end_ns": I64,
+}
+"""Host runtime calls that block until the device drains, where the profile records them beside
+its ops rather than among them: torch_npu's CANN API ``aclrtSynchronize*`` (Text: the ``CANN``
+process of ``trace_view.json``; Db: ``CANN_API``). GPU traces keep ``cudaStreamSynchronize`` and
+the like in ``ops`` (as ``cuda_runtime`` rows), so this table stays empty for them."""
+
+#: The runtime calls that block the host until a stream, an event or the whole device is done:
+#: the step explanation's ``sync`` cause, on GPU (``ops`` rows) and NPU (:data:`SYNCS` rows).
+SYNC_CALL = re.compile(
+    r"^(?:cuda|hip|cu)(?:Device|Stream|Event|Ctx)Synchronize$"
+    r"|^(?:AscendCL@)?aclrtSynchronize(?:Stream|Device|Event)(?:WithTimeout)?$",
+)
+
 SCHEMAS: dict[str, Schema] = {
     "kernels": KERNELS,
     "ops": OPS,
@@ -203,6 +223,7 @@ SCHEMAS: dict[str, Schema] = {
     "queue": QUEUE,
     "op_statistic": OP_STATISTIC,
     "steps": STEPS,
+    "syncs": SYNCS,
 }
 
 _FILL: dict[str, object] = {I64: -1, F64: np.nan, STR: "", BOOL: False}
@@ -332,6 +353,7 @@ class Profile:
     queue: pd.DataFrame = field(default_factory=lambda: empty(QUEUE))
     op_statistic: pd.DataFrame = field(default_factory=lambda: empty(OP_STATISTIC))
     steps: pd.DataFrame = field(default_factory=lambda: empty(STEPS))
+    syncs: pd.DataFrame = field(default_factory=lambda: empty(SYNCS))
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in SCHEMAS}

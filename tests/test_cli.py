@@ -197,7 +197,7 @@ def test_help_lists_every_subcommand_in_one_line(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert done.value.code == 0
     block = out.split("commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert [line.split()[0] for line in block] == ["BASE", "export", "summary", "info", "advise"]
+    assert [line.split()[0] for line in block] == ["BASE", "export", "summary", "check", "info", "advise"]
     assert all(len(line) <= 80 for line in out.splitlines()[:12])
 
 

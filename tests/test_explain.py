@@ -299,3 +299,34 @@ def test_launchbound_stretch_by_hand() -> None:
     assert feeding(ex.lag_ns, ex.queue_depth) == "the device waits for the host"
     assert feeding(device_bound.lag_ns, device_bound.queue_depth) == "the host runs ahead of the device"
     assert feeding(20_000, 1) == "the host just keeps up"
+
+
+def test_npu_cann_sync_names_the_asking_op() -> None:
+    """fixtures/gen/npu_db_patterns.py: the device runs out of work at 1530 µs; the main thread
+    is inside aten::item 1540–1900 µs, blocked in the CANN call aclrtSynchronizeStreamWithTimeout
+    (1550–1880), which the Db keeps in CANN_API, not among the ops; the step ends at 2000 µs."""
+    parts = by_label(FIX / "npu_db_patterns" / "level1_ascend_pt")
+    assert parts[(IDLE, "sync", "aten::item")] == 1900 - 1540
+    assert parts[(IDLE, "host", "host gap after the step's last op")] == 2000 - 1900
+
+
+@pytest.mark.skipif(not (DATA / "npu-real-runs").is_dir(), reason="../shared/data absent")
+def test_npu_sync_text_and_db_agree() -> None:
+    """One real job exported twice: both exports record the same eight CANN sync calls on the
+    main thread (seven aclrtSynchronizeStreamWithTimeout, one aclrtSynchronizeDevice) and the
+    idle time they explain is the device drained by aten::item on both, within recording
+    variance (the Text export's run and the Db's are separate runs of the job)."""
+    runs = DATA / "npu-real-runs"
+    text, db = (load(runs / kind / "level1" / "rank0_ascend_pt") for kind in ("text", "db"))
+    for p in (text, db):
+        assert p.syncs["name"].value_counts().to_dict() == {"aclrtSynchronizeStreamWithTimeout": 7,
+                                                           "aclrtSynchronizeDevice": 1}
+        main = p.ops.loc[p.ops["is_step"], "tid"].iloc[0]
+        assert (p.syncs["tid"] == main).all()
+    sync = []
+    for p in (text, db):
+        parts = explain_profile(p).parts()
+        idle_sync = parts[(parts["part"] == IDLE) & (parts["cause"] == "sync")]
+        assert idle_sync["label"].tolist() == ["aten::item"]
+        sync.append(int(idle_sync["ns"].sum()))
+    assert sync[0] > 1_000_000 and abs(sync[0] - sync[1]) <= 0.2 * max(sync)

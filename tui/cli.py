@@ -1,8 +1,9 @@
-"""Command line: ``perfcmp-tui [BASE COMP | export | summary | info | advise] …``.
+"""Command line: ``perfcmp-tui [BASE COMP | export | summary | check | info | advise] …``.
 
 Headless commands import only :mod:`perfcmp_core`; Textual is imported only when the interactive
 app starts, so ``export`` on a busy NPU host starts fast. Exit codes: 0 success, 2 bad input or
-usage (one line on stderr, no traceback), 1 internal error (traceback with ``--debug``).
+usage (one line on stderr, no traceback), 1 internal error (traceback with ``--debug``) — and for
+``check``, 1 is also its verdict "regression".
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ PROG = "perfcmp-tui"
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("BASE COMP -o DIR", "headless: summary, then the msprof-analyze workbook"),
     "summary": ("BASE COMP", "headless: summary, top regressions, advisor findings"),
+    "check": ("BASE COMP --max …", "CI gate: exit 1 when COMP regressed past the limits"),
     "info": ("PATH", "what a profile is: kind, steps, counts, files"),
     "advise": ("PATH", "the bottleneck advisor on one profile"),
 }
@@ -159,6 +161,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE")
         _add_load_options(p, pair=False)
         return p
+    if command == "check":
+        return _check_parser()
     desc = {
         "export": "Compare BASE and COMP headless and write the workbook "
                   "(drop-in for msprof-analyze compare).",
@@ -186,6 +190,38 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     _add_load_options(p, pair=True)
     _add_cluster_options(p)
     _add_compare_options(p)
+    return p
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=f"{PROG} check",
+                description="Performance regression gate: exit 0 when COMP is within the limits of BASE, 1 "
+                            "when it regressed, 2 on bad input. Limits are growths per step; with enough "
+                            "steps a rank test rules out step-to-step noise.")
+    _add_pair(p)
+    g = p.add_argument_group("policy")
+    g.add_argument("--max", action="append", default=[], metavar="METRIC=LIMIT",
+                   help="a limit, e.g. E2E=+5%%, idle.sync=+1ms, 'Mem Usage=+1GiB', kernel:GEMM=+3%%, "
+                        "op:aten::mm=+10%%, 'module:*MLP*=+5%%' (repeatable; overrides the gate file)")
+    g.add_argument("--gate", metavar="FILE", help="TOML gate file: [max] METRIC = \"LIMIT\", [gate] settings")
+    g.add_argument("--alpha", type=float, help="significance level of the noise test (default 0.05)")
+    _flag(g, "min_steps", "analysed steps per side the noise test needs (default 5)", type=int)
+    _flag(g, "warmup_steps", "leading steps left out (default: the advisor's warmup_steps, 2)", type=int)
+    g = p.add_argument_group("reports")
+    g.add_argument("--junit", metavar="FILE", help="JUnit XML: one test case per check")
+    g.add_argument("--json", dest="json_out", metavar="FILE", help="every check as JSON")
+    g.add_argument("--markdown", metavar="FILE", help="a Markdown summary for a pull-request comment")
+    g = p.add_argument_group("configuration")
+    _flag(g, "equivalence", "ini file of equivalent operators / kernel classes on top of the built-in "
+                            "table (the classes kernel:CLASS names)", default=None)
+    p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
+                   help="advisor configuration (its warmup_steps is the default warm-up)")
+    _add_load_options(p, pair=True)
+    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank traces: every "
+                             "rank pair is gated, each check reports its worst rank)")
+    _flag(g, "ranks", "gate only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
+    _flag(g, "jobs", "processes gating rank pairs on this machine (default: every core)", type=int)
+    p.set_defaults(scheduler=None)  # rank pairs are gated on this machine
     return p
 
 
@@ -329,6 +365,24 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     return _headless(ns, out_dir=None, json_path=None, write_workbook=False)
 
 
+def cmd_check(ns: argparse.Namespace) -> int:
+    """The gate: the request's configuration files and the whole policy are read and checked
+    first (bad input exits 2 before any profile is opened), then the pair or the clusters are
+    loaded and gated."""
+    from perfcmp_core.compare.kernel_families import class_order
+    from perfcmp_core.gate import Outputs, combine, parse_max, read_gate_file, run_check
+    from perfcmp_core.request import RunRequest
+
+    base, comp = _pair_paths(ns)
+    request = RunRequest.read(base, comp, load_options(ns, ns.base_step), load_options(ns, ns.comparison_step),
+                              CompareOptions(), advisor_file=ns.advisor_config, equivalence_file=ns.equivalence)
+    classes = class_order(request.equivalence)
+    spec = combine(read_gate_file(ns.gate, classes) if ns.gate else None, parse_max(ns.max, classes),
+                   alpha=ns.alpha, min_steps=ns.min_steps, warmup_steps=ns.warmup_steps)
+    cluster = cluster_request(ns, request)
+    return run_check(request, spec, Outputs(ns.junit, ns.json_out, ns.markdown), cluster=cluster)
+
+
 def cmd_advise(ns: argparse.Namespace) -> int:
     from perfcmp_core.advisor import run_advise
 
@@ -399,6 +453,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "info": cmd_info,
     "export": cmd_export,
     "summary": cmd_summary,
+    "check": cmd_check,
     "advise": cmd_advise,
     "tui": cmd_tui,
 }

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from typing import Protocol, TypeVar
 
 from .. import lifetime
 from ..errors import InputError
 from ..processes import start_method
 from .ranks import format_ranks, ranks_phrase
-from .summary import RankOutcome, RankTask, import_workers_modules, summarize_rank
+from .summary import import_workers_modules, summarize_rank
 
 
 def available_cores() -> int:
@@ -28,17 +29,28 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def map_in_pool(tasks: Sequence[RankTask], jobs: int | None = None) -> Iterator[RankOutcome]:
+class _Ranked(Protocol):
+    rank: int
+
+
+T = TypeVar("T", bound=_Ranked)
+R = TypeVar("R")
+
+
+def map_in_pool(tasks: Sequence[T], jobs: int | None = None,
+                work: Callable[[T], R] = summarize_rank) -> Iterator[R]:  # type: ignore[assignment]
     """Each task's outcome as soon as it is done (completion order).
 
     One process per core by default, never more than there are tasks; with one (or one task) the
     ranks load here, one after the other. A pool process that dies (killed for memory, a crash in
-    a native library) fails the run with one line naming the ranks it may have held.
+    a native library) fails the run with one line naming the ranks it may have held. ``work`` is
+    what runs per task (a module-level function, so it pickles): by default a rank's summary;
+    ``check`` gates rank pairs with it.
     """
     workers = min(jobs or available_cores(), len(tasks))
     if workers <= 1:
         for task in tasks:
-            yield summarize_rank(task)
+            yield work(task)
         return
     # Forked (the CLI, the app's comparison child), the workers share this process's imports
     # instead of importing pandas and the loaders again.
@@ -52,8 +64,7 @@ def map_in_pool(tasks: Sequence[RankTask], jobs: int | None = None) -> Iterator[
     completed = False
     try:
         with lifetime.signals_blocked():
-            pending: dict[Future[RankOutcome], RankTask] = {pool.submit(summarize_rank, t): t
-                                                            for t in tasks}
+            pending: dict[Future[R], T] = {pool.submit(work, t): t for t in tasks}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:

@@ -33,14 +33,9 @@ import numpy as np
 import pandas as pd
 
 from ..compare.kernel_families import LAUNCH_CATEGORIES
-from ..model import Profile
-from ..timeline import Spans, first_come, overlaps, thread_key
+from ..model import SYNC_CALL, Profile
+from ..timeline import Spans, first_come, innermost, overlaps, thread_key
 
-#: Runtime calls that block the host until a stream, event or the whole device is done.
-SYNC_CALL = re.compile(
-    r"^(?:cuda|hip|cu)(?:Device|Stream|Event|Ctx)Synchronize$"
-    r"|^(?:AscendCL@)?aclrtSynchronize(?:Stream|Device|Event)(?:WithTimeout)?$",
-)
 #: Python frames that are not the user's code: the profiler's and torch's own frames, built-ins.
 _INTERNAL_FRAME = re.compile(r"^(?:<built-in|<frozen |torch/|typing\.py|enum\.py|contextlib\.py|functools\.py)")
 #: ``record_function`` range names: ``Module.method``, ``Optimizer.step#SGD.step`` (never an ``aten::`` op).
@@ -152,33 +147,42 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
     rows = np.arange(n, dtype="int64")
 
     is_runtime = np.isin(cat, list(LAUNCH_CATEGORIES))
-    is_sync = is_runtime & _matches(names, SYNC_CALL)
-    threads = np.unique(np.concatenate([key[launched_from], key[is_sync]]))
+    calls = _sync_calls(profile, key, is_runtime & _matches(names, SYNC_CALL))
+    threads = np.unique(np.concatenate([key[launched_from], calls.key]))
     outer = np.isin(key, threads) & (top == rows) & ~is_runtime
 
     role = np.full(n, CPU, dtype="int8")
     label = names.copy()
     role[_tops(top, launched_from)] = DISPATCH
-    sync_tops = _tops(top, np.flatnonzero(is_sync))
-    role[sync_tops] = SYNC
+    inside = calls.op >= 0
+    call_top = np.where(inside, top[np.maximum(calls.op, 0)], -1) if n else calls.op
+    role[_tops(call_top, np.flatnonzero(inside))] = SYNC
     copy_tops = top[h2d_from]
     has_copy = copy_tops >= 0
     role[copy_tops[has_copy]] = COPY
     label[copy_tops[has_copy]] = (h2d_label[has_copy] + " in " + names[copy_tops[has_copy]]).astype(object)
     # Every row carries its outermost op's role and label (calls outside any op: their own).
     own = top < 0
-    row_role = np.where(own, np.where(is_sync, SYNC, CPU), role[np.maximum(top, 0)]).astype("int8")
+    row_role = np.where(own, CPU, role[np.maximum(top, 0)]).astype("int8")
     row_label = np.where(own, names, label[np.maximum(top, 0)]).astype(object)
 
     def layer(which: np.ndarray) -> Layer:
         return Layer.of(start[which], end[which], row_label[which])
 
-    bare_sync = is_sync & own
+    # A sync call made outside every op (``torch.cuda.synchronize()`` in the training loop) is
+    # its own sync interval, named by the call.
+    has_top = call_top >= 0
+    safe_top = np.maximum(call_top, 0)
+    call_role = np.where(has_top, role[safe_top] if n else SYNC, SYNC)
+    call_label = np.where(has_top, label[safe_top] if n else "", calls.name).astype(object)
+    bare = ~has_top | (is_runtime[safe_top] if n else True)
+    sync = Layer.of(np.concatenate([start[outer & (role == SYNC)], calls.start[bare]]),
+                    np.concatenate([end[outer & (role == SYNC)], calls.end[bare]]),
+                    np.concatenate([row_label[outer & (role == SYNC)], calls.name[bare]]))
     notes = np.isin(key, threads) & frame & ~ops["is_step"].to_numpy(dtype=bool)
-    sync_rows = np.flatnonzero(is_sync)
-    sync_cause = np.where(row_role[sync_rows] == COPY, "copy", "sync").astype(object)
+    sync_cause = np.where(call_role == COPY, "copy", "sync").astype(object)
     return HostLayers(
-        sync=layer(np.flatnonzero((outer & (role == SYNC)) | bare_sync)),
+        sync=sync,
         copy=layer(np.flatnonzero(outer & (role == COPY))),
         dispatch=layer(np.flatnonzero(outer & (role == DISPATCH))),
         cpu_ops=layer(np.flatnonzero(outer & (role == CPU))),
@@ -186,8 +190,40 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
         annotations=Layer.of(start[notes], end[notes], names[notes]),
         role=row_role, label=row_label,
         op_start=start[outer], op_end=end[outer],
-        calls=SyncCalls(start[sync_rows], end[sync_rows], sync_cause, row_label[sync_rows]),
+        calls=SyncCalls(calls.start, calls.end, sync_cause, call_label),
         has_host=bool(n),
+    )
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """Synchronisation calls, wherever the profile keeps them, with their thread and the
+    innermost op they were made in (-1: none)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    key: np.ndarray
+    op: np.ndarray
+
+
+def _sync_calls(profile: Profile, op_key: np.ndarray, in_ops: np.ndarray) -> _Calls:
+    """The sync calls among the ``ops`` rows (``in_ops``: GPU runtime rows, inside the op that
+    asked) and those of the SYNCS table (NPU CANN calls, placed in the innermost op running on
+    their thread when they started)."""
+    ops, syncs = profile.ops, profile.syncs
+    rows = np.flatnonzero(in_ops)
+    parent = ops["parent"].to_numpy()
+    s_key = thread_key(syncs["pid"].to_numpy(), syncs["tid"].to_numpy())
+    s_start = syncs["start_ns"].to_numpy()
+    s_op = innermost(op_key, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), parent, s_key, s_start,
+                     strict=False)
+    return _Calls(
+        start=np.concatenate([ops["start_ns"].to_numpy()[rows], s_start]),
+        end=np.concatenate([ops["end_ns"].to_numpy()[rows], syncs["end_ns"].to_numpy()]),
+        name=np.concatenate([ops["name"].to_numpy(dtype=object)[rows], syncs["name"].to_numpy(dtype=object)]),
+        key=np.concatenate([op_key[rows], s_key]),
+        op=np.concatenate([rows, s_op]),
     )
 
 

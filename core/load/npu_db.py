@@ -67,7 +67,7 @@ from .common import assign_step
 from .detect import Source
 from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic
 from .npu_db_host import (fwdbwd_pairs, host_ops, python_functions, queue_rows, read_apis, read_connection_ids,
-                          read_steps)
+                          read_steps, read_syncs)
 from .npu_db_launch import enqueue_of
 from .npu_db_sql import INT, SID, TEXT, U32, Db, Select, check_header
 
@@ -150,6 +150,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         queue=queue.drop(columns=["gtid"]),
         op_statistic=op_statistic(kernels, steps, opts.step),
         steps=steps,
+        syncs=read_syncs(db),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, empty, frame
+from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
 from ..timeline import nest
 from .common import is_module_name, is_step_name, per_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
@@ -46,6 +46,24 @@ def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
         apis["input_dims"], apis["input_types"] = apis["input_types"], apis["input_dims"]
     apis["call_stack"] = _call_stacks(db, apis["chain"])
     return apis
+
+
+def read_syncs(db: Db) -> pd.DataFrame:
+    """The ``CANN_API`` synchronisation calls (``aclrtSynchronizeStream`` …) → SYNCS: the Db keeps
+    them beside ``PYTORCH_API``, on the same ``globalTid`` (pid in the high 32 bits) as the ops."""
+    if not db.has("CANN_API", "startNs", "endNs", "globalTid", "name"):
+        return empty(SYNCS)
+    ids = db.string_ids_matching(SYNC_CALL)
+    if not ids:
+        return empty(SYNCS)
+    df = (Select(db).col("C", "CANN_API", "startNs", "start_ns", INT).col("C", "CANN_API", "endNs", "end_ns", INT)
+          .col("C", "CANN_API", "globalTid", "gtid", INT).col("C", "CANN_API", "name", "name", SID)
+          .fetch(f"FROM CANN_API AS C WHERE C.name IN ({', '.join(map(str, ids))}) "
+                 "AND C.startNs IS NOT NULL AND C.endNs IS NOT NULL ORDER BY C.startNs"))
+    gtid = df["gtid"].to_numpy(dtype="int64")
+    return frame(SYNCS, {"name": df["name"], "pid": np.where(gtid >= 0, gtid >> 32, -1),
+                         "tid": np.where(gtid >= 0, gtid & U32, -1), "start_ns": df["start_ns"],
+                         "end_ns": df["end_ns"]}, n=len(df))
 
 
 def _swapped(dims: pd.Series, dtypes: pd.Series) -> bool:

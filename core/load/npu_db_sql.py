@@ -17,6 +17,7 @@ exports): the SQL half of the Db loader, kept apart from the table building in `
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import warnings
 from pathlib import Path
@@ -228,6 +229,12 @@ class Db:
         """Ids under which ``texts`` are interned."""
         index = self._string_index()
         return [int(i) for i in index[np.isin(self._strings[:-1], texts)]]
+
+    def string_ids_matching(self, pattern: re.Pattern[str]) -> list[int]:
+        """Ids of the interned texts ``pattern`` matches (from their start)."""
+        index = self._string_index()
+        hit = pd.Series(self._strings[:-1], dtype=object).str.match(pattern).to_numpy(dtype=bool)
+        return [int(i) for i in index[hit]]
 
 
 def _lenient_text(raw: bytes) -> str:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, Profile, ProfileMeta, frame
+from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from . import npu_device, npu_files
 from .common import assign_step, is_module_name, is_step_name, steps_from_ops
 from .detect import Source
-from .npu_trace import Events, numbers, read_layout, read_trace
+from .npu_trace import Events, Layout, numbers, read_layout, read_trace
 
 FLOW_CAT = "async_npu"
 
@@ -61,6 +61,24 @@ def _ops(ev: Events) -> pd.DataFrame:
         "depth": depth,
         "is_step": is_step_name(names.astype(str)) if len(rows) else np.zeros(0, dtype=bool),
     }, n=len(rows))
+
+
+def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
+    """The CANN process's synchronisation calls → SYNCS. The CANN process has a pid of its own
+    and the calling thread's OS id as tid, so each call takes the pid of the ops on that thread
+    (the explanation joins calls and ops by thread)."""
+    if layout.cann_pid is None:
+        return frame(SYNCS, n=0)
+    rows = ev.complete(ev.pid == layout.cann_pid)
+    codes, uniq = pd.factorize(ev.name[rows])
+    rows = rows[pd.Series(uniq, dtype=object).str.match(SYNC_CALL).to_numpy(dtype=bool)[codes]]
+    tid = ev.tid[rows]
+    op_pid = ops.drop_duplicates("tid").set_index("tid")["pid"]
+    pid = op_pid.reindex(tid).fillna(layout.cann_pid).to_numpy(dtype="int64")
+    start = ev.ts_ns[rows]
+    return frame(SYNCS, {"name": pd.Series(ev.name[rows], dtype=object).str.removeprefix("AscendCL@"),
+                         "pid": pid, "tid": tid, "start_ns": start, "end_ns": start + ev.dur_ns[rows]},
+                 n=len(rows))
 
 
 def _pyfuncs(ev: Events) -> pd.DataFrame:
@@ -229,7 +247,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     )
     profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=_pyfuncs(ev), fwdbwd=fwdbwd,
                       comm_ops=comm.ops, comm_tasks=comm.tasks, overlap=overlap, queue=queue,
-                      steps=steps)
+                      steps=steps, syncs=_syncs(ev, layout, ops))
     for name, table in (("memory", side.memory), ("op_memory", side.op_memory),
                         ("op_statistic", side.op_statistic)):
         if table is not None:

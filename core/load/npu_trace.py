@@ -34,6 +34,8 @@ _INTEGER = re.compile(r"\s*[-+]?\d+\s*")
 HARDWARE = "Ascend Hardware"
 HCCL_PROCESSES = ("HCCL", "Communication")
 OVERLAP_PROCESS = "Overlap Analysis"
+#: the process of the host's CANN API calls (``AscendCL@aclrtSynchronizeStream`` …)
+CANN_PROCESS = "CANN"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -358,6 +360,7 @@ class Layout:
     hardware_pid: int | None = None
     hccl_pid: int | None = None
     overlap_pid: int | None = None
+    cann_pid: int | None = None
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
     group_threads: dict[int, tuple[str, int]] = field(default_factory=dict)  # tid → (name, order)
     plane_threads: dict[int, tuple[str, str, int]] = field(default_factory=dict)  # tid → (group, plane, sort)
@@ -384,6 +387,8 @@ def read_layout(ev: Events, notes: list[str]) -> Layout:
                 out.hccl_pid = pid
             elif arg_name == OVERLAP_PROCESS:
                 out.overlap_pid = pid
+            elif arg_name == CANN_PROCESS:
+                out.cann_pid = pid
         elif kind == "thread_name":
             out.thread_names[(pid, tid)] = arg_name
         elif kind == "thread_sort_index" and _sort_index(idx) is not None:

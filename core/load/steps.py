@@ -25,6 +25,7 @@ _START = {
     "memory": "ts_ns",
     "queue": "start_ns",
     "fwdbwd": "start_ts_ns",
+    "syncs": "start_ns",
 }
 
 
@@ -103,4 +104,5 @@ def select_step(profile: Profile, step: int) -> Profile:
         queue=profile.queue[keep["queue"]].reset_index(drop=True),
         op_statistic=profile.op_statistic,
         steps=hit.reset_index(drop=True),
+        syncs=profile.syncs[keep["syncs"]].reset_index(drop=True),
     )

@@ -138,7 +138,13 @@ def test_disk_full_leaves_nothing_behind(tmp_path: Path, capsys: pytest.CaptureF
     assert snapshot(out) == before
 
 
-@pytest.mark.parametrize("command", ["advise", "export"])
+def _json_inputs(command: str, out: Path) -> tuple[object, ...]:
+    """What ``command`` needs besides ``--json``."""
+    return {"advise": (TEXT_COMP,), "export": (TEXT_BASE, TEXT_COMP, "-o", out),
+            "check": (TEXT_BASE, TEXT_COMP, "--max", "E2E=+1000%")}[command]
+
+
+@pytest.mark.parametrize("command", ["advise", "export", "check"])
 def test_disk_full_json_is_an_input_error_for_every_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         command: str) -> None:
@@ -147,7 +153,7 @@ def test_disk_full_json_is_an_input_error_for_every_command(
     out = tmp_path / "out"
     out.mkdir()
     _fail_fsync(monkeypatch, errno.ENOSPC, "No space left on device")
-    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", out)
+    inputs = _json_inputs(command, out)
     run = run_cli(capsys, command, *inputs, "--no-cache", "--json", out / "r.json")
     assert_input_error(run, out / "r.json", "cannot write the result here (No space left on device)",
                        quiet=False)
@@ -155,13 +161,13 @@ def test_disk_full_json_is_an_input_error_for_every_command(
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-@pytest.mark.parametrize("command", ["advise", "export"])
+@pytest.mark.parametrize("command", ["advise", "export", "check"])
 def test_json_onto_dev_full(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                             command: str) -> None:
     """A device is written into, not replaced: /dev/full answers ENOSPC, reported as exit 2
     (as root the old code instead published a new file ``/dev/full_1``)."""
     before = set(os.listdir("/dev"))
-    inputs = (TEXT_COMP,) if command == "advise" else (TEXT_BASE, TEXT_COMP, "-o", tmp_path)
+    inputs = _json_inputs(command, tmp_path)
     run = run_cli(capsys, command, *inputs, "--no-cache", "--json", "/dev/full")
     assert_input_error(run, "/dev/full", "cannot write the result here (No space left on device)",
                        quiet=False)

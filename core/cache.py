@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Sou
     from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
-FORMAT = 1
+FORMAT = 2
 #: Default size bound of the whole cache directory.
 MAX_BYTES = 2 * 1024**3
 #: Inputs modified this recently are not cached (see the module docstring).

@@ -58,7 +58,7 @@ class ResultBuilder:
     def notes(self) -> list[str]:
         """Each note once: the sides', then why comparisons made nothing, then the run's.
 
-        A reason that is also a run note (the module comparison's "showing operators instead")
+        A reason that is also a run note (the module comparison's "the operators are compared instead")
         is listed with the run notes.
         """
         out = list(self._side_notes)
@@ -82,8 +82,10 @@ class ResultBuilder:
 
     def snapshot(self) -> ComparisonResult:
         """The results so far, in containers of their own: later events do not change it."""
+        steps = {side: info.get("selected_step") for side, info in self.loaded.items()}
         return ComparisonResult(self.base_label, self.comp_label, tables=dict(self.tables),
-                                summary=dict(self.summary), notes=self.notes)
+                                summary=dict(self.summary), notes=self.notes,
+                                base_step=steps.get("base"), comp_step=steps.get("comparison"))
 
 
 def collect(events: Iterator[Event], base: str, comp: str) -> ComparisonResult:

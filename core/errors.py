@@ -41,6 +41,12 @@ class InputError(Exception):
         return _rebuild, (type(self), self.path, self.problem)
 
 
+def both_bad(base: InputError, comp: InputError) -> InputError:
+    """One error naming both bad inputs of a pair (one line: the base's problem, then the
+    comparison's): fixing the first and running again must not be how the second is found."""
+    return InputError(None, f"{base.message}; and {comp.message}")
+
+
 class UsageError(InputError):
     """A bad option or option combination (no file involved)."""
 

@@ -6,6 +6,7 @@ the summary figures), so the words on screen can never disagree with the numbers
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ import numpy as np
 from .compat import as_text
 from .compare.result import LEVEL, SHOWN, Table
 
+#: The time distribution's title (the reference's table, the terminal report, the README sheet).
+SUMMARY_TITLE = "Model Profiling Time Distribution"
 #: Summary figures shown as headline lines, by the prefix of their terminal column name.
 HEADLINES = ("E2E Time", "Computing Time", "Uncovered Communication Time", "Free Time", "Mem Usage")
 
@@ -29,7 +32,7 @@ class Headline:
     base: str  # "18.717 ms"
     comparison: str
     diff: str  # "+0.276 ms"
-    change: str  # "+1.5%", "new" (base 0) or "" (both 0)
+    change: str  # "+1.5%", "new" (base 0), "" (both print as 0, or a side lacks the figure)
     direction: int  # +1 grew (worse: more time or memory), -1 shrank, 0 equal
 
 
@@ -43,11 +46,29 @@ def amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{value:{fmt}} {unit}".rstrip()
 
 
+#: How a side that does not hold a figure prints (absent is not zero: a Db export has no bandwidth).
+ABSENT = "—"
+
+
 def figure(label: str, f: dict[str, Any]) -> Headline:
-    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it."""
+    """One summary figure (an entry of ``summary_figures``) as the app and the terminal print it.
+
+    A side whose value is ``None`` lacks the figure: it prints :data:`ABSENT` and the figure has
+    no difference. Two sides that both print as 0 have no change: 0 → 0.1 µs is not "new".
+    """
     unit = str(f.get("unit", ""))
-    b, c = float(f.get("base") or 0), float(f.get("comparison") or 0)
-    change = f"{(c / b - 1) * 100:+.1f}%" if b else ("new" if c else "")
+    raw_b, raw_c = f.get("base"), f.get("comparison")
+    if raw_b is None or raw_c is None:
+        return Headline(label=label,
+                        base=ABSENT if raw_b is None else amount(float(raw_b), unit),
+                        comparison=ABSENT if raw_c is None else amount(float(raw_c), unit),
+                        diff="", change="", direction=0)
+    b, c = float(raw_b), float(raw_c)
+    zero = amount(0.0, unit)
+    if amount(b, unit) == zero and amount(c, unit) == zero:
+        change = ""  # both print as 0: no change to speak of (not "new", not "+900%")
+    else:
+        change = f"{(c / b - 1) * 100:+.1f}%" if b else "new"
     return Headline(label=label, base=amount(b, unit), comparison=amount(c, unit),
                     diff=amount(c - b, unit, True), change=change, direction=(c > b) - (c < b))
 
@@ -190,3 +211,39 @@ def time_parts(table: Table, keep: int = 5) -> list[Part]:
             k = int(hit[0])
             parts.append(Part(label, float(max(base[k], 0.0)), float(max(comp[k], 0.0))))
     return parts
+
+
+# -- the time distribution as rows ------------------------------------------------------------
+def _label(key: str) -> str:
+    """A figure's label without the reference's header decorations: ``Conv Time(Forward)(Num)``
+    → ``Conv Time (Forward)`` (counts are printed in parentheses beside the values)."""
+    text = re.sub(r"\((Num|Wait Time|Not minimal profiling)\)", "", key)
+    return re.sub(r"(\S)\(", r"\1 (", text).strip()
+
+
+def _count(value: object, signed: bool = False) -> str:
+    if value is None:
+        return ""
+    return f" ({int(value):+d})" if signed else f" ({int(value)})"  # type: ignore[call-overload]
+
+
+def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> list[list[str]]:
+    """The time distribution as rows: label, base, comparison, diff, change (``counts``: kernel
+    counts in parentheses). Uncovered communication's wait time gets a row of its own."""
+    rows = []
+    for key, f in figures.items():
+        if not key:
+            continue
+        h = figure(_label(key), f)
+        b_n, c_n = f.get("base_count"), f.get("comparison_count")
+        both = counts and b_n is not None and c_n is not None
+        rows.append([h.label, h.base + (_count(b_n) if both else ""),
+                     h.comparison + (_count(c_n) if both else ""),
+                     h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
+                     h.change])
+        waits = {"unit": "s", "base": float(f.get("base_wait") or 0.0),
+                 "comparison": float(f.get("comparison_wait") or 0.0)}
+        w = figure("  of which wait", waits)
+        if w.base != w.comparison or w.base != amount(0.0, "s"):  # a wait that prints as one
+            rows.append([w.label, w.base, w.comparison, w.diff, w.change])
+    return rows

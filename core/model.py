@@ -324,8 +324,10 @@ class ProfileMeta:
     backward_tid: int = -1  # tid of the autograd thread (first fwdbwd flow end)
     has_pmu: bool = False  # NPU kernel details carry PMU columns (not Level0)
     group_names: dict[str, str] = field(default_factory=dict)  # HCCL thread/group → pg name
-    rdma_bandwidth_gbps: float = 0.0  # communication.json, last step key (spec §2.5)
-    sdma_bandwidth_gbps: float = 0.0
+    # communication.json, last step key (spec §2.5); None: the profile holds no such figure (a Db
+    # export, a GPU trace, a Text export without communication.json): absent is not zero.
+    rdma_bandwidth_gbps: float | None = None
+    sdma_bandwidth_gbps: float | None = None
     selected_step: int | None = None  # the step filter applied, if any
     variants: list[str] = field(default_factory=list)  # format variants seen (load/variants.py)
     #: The profiler's own overall breakdown (Db ``OVERLAP_ANALYSIS``), ns per type: COMPUTE,

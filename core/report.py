@@ -12,7 +12,6 @@ reference's figures (``summary_figures``) unchanged.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -21,12 +20,11 @@ from typing import Any
 import numpy as np
 
 from .compare import ADVISOR, SHEETS
-from .compare.result import IS_TOTAL, LEVEL, ComparisonResult, is_ratio
+from .compare.result import IS_TOTAL, LEVEL, ComparisonResult, Table, is_ratio, screen_header
 from .explain.table import TABLE_NAME as STEP_TIME
-from .insight import figure
-from .view import format_value, screen_text
+from .insight import SUMMARY_TITLE, summary_rows
+from .view import screen_text
 
-SUMMARY_TITLE = "Model Profiling Time Distribution"
 NO_SUMMARY = (f"{SUMMARY_TITLE}: not available "
               "(profiling comparison disabled or no kernels)")
 #: Narrowest report: below this the columns would be unreadable anyway.
@@ -131,40 +129,6 @@ def where_the_time_went(result: ComparisonResult, width: int) -> str:
 
 
 # -- the time distribution ---------------------------------------------------------------------
-def _label(key: str) -> str:
-    """A figure's label without the reference's header decorations: ``Conv Time(Forward)(Num)``
-    → ``Conv Time (Forward)`` (counts are printed in parentheses beside the values)."""
-    text = re.sub(r"\((Num|Wait Time|Not minimal profiling)\)", "", key)
-    return re.sub(r"(\S)\(", r"\1 (", text).strip()
-
-
-def _count(value: object, signed: bool = False) -> str:
-    if value is None:
-        return ""
-    return f" ({int(value):+d})" if signed else f" ({int(value)})"  # type: ignore[call-overload]
-
-
-def summary_rows(figures: dict[str, dict[str, Any]], counts: bool = True) -> list[list[str]]:
-    """The time distribution as rows: label, base, comparison, diff, change (``counts``: kernel
-    counts in parentheses). Uncovered communication's wait time gets a row of its own."""
-    rows = []
-    for key, f in figures.items():
-        if not key:
-            continue
-        h = figure(_label(key), f)
-        b_n, c_n = f.get("base_count"), f.get("comparison_count")
-        both = counts and b_n is not None and c_n is not None
-        rows.append([h.label, h.base + (_count(b_n) if both else ""),
-                     h.comparison + (_count(c_n) if both else ""),
-                     h.diff + (_count(int(c_n) - int(b_n), signed=True) if both else ""),  # type: ignore[arg-type]
-                     h.change])
-        if f.get("base_wait") or f.get("comparison_wait"):
-            w = figure("  of which wait", {"unit": "s", "base": f.get("base_wait"),
-                                           "comparison": f.get("comparison_wait")})
-            rows.append([w.label, w.base, w.comparison, w.diff, w.change])
-    return rows
-
-
 def summary_table(figures: dict[str, dict[str, Any]], width: int) -> str:
     """:data:`SUMMARY_TITLE` as a table of ``width`` columns at most: counts are left out, then
     the change column, then labels are cut, until it fits."""
@@ -215,35 +179,44 @@ def middle(text: str, width: int) -> str:
 
 # -- top regressions ---------------------------------------------------------------------------
 def top_regressions(result: ComparisonResult, n: int = 10, width: int = PIPE_WIDTH) -> str:
-    """The top ``n`` rows of the first declared table that ranks regressions (modules, else
-    operators: :attr:`~perfcmp_core.compare.result.Sheet.regressions`), by its default sort."""
+    """The top ``n`` rows of every declared table that ranks regressions (modules, then
+    operators: :attr:`~perfcmp_core.compare.result.Sheet.regressions`), by its default sort, one
+    block each: a module row holds its ops, so the operator that grew most (``ToCopyBackward0``)
+    would never show among the module rows. The change reads as the app's Δ%."""
+    blocks = []
     for sheet in SHEETS.values():
         table = result.tables.get(sheet.name)
         if sheet.regressions is None or table is None or table.empty or not table.default_sort:
             continue
-        df = table.data
-        if IS_TOTAL in df:
-            df = df[df[IS_TOTAL].astype(bool)]
-        df = df.sort_values(table.default_sort, ascending=False, kind="stable").head(n)
-        name_col = table.column(sheet.regressions)
-        diff_col = table.column(table.default_sort)
-        ratio_col = next((c for c in table.columns if is_ratio(c)), None)
-        unit = f" {diff_col.unit}" if diff_col.unit else ""
-        cells = []
-        for row in df.itertuples(index=False):
-            rec = row._asdict()
-            diff = screen_text(rec[diff_col.key], diff_col) + unit
-            ratio = f"({format_value(rec[ratio_col.key], ratio_col)})" if ratio_col else ""
-            cells.append((str(rec[name_col.key]), diff, ratio))
-        w_diff = max(len(c[1]) for c in cells)
-        w_ratio = max(len(c[2]) for c in cells)
-        w_name = max(12, min(max(len(c[0]) for c in cells), width - 6 - w_diff - w_ratio - 4))
-        kinds = result.summary.get("figures", {}).get("", {})
-        totals = (f"; totals over base {_steps(kinds.get('base_steps'))}, comparison "
-                  f"{_steps(kinds.get('comparison_steps'))}" if kinds.get("per_step") else "")
-        lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}{totals}):"]
-        for i, (name, diff, ratio) in enumerate(cells, 1):
-            lines.append(f"  {i:>2}. {middle(name, w_name):<{w_name}}  {diff:>{w_diff}}  "
-                         f"{ratio:>{w_ratio}}".rstrip())
-        return "\n".join(lines)
-    return "No operator or module table: no top regressions to show."
+        blocks.append(_regressions(result, table, sheet.regressions, n, width))
+    return "\n\n".join(blocks) or "No operator or module table: no top regressions to show."
+
+
+def _regressions(result: ComparisonResult, table: Table, name_key: str, n: int, width: int) -> str:
+    """One table's block of :func:`top_regressions`."""
+    df = table.data
+    if IS_TOTAL in df:
+        df = df[df[IS_TOTAL].astype(bool)]
+    df = df.sort_values(table.default_sort, ascending=False, kind="stable").head(n)
+    name_col = table.column(name_key)
+    diff_col = table.column(table.default_sort)
+    ratio_col = next((c for c in table.columns if is_ratio(c)), None)
+    unit = f" {diff_col.unit}" if diff_col.unit else ""
+    cells = []
+    for row in df.itertuples(index=False):
+        rec = row._asdict()
+        diff = screen_text(rec[diff_col.key], diff_col) + unit
+        ratio = f"({screen_text(rec[ratio_col.key], ratio_col)})" if ratio_col else ""
+        cells.append((str(rec[name_col.key]), diff, ratio))
+    w_diff = max(len(c[1]) for c in cells)
+    w_ratio = max(len(c[2]) for c in cells)
+    w_name = max(12, min(max(len(c[0]) for c in cells), width - 6 - w_diff - w_ratio - 4))
+    kinds = result.summary.get("figures", {}).get("", {})
+    totals = (f"; totals over base {_steps(kinds.get('base_steps'))}, comparison "
+              f"{_steps(kinds.get('comparison_steps'))}" if kinds.get("per_step") else "")
+    change = f", {screen_header(ratio_col)} in parentheses" if ratio_col else ""
+    lines = [f"Top {len(df)} regressions ({table.name}, by {diff_col.header}{change}{totals}):"]
+    for i, (name, diff, ratio) in enumerate(cells, 1):
+        lines.append(f"  {i:>2}. {middle(name, w_name):<{w_name}}  {diff:>{w_diff}}  "
+                     f"{ratio:>{w_ratio}}".rstrip())
+    return "\n".join(lines)

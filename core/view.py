@@ -26,7 +26,8 @@ import pandas as pd
 from .compat import as_text
 from .compare.operators import screen_kernel_text
 from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
-                             change_text, number_format, screen_format, screen_header)
+                             change_percent, change_text, number_format, screen_format,
+                             screen_header)
 
 #: A focus condition: the row matches when any of the column keys holds exactly the value.
 Condition = tuple[tuple[str, ...], str]
@@ -63,8 +64,41 @@ def _formatted(value: object, fmt: str) -> str:
             return str(value)
     if fmt == "float":
         v = float(value)  # type: ignore[arg-type]
-        return "INF" if math.isinf(v) else f"{v:,.2f}"
+        if math.isinf(v):
+            return "INF"
+        return f"{v:,.2f}" if v == 0 or abs(v) >= SMALL else small_text(v)
     return str(value)
+
+
+#: Below this a number's two decimals would read 0.00 (``+0.00 ▲+20.74%``): it gets
+#: :data:`SIGNIFICANT` significant digits instead.
+SMALL = 0.005
+SIGNIFICANT = 3
+
+
+def small_text(v: float) -> str:
+    """A non-zero number under :data:`SMALL` with :data:`SIGNIFICANT` significant digits
+    (0.0012 → ``0.00120``), in scientific notation below a nanosecond's worth (1e-9)."""
+    if abs(v) < 1e-9:
+        return f"{v:.{SIGNIFICANT - 1}e}"
+    decimals = SIGNIFICANT - 1 - math.floor(math.log10(abs(v)))
+    return f"{v:.{decimals}f}"
+
+
+def exact_text(value: object, col: Column) -> str:
+    """A cell at the precision it is stored with — what `y` / `Y` copy and the line under the
+    table shows (the screen rounds: 0.0012345 ms shows as 0.00123): numbers keep 15
+    significant digits, a ratio its change in percent likewise; anything else as on screen."""
+    fmt = screen_format(col)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and fmt in (
+            "float", "change", "percent"):
+        v = float(value)
+        if fmt == "change":
+            return f"{change_percent(v):+.15g}%"
+        if fmt == "percent":
+            return f"{v * 100:.15g}%"
+        return ("+" if v > 0 and is_signed(col) else "") + f"{v:.15g}"
+    return screen_text(value, col)
 
 
 def is_signed(col: Column) -> bool:
@@ -354,6 +388,9 @@ class TableView:
     _search: Search | None = field(default=None, repr=False)
     #: Per text column, the rows the current filter matched there (for `n`/`N` and the hint).
     _match: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: `/`: the search in place (rows stay; the cursor jumps between the rows it matches).
+    find_text: str = ""
+    _find: Search | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         df = self.table.data
@@ -600,6 +637,24 @@ class TableView:
         self._search = Search.compile(self.filter_text) if self.filter_text else None
         self.invalidate()
 
+    def set_find(self, text: str) -> None:
+        """Search ``text`` in place (see :class:`Search`; empty ends the search): no row is
+        hidden, :meth:`found` says which visible rows match."""
+        self.find_text = text.strip()
+        self._find = Search.compile(self.find_text) if self.find_text else None
+
+    def found(self) -> np.ndarray:
+        """Positions, in the visible order, of the rows the search matches in any text column
+        (what `n` / `N` step through and "match i/n" counts)."""
+        order = self.order()
+        if self._find is None or not len(order):
+            return np.zeros(0, dtype="int64")
+        hit = np.zeros(len(self.table.data), dtype=bool)
+        for c in self.table.columns:
+            if c.fmt in ("text", "bold"):
+                hit |= self.shown_index(c.key).matches(self._find)
+        return np.flatnonzero(hit[order])
+
     @property
     def search(self) -> Search | None:
         """The compiled filter, None without one."""
@@ -662,6 +717,23 @@ class TableView:
         self.invalidate()
         return True
 
+    def expand_all(self, expand: bool) -> bool:
+        """Open every node of the tree (``expand``) or close them all; False when this view is no
+        tree (or is shown flat)."""
+        if not self.is_tree or self.flat:
+            return False
+        self.expanded = set(self.parent_nodes()) if expand else set()
+        self.invalidate()
+        return True
+
+    def parent_row(self, row: int) -> int | None:
+        """The data row of the tree node holding data row ``row`` (None at a root, or when this
+        view is no tree)."""
+        if not self.is_tree or self.flat or self._ppos is None:
+            return None
+        parent = int(self._ppos[row])
+        return parent if parent >= 0 else None
+
     # -- cell text ----------------------------------------------------------------------------
     def cell(self, row: int, col: Column) -> str:
         """Screen text of one cell, at most :data:`CLIP` characters on one line."""
@@ -672,9 +744,9 @@ class TableView:
         return screen_text(self.table.data[col.key].iat[row], col)
 
     def full_text(self, row: int, col: Column) -> str:
-        """Screen text of one cell in full (what `y` copies)."""
+        """One cell in full, numbers at their stored precision (what `y` copies)."""
         key = SHOWN if SHOWN in self.table.data and col.key == self.label_key else col.key
-        return screen_text(self.table.data[key].iat[row], col)
+        return exact_text(self.table.data[key].iat[row], col)
 
     def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
         """Screen text of the given data rows, clipped (only what is about to be measured or

@@ -146,9 +146,12 @@ def standard() -> ComparisonResult:
                          op_stat(), tree, private, api())
     result.notes.append("memory comparison skipped: no memory records")
     result.options = {"enabled": frozenset({"operator", "api"}), "max_kernel_num": None, "step": 3}
-    result.summary = {
-        "base": {"E2E Time(ms)": np.float64(20.0)},
-        "comparison": {"E2E Time(ms)": 20.5},
+    result.summary = {  # the shape the pipeline's SummaryReady gives
+        "figures": {"": {"unit": "", "base_text": "GPU", "comparison_text": "NPU"},
+                    "E2E Time": {"unit": "s", "base": np.float64(0.020), "comparison": 0.0205,
+                                 "base_count": None, "comparison_count": None},
+                    "Cube Time(Num)": {"unit": "s", "base": 0.004, "comparison": 0.003,
+                                       "base_count": 12, "comparison_count": 10}},
         "text": "Model Profiling Time Distribution\nIndex  Base  Comparison",
     }
     return result
@@ -470,14 +473,33 @@ def test_readme_sheet(book: Path) -> None:
     assert "memory comparison skipped: no memory records" in flat
     assert "OperatorCompareStatistic: grouped by raw name" in flat
     assert pairs["enabled"] == "api, operator" and pairs["step"] == 3
-    assert pairs["base: E2E Time(ms)"] == 20.0
-    # A plain-text summary (the terminal table) is spread over one row per line.
-    at = next(i for i, r in enumerate(rows) if r[0] == "text")
+    # The figures read as the terminal prints them (issue 30 #1: they were Python dicts):
+    # 20 ms → 20.5 ms is +0.5 ms, +2.5 %; 4 ms (12 kernels) → 3 ms (10) is −1 ms (−2), −25 %.
+    assert pairs["E2E Time"] == "20.000 ms → 20.500 ms   +0.500 ms   +2.5%"
+    assert pairs["Cube Time"] == "4.000 ms (12) → 3.000 ms (10)   -1.000 ms (-2)   -25.0%"
+    assert not any("{" in str(v) for r in rows for v in r)
+    # The reference's plain-text table is spread over one row per line.
+    at = next(i for i, r in enumerate(rows) if r[0] == "As msprof-analyze prints it") + 1
     assert [rows[at][1], rows[at + 1][1]] == ["Model Profiling Time Distribution", "Index  Base  Comparison"]
     assert rows[at + 1][0] is None
+    assert pairs["Steps compared"] == "every step"
     keys = ("Diff ratio > 1", "Diff ratio < 1", "INF")
     legend = {r[0]: fill_of(ws.cell(i, 1)) for i, r in enumerate(rows, 1) if r and r[0] in keys}
     assert legend == {"Diff ratio > 1": RED, "Diff ratio < 1": GREEN, "INF": RED}
+
+
+def test_a_workbook_of_one_step_names_it(tmp_path: Path) -> None:
+    """`S`, step 4, `e` (or --base-step 4 --comparison-step 7): the title rows and the README
+    say which step each side is (they named only the files)."""
+    result = standard()
+    result.base_step, result.comp_step = 4, 7
+    wb = openpyxl.load_workbook(write_workbook(result, tmp_path, now=NOW))
+    titles = [c.value for c in wb["OperatorCompareStatistic"][1] if c.value]
+    assert titles == ["Base Profiling: base/trace.json (step 4)",
+                      "Comparison Profiling: /data/comp_ascend_pt (step 7)"]
+    pairs = {r[0].value: r[1].value for r in wb["README"].iter_rows() if len(r) > 1}
+    assert pairs["Base profiling"] == "base/trace.json (step 4)"
+    assert pairs["Steps compared"] == "base step 4, comparison step 7"
 
 
 # --------------------------------------------------------------------------- empty & errors

@@ -34,7 +34,8 @@ def test_notes_sides_then_skips_then_the_run_each_once() -> None:
     b.add(Loaded("comparison", {"notes": []}))
     b.add(Skipped(("KernelCompare", "KernelTypeCompare"), "kernel comparison needs NPU"))
     b.add(Skipped(("MemoryCompare",), "kernel comparison needs NPU"))  # said once
-    fallback = "module comparison: no python_function events — showing operators instead"
+    fallback = ("module comparison: no python_function events — the operators are compared "
+                "instead (Operators screen, 2)")
     b.add(Skipped(("ModuleTree", "ModuleCompare"), fallback))
     assert b.notes == ["base: no memory_record.csv", "kernel comparison needs NPU", fallback]
     b.add(Finished(1.0, notes=["base: 3 kernels are linked to no host op", fallback]))

@@ -44,7 +44,7 @@ def test_ranks_first_then_a_rank_pair_and_nothing_left_behind() -> None:
         screen = term.wait("rank 1 node-a_40310", "Where the time went", absent="q cancels")
         # fixtures/README.md: rank 1 computes +0.570 ms over its 3 steps, its GEMMs longer
         assert "+0.19 ms/step" in screen and "GEMM kernels +0.20" in screen
-        term.keys("q")  # the rank pair finished loading: q quits
+        term.keys("Q")  # the rank pair finished loading: Q quits at once
         term.wait("EXIT:0")
         end = time.monotonic() + 10
         while tagged(tag) and time.monotonic() < end:

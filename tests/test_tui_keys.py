@@ -17,7 +17,7 @@ from textual.widgets import Input
 
 from tests.tui_support import aio, make_app, operators_named, settle, shown
 
-NAMES = {"/": "slash", "\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab",
+NAMES = {"/": "slash", "|": "vertical_line", "\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab",
          "?": "question_mark", "!": "exclamation_mark"}
 
 
@@ -52,7 +52,7 @@ async def test_keys_after_slash_go_into_the_filter() -> None:
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
-        burst(app, "/aten")
+        burst(app, "|aten")
         await until(pilot, lambda: box(app).value == "aten")
         assert app.focused is box(app) and box(app).value == "aten"
         assert pane.view.filter_text == "aten" and not pane.view.totals_only
@@ -65,7 +65,7 @@ async def test_editing_keys_and_enter_in_a_burst() -> None:
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
-        burst(app, "/atx\x7fen\rd")
+        burst(app, "|atx\x7fen\rd")
         await until(pilot, lambda: pane.view.sort_key is not None)
         assert pane.view.filter_text == "aten" and app.focused is pane.frame
         assert pane.view.sort_key == pane.view.diff_key()
@@ -79,7 +79,7 @@ async def test_escape_in_a_burst_reverts_and_the_next_key_is_a_command() -> None
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
-        burst(app, "/aten\x1bd")
+        burst(app, "|aten\x1bd")
         await until(pilot, lambda: pane.view.sort_key is not None)
         assert pane.view.filter_text == "" and app.focused is pane.frame
         assert pane.view.sort_key == pane.view.diff_key()
@@ -90,7 +90,7 @@ async def test_keys_before_slash_keep_their_order() -> None:
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
-        burst(app, "jj/at")
+        burst(app, "jj|at")
         await until(pilot, lambda: box(app).value == "at")
         assert pane.frame.cursor == 2 and box(app).value == "at"
 
@@ -112,7 +112,7 @@ async def test_paste_right_after_slash_goes_into_the_filter() -> None:
     app = make_app("npu")
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
-        burst(app, "/")
+        burst(app, "|")
         app.post_message(events.Paste("aten::to"))
         burst(app, "\r")
         await until(pilot, lambda: app.focused is pane.frame)

@@ -359,7 +359,7 @@ def test_keys_typed_after_slash_go_into_the_filter(terminals) -> None:
     tag = unique("keys")
     term = terminals(app(*NPU, tag=tag))
     _operators_screen(term)
-    term.tmux("send-keys", "-t", "e", "-l", "/aten")
+    term.tmux("send-keys", "-t", "e", "-l", "|aten")
     screen = term.wait("filter “aten”")
     assert "Export workbook" not in screen and "[ TOTAL ] only" not in screen
     assert re.search(r"▊\s+aten\s", screen), screen  # the open filter box holds it
@@ -370,7 +370,7 @@ def test_keys_typed_after_slash_go_into_the_filter(terminals) -> None:
     assert "filter “aten”" in status and f"{operators_named('npu', 'aten')}/{total} rows" in status
     rows = [ln for ln in screen.splitlines() if ln.startswith("aten::")]
     assert rows and all(ln.startswith("aten::") for ln in rows)
-    term.keys("q")
+    term.keys("Q")
     term.wait("EXIT:0")
 
 
@@ -388,7 +388,7 @@ def test_bracketed_paste_goes_into_the_filter(terminals) -> None:
     status = _status(term.wait("filter “aten::linear”"))
     assert "1/35 rows" in status
     term.keys("Enter")
-    term.keys("q")
+    term.keys("Q")
     term.wait("EXIT:0")
 
 
@@ -414,15 +414,15 @@ def test_ssh_session_dropped_while_loading(terminals, big_pair, tmp_path: Path) 
 
 @needs_ssh
 def test_ssh_keys_and_quit(terminals) -> None:
-    """Through ``ssh -t``: the burst after ``/`` lands in the filter, q quits, terminal restored."""
+    """Through ``ssh -t``: the burst after ``/`` lands in the filter, Q quits, terminal restored."""
     tag = unique("sshkeys")
     term = terminals(ssh_command(app(*NPU, tag=tag)))
     _operators_screen(term)
-    term.tmux("send-keys", "-t", "e", "-l", "/aten")
+    term.tmux("send-keys", "-t", "e", "-l", "|aten")
     screen = term.wait("filter “aten”")
     assert "Export workbook" not in screen
     term.tmux("send-keys", "-t", "e", "-l", "\r")
-    term.keys("q")
+    term.keys("Q")
     term.wait("EXIT:0")
     assert term.flags() == RESTORED
     assert not ours(tag)
@@ -454,7 +454,7 @@ def test_two_instances_open_the_same_pair_at_once(terminals, big_pair, tmp_path:
     e2e = [next(ln for ln in s.splitlines() if ln.lstrip().startswith("E2E")) for s in screens]
     assert e2e[0] == e2e[1]
     for t in terms:
-        t.keys("q")
+        t.keys("Q")
         t.wait("EXIT:0")
     folder = cache / "perfcmp-tui"
     assert len(list(folder.glob("*.npz"))) == 2

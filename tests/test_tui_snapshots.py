@@ -153,7 +153,7 @@ def test_kernels_of_a_module_row_with_stacks(snap_compare: Callable[..., bool]) 
 def test_filter_hint_and_next_match(snap_compare: Callable[..., bool], size: str) -> None:
     """A filter that matched only in the kernel lists says so; `n` puts the cursor on the match."""
     app = make_app("npu_ops")
-    assert snap_compare(app, press=["2", "v", "slash", *"memcpy_async", "enter", "n"],
+    assert snap_compare(app, press=["2", "v", "vertical_line", *"memcpy_async", "enter", "n"],
                         terminal_size=SIZES[size], run_before=finished(app))
 
 

@@ -138,10 +138,16 @@ def headers(app: PerfCmpApp) -> list[str]:
 
 def signed(value: float) -> str:
     """A difference as the screen prints it (written here independently of the app's formatter)."""
-    return ("+" if value > 0 else "") + f"{value:,.2f}"
+    return ("+" if value > 0 else "") + plain(value)
 
 
 def plain(value: float) -> str:
+    """Two decimals; a non-zero value that would read 0.00 keeps three significant digits
+    (0.0012 → 0.00120; issue 30 #7)."""
+    if value != 0 and abs(value) < 0.005:
+        if abs(value) < 1e-9:
+            return f"{value:.2e}"
+        return f"{value:.{2 - int(np.floor(np.log10(abs(value))))}f}"
     return f"{value:,.2f}"
 
 

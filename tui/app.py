@@ -45,7 +45,7 @@ from .screens.help import HelpScreen
 from .screens.kernels import KernelScreen
 from .screens.notes import NotesScreen
 from .screens.sort_picker import SortPicker
-from .screens.step_picker import Choice, StepPicker, step_choices
+from .screens.step_picker import Choice, StepPicker
 from .screens.timeline import PICK_STEPS, TimelineScreen, row_op
 from .terminal import Guard
 from .widgets.frame_view import FrameView
@@ -81,7 +81,9 @@ class PerfCmpApp(App[int]):
         Binding("shift+tab", "next_pane(-1)", "Previous screen", show=False, priority=True),
         Binding("d", "sort_diff", "Diff"),
         Binding("s", "sort_pick", "Sort"),
-        Binding("slash", "filter", "Filter"),
+        Binding("slash", "search", "Search"),
+        # Not in the footer (full at 80 columns): the help and the search box's hint name it.
+        Binding("vertical_line", "filter", "Filter", show=False),
         Binding("t", "totals", "TOTAL"),
         # The table's own keys (issue 16): unchanged rows, matches, copy, columns, the full row.
         Binding("u", "unchanged", "Unchanged", show=False),
@@ -95,6 +97,8 @@ class PerfCmpApp(App[int]):
         Binding("v", "cycle_view", "View"),
         Binding("c", "stacks", "Stacks"),
         Binding("e", "export", "Export"),
+        Binding("x", "export_view", "View as CSV", show=False),
+        Binding("X", "copy_view", "Copy view", show=False),
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
@@ -103,7 +107,12 @@ class PerfCmpApp(App[int]):
         Binding("exclamation_mark", "notes", "Notes", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "cancel", "Cancel", show=False),
+        Binding("E", "expand_all(True)", "Expand all", show=False),
+        Binding("C", "expand_all(False)", "Collapse all", show=False),
+        Binding("P", "parent", "Parent", show=False),
+        Binding("backspace", "previous", "Back", show=False),
         Binding("q", "back", "Quit"),
+        Binding("Q", "quit", "Quit now", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         # Over SSH people press Ctrl+C to get out; it quits too (and kills a running comparison).
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -161,6 +170,10 @@ class PerfCmpApp(App[int]):
         self._held_on: Screen[object] | None = None  # the screen the held key was typed on
         #: The Timeline table's lanes, by id of the table (indexed in the worker, see T)
         self.timeline_sides: dict[int, tuple[SideLanes, SideLanes]] = {}
+        #: `q` asked "q again quits" (any other key forgets it).
+        self._quit_asked = False
+        #: The screens left by a screen key, for Backspace (the last one last).
+        self._screen_history: list[str] = []
 
     @property
     def finished(self) -> bool:
@@ -207,6 +220,8 @@ class PerfCmpApp(App[int]):
         await super().on_event(event)
 
     async def _route(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and event.key != "q":
+            self._quit_asked = False
         if isinstance(event, (events.Key, events.Paste)) and self._must_hold(event):
             self._held, self._held_on = event, self.screen
             self._hold_timer = self.set_timer(HOLD_S, self._release)
@@ -226,7 +241,8 @@ class PerfCmpApp(App[int]):
         if isinstance(self.screen, ModalScreen):
             return False
         # `/` opens the filter; a paste on a table opens it holding the text.
-        return isinstance(event, events.Paste) or event.key in ("slash", *self._opener_keys)
+        return isinstance(event, events.Paste) or event.key in ("slash", "vertical_line",
+                                                                 *self._opener_keys)
 
     def on_key(self, event: events.Key) -> None:
         """A held key came back up to the app: release the keys behind it once its bindings
@@ -389,6 +405,8 @@ class PerfCmpApp(App[int]):
     def _failed(self, event: Failed) -> None:
         self.running = False
         self.query_one(RunProgress).failed(event.message)
+        what = "the inputs could not be read" if event.is_input else "the run failed"
+        self._stop_waiting(f"{what} (r on the error retries): {event.message}")
         self.push_screen(ErrorScreen(event.message, event.detail, event.is_input),
                          self._after_error)
 
@@ -425,7 +443,7 @@ class PerfCmpApp(App[int]):
             self.notify("one step on each side: there is no other step to pick",
                         severity="warning", timeout=3)
             return
-        self.push_screen(StepPicker(step_choices(base, comp), self.steps_now), self._steps_chosen)
+        self.push_screen(StepPicker(base, comp, self.steps_now), self._steps_chosen)
 
     def _steps_chosen(self, choice: Choice | None) -> None:
         if choice is None or choice == self.steps_now or self.restart is None:
@@ -460,7 +478,9 @@ class PerfCmpApp(App[int]):
         current = self.query_one("#panes", ContentSwitcher).current or f"pane-{self.screens[0].id}"
         return self.query_one(f"#{current}", TablePane)
 
-    def action_pane(self, pane_id: str) -> None:
+    def action_pane(self, pane_id: str, remember: bool = True) -> None:
+        if remember and pane_id != self.pane.spec.id:
+            self._screen_history.append(self.pane.spec.id)
         self.query_one("#panes", ContentSwitcher).current = f"pane-{pane_id}"
         self.query_one(TabBar).active = pane_id
         self.pane.activate()
@@ -512,6 +532,10 @@ class PerfCmpApp(App[int]):
         if not self._no_table():
             self.pane.open_filter()
 
+    def action_search(self) -> None:
+        if not self._no_table():
+            self.pane.open_search()
+
     def action_totals(self) -> None:
         if not self._no_table() and not self.pane.toggle_totals():
             self.notify("this view has no [ TOTAL ] rows", severity="warning", timeout=2,
@@ -529,6 +553,10 @@ class PerfCmpApp(App[int]):
         """Why `c` shows nothing here: this view has no stack columns (the profiles do), or
         neither profile was collected with stacks."""
         if any(info.get("with_stack") for info in self.outcome.loaded.values()):
+            here = [n for n in self.pane.names() if self.pane.tables[n].stacks is not None]
+            if here:  # a statistic row groups many ops: the stacks are on its matched rows
+                return (f"this view has no call stacks: {' / '.join(here)} (v, or Enter on a "
+                        "row for its matched rows) shows them")
             return ("this view has no call stacks: the Modules screen (3) shows them, and "
                     "ModuleCompare / ModuleCompareStatistic there (v)")
         return "no call stacks in these profiles: collect with with_stack=True"
@@ -542,18 +570,18 @@ class PerfCmpApp(App[int]):
         if self._no_table():
             return
         if not self.pane.next_match(step):
-            self.notify("no filter match to go to (/ sets a filter)", severity="warning",
+            self.notify("no match to go to (/ searches, | filters)", severity="warning",
                         timeout=2)
 
     def action_copy_cell(self) -> None:
         if not self._no_table():
-            self._copy(self.pane.frame.cell_full_text(), "cell")
+            self.copy_text(self.pane.frame.cell_full_text(), "cell")
 
     def action_copy_row(self) -> None:
         if not self._no_table():
-            self._copy(self.pane.frame.row_full_text(), "row")
+            self.copy_text(self.pane.frame.row_full_text(), "row")
 
-    def _copy(self, text: str, what: str) -> None:
+    def copy_text(self, text: str, what: str) -> None:
         """To the local clipboard through the terminal (OSC 52: works over SSH; tmux needs
         ``set -g set-clipboard on``)."""
         if not text:
@@ -614,6 +642,36 @@ class PerfCmpApp(App[int]):
         """What ``e`` writes: a snapshot of everything that arrived (taken on the UI thread)."""
         return self.outcome.snapshot()
 
+    def action_export_view(self) -> None:
+        """`x`: the view on screen (filtered, sorted, shown columns) as CSV in the export folder."""
+        if self._no_table():
+            return
+        view, folder = self.pane.view, self.out_dir
+        assert view is not None
+
+        def write() -> None:
+            from perfcmp_core.errors import InputError
+            from perfcmp_core.export.view_csv import write_view_csv
+
+            try:
+                path = write_view_csv(view, folder)
+            except InputError as exc:
+                self.call_from_thread(self.notify, f"CSV not written: {exc.message}",
+                                      severity="error", timeout=8, markup=False)
+                return
+            self.call_from_thread(self.notify, f"{len(view):,} rows written: {path}", timeout=8,
+                                  markup=False)
+
+        self.run_worker(write, thread=True, exclusive=False, exit_on_error=False, group="export")
+
+    def action_copy_view(self) -> None:
+        """`X`: the view on screen, tab-separated with its header, to the clipboard."""
+        if not self._no_table():
+            from perfcmp_core.export.view_csv import view_tsv
+
+            assert self.pane.view is not None
+            self.copy_text(view_tsv(self.pane.view), "view")
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -624,12 +682,18 @@ class PerfCmpApp(App[int]):
         self.workers.cancel_group(self, "compare")
         self.running = False
         self.query_one(RunProgress).cancelled()
-        for pane in self.query(TablePane):
-            if pane.current is None:
-                pane.add_reason("loading was cancelled before this comparison ran")
-                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self._stop_waiting("loading was cancelled before this comparison ran")
         self.notify("comparison cancelled", timeout=3)
         return True
+
+    def _stop_waiting(self, reason: str) -> None:
+        """The run ended early (cancelled, failed): no screen still says "waiting for results…"
+        and no side of the header still says "loading…"; each says why instead."""
+        for pane in self.query(TablePane):
+            if pane.current is None:
+                pane.add_reason(reason)
+                self.query_one(TabBar).set_empty(pane.spec.id, True)
+        self.query_one(InputsBar).show(self.outcome.loaded, stopped=True)
 
     def action_cancel(self) -> None:
         """Esc: close the filter box, else cancel loading, else leave a drill-down."""
@@ -638,10 +702,34 @@ class PerfCmpApp(App[int]):
         self.pane.go_back()
 
     def action_back(self) -> None:
-        """q: leave a drill-down, else cancel loading, else quit."""
+        """q: leave a drill-down, else cancel loading, else quit — asking once when results are
+        on screen (a stray q must not throw a loaded comparison away; Q quits at once)."""
         if self.pane.go_back() or self.cancel_run():
             return
+        if not self._quit_asked and any(not t.empty for t in self.outcome.tables.values()):
+            self._quit_asked = True
+            self.notify("q again quits (Q quits at once)", timeout=3)
+            return
         self.quit_with_code()
+
+    def action_previous(self) -> None:
+        """Backspace: leave a drill-down, else back to the screen left last (on its row: each
+        screen keeps its cursor)."""
+        if self.pane.go_back():
+            return
+        if self._screen_history:
+            self.action_pane(self._screen_history.pop(), remember=False)
+        else:
+            self.notify("no screen to go back to", timeout=2)
+
+    def action_expand_all(self, expand: bool) -> None:
+        if not self._no_table() and not self.pane.expand_all(expand):
+            self.notify("this view is no tree (or a filter shows it flat)", severity="warning",
+                        timeout=2)
+
+    def action_parent(self) -> None:
+        if not self._no_table() and not self.pane.go_parent():
+            self.notify("no parent: a top-level row, or no tree here", timeout=2)
 
     def action_quit(self) -> None:  # type: ignore[override]
         self.quit_with_code()
@@ -666,7 +754,8 @@ class PerfCmpApp(App[int]):
 PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Sort by Diff (d)", "sort the table by Diff; again to flip", "sort_diff"),
     ("Sort by column… (s)", "pick a sort column", "sort_pick"),
-    ("Filter rows… (/)", "filter the table by text", "filter"),
+    ("Search… (/)", "jump between the rows that match (n / N), rows kept", "search"),
+    ("Filter rows… (|)", "filter the table by text", "filter"),
     ("Toggle TOTAL rows (t)", "show only the [ TOTAL ] rows", "totals"),
     ("Switch view (v)", "statistic ↔ detail ↔ tree", "cycle_view"),
     ("Call stacks (c)", "show or hide the call stacks", "stacks"),

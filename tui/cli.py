@@ -16,7 +16,7 @@ import traceback
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from perfcmp_core import lifetime
-from perfcmp_core.errors import InputError, UsageError
+from perfcmp_core.errors import InputError, UsageError, both_bad
 from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
 
@@ -55,7 +55,21 @@ class _Parser(argparse.ArgumentParser):
         self.add_argument("--version", action="version", version=f"{PROG} {_version()}")
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{self._did_you_mean(message)} (see {self.prog} --help)")
+
+    def _did_you_mean(self, message: str) -> str:
+        """`--rnak`: the option meant (as an unknown command gets its "did you mean")."""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        import difflib
+
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+                if close:
+                    return f" (did you mean {close[0]}?)"
+        return ""
 
 
 def _version() -> str:
@@ -103,18 +117,20 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     _flag(g, "use_input_shape", "match ops by name and input shapes", action="store_true")
     _flag(g, "use_kernel_type", "kernel comparison by op type/core type (op_statistic.csv)",
           action="store_true")
-    _flag(g, "config", "the one TOML configuration: masks, kernel classes, advisor rules and checks "
-                       "(docs/configuration.md); a legacy ini file with an [OP_MASK] section still works",
+    _flag(g, "config", "the one TOML configuration: masks, kernel classes, advisor rules and checks; "
+                       "a legacy ini file with an [OP_MASK] section still works",
           default=None)
-    _flag(g, "equivalence", "legacy ini file of equivalent operators / kernel classes read on top of "
-                            "the built-in table (docs/matching.md)", default=None)
+    _flag(g, "equivalence", "legacy ini file of equivalent operators / kernel classes read on top of the "
+                            "built-in table: [op.NAME] / [kernel.NAME] sections as in the shipped "
+                            "perfcmp_core/compare/equivalence.ini", default=None)
     _flag(g, "exact_names", "pair ops by their recorded names only, as msprof-analyze does (no "
                             "equivalence table, no pairing by position)", action="store_true")
 
 
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders or per-rank "
-                             "traces; docs/cluster.md)")
+    g = p.add_argument_group("clusters (BASE and COMP are folders of rank folders — "
+                             "rank0_ascend_pt, … — or of per-rank traces: each rank is compared "
+                             "with the same rank of the other, the Ranks screen first)")
     _flag(g, "ranks", "compare only these ranks, e.g. 0-7,12 (default: every rank)", default=None)
     _flag(g, "scheduler", "load the ranks on the Dask cluster at ADDRESS, e.g. tcp://head:8786 "
                           "(default: $DASK_SCHEDULER_ADDRESS; 'local': this machine); needs "
@@ -145,7 +161,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--json", dest="json_out", metavar="FILE", help="also write JSON here")
         p.add_argument("--config", dest="config", metavar="FILE.toml", default=None,
                        help="the one TOML configuration: masks, kernel classes, advisor rules and "
-                            "checks (docs/configuration.md)")
+                            "checks")
         p.add_argument("--advisor-config", dest="advisor_config", metavar="FILE",
                        help="legacy advisor INI file (rules/keywords override)")
         _add_load_options(p, pair=False)
@@ -186,7 +202,7 @@ def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=f"{PROG} check",
                 description="Performance regression gate: exit 0 when COMP is within the limits of BASE, 1 "
                             "when it regressed, 2 on bad input. Limits are growths per step; with enough "
-                            "steps a rank test rules out step-to-step noise (docs/ci.md).")
+                            "steps a rank test rules out step-to-step noise.")
     _add_pair(p)
     g = p.add_argument_group("policy")
     g.add_argument("--max", action="append", default=[], metavar="METRIC=LIMIT",
@@ -384,15 +400,22 @@ def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = 
     """What can fail without loading fails here, as one line and exit code 2, before the
     terminal switches to the app: options and config files (read into ``request``), the inputs
     (they exist, their kind is detected, every file they name is readable and passes the size and
-    owner checks, a requested Db step exists) and the export folder. The in-app error view is
+    owner checks, a requested Db step exists; a small input is read whole: a truncated gzip, a
+    JSON that is not a trace) and the export folder. The in-app error view is
     left for what only loading reveals. Two ``clusters`` were checked as far as finding their
     ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal)."""
     from perfcmp_core.export.safe_write import check_dir
-    from perfcmp_core.load import check_input
+    from perfcmp_core.load import check_content, check_input
 
     if not clusters:
-        check_input(request.base, request.base_opts)
-        check_input(request.comp, request.comp_opts)
+        errors = []
+        for path, opts in ((request.base, request.base_opts), (request.comp, request.comp_opts)):
+            try:  # both inputs: when both are bad, both are named
+                check_content(check_input(path, opts), opts)
+            except InputError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0] if len(errors) == 1 else both_bad(errors[0], errors[1])
     check_dir(out_dir)
 
 

@@ -134,7 +134,8 @@ class ClusterInputsBar(InputsBar):
         self.ready = False  # the ranks' table arrived
         super().__init__(base, comp, **kwargs)
 
-    def show(self, loaded: dict[str, dict[str, Any]]) -> None:
+    def show(self, loaded: dict[str, dict[str, Any]], stopped: bool = False) -> None:
+        self._loaded, self._stopped = loaded, stopped
         self.update(self.text(loaded))
 
     def text(self, loaded: dict[str, dict[str, Any]]) -> Text:

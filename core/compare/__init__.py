@@ -190,7 +190,9 @@ def _operators(ctx: Context) -> Outcome:
         return [*modules.tables(), *(replace(t, export=False) for t in tables)]
     if not reason:
         return tables
-    note = f"module comparison: {reason} — showing operators instead"
+    # Said where it is read: on the empty Modules screen "showing operators instead" read as a
+    # promise of rows below; the operators are on their own screen (and sheets).
+    note = f"module comparison: {reason} — the operators are compared instead (Operators screen, 2)"
     ctx.notes.append(note)
     return [*tables, Absent(tuple(s.name for s in _OPERATOR_SHEETS if s.screen is MODULES), note)]
 
@@ -247,10 +249,10 @@ def _timeline(ctx: Context) -> Outcome:
 
 
 def _steps(ctx: Context) -> Outcome:
-    from .steps import compare_steps
+    from .steps import compare_steps, step_statistics
 
     table, reason = compare_steps(ctx.base, ctx.comp, ctx.masks())
-    return [table] if table is not None else reason
+    return [table, step_statistics(table)] if table is not None else reason
 
 
 # ---------------------------------------------------------------------------- the registry
@@ -290,7 +292,8 @@ _OPERATOR_SHEETS = (
           "Top-level operators grouped by name, sorted by device-time difference.",
           drill=Drill("OperatorCompare", _BY_NAME), regressions="name", row_names=("name",)),
     Sheet("OperatorCompare", OPERATORS,
-          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES),
+          "Aligned operator pairs in execution order with their kernels.", row_names=_PAIR_NAMES,
+          stacks=("_base_stack", "_comp_stack")),
 )
 
 STEPS: tuple[Step, ...] = (
@@ -342,7 +345,8 @@ STEPS: tuple[Step, ...] = (
     Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),)),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
-        Sheet("StepCompare", OVERALL, export=False),)),
+        Sheet("StepCompare", OVERALL, export=False),
+        Sheet("StepStatistics", OVERALL, export=False),)),
 )
 
 #: The advisor's table: made by :mod:`perfcmp_core.advisor`, which the pipeline runs beside the

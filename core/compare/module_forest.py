@@ -35,9 +35,9 @@ from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
 from .operators import kernel_lines
 from .optree import UNCOUNTED_TASK_TYPES, children_csr
+from .py_stacks import STACK_SEP, frame_stacks
 
 BACKWARD_PREFIX = "[ BACKWARD ]"
-_STACK_SEP = ";\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,40 +214,6 @@ def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fpar
     return _sorted(df)
 
 
-def _frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[str]:
-    """Chain of non-module python frames strictly containing each start, outermost first.
-
-    Walks the python-function nesting upward from the innermost frame containing the start;
-    strings are memoised per frame so shared prefixes are built once.
-    """
-    pf = profile.pyfuncs
-    n = len(start)
-    if pf.empty:
-        return [""] * n
-    pkey = thread_key(pf["pid"].to_numpy(), pf["tid"].to_numpy())
-    parent = pf["parent"].to_numpy()
-    up = parent.tolist()
-    is_module = pf["is_module"].tolist()
-    names = pf["name"].tolist()
-    hit = innermost(pkey, pf["start_ns"].to_numpy(), pf["end_ns"].to_numpy(), parent, key, start,
-                    strict=True)
-    memo: dict[int, str] = {-1: ""}
-
-    def stack_of(row: int) -> str:
-        chain = []
-        while row not in memo:
-            chain.append(row)
-            row = up[row]
-        text = memo[row]
-        for r in reversed(chain):
-            if not is_module[r]:
-                text = f"{text}{_STACK_SEP}{names[r]}" if text else names[r]
-            memo[r] = text
-        return text
-
-    return [stack_of(h) for h in hit.tolist()]
-
-
 @dataclass
 class _Forest:
     """Forward and backward module frames of one side in one id space (forward ids first)."""
@@ -369,8 +335,8 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     op_lo[mods[lo]], op_hi[mods[lo]] = lo, hi
 
     # Call stacks: python frames around the module start, else the module-name chain.
-    frames_stack = _frame_stacks(profile, frames["skey"].to_numpy(dtype="int64"), start)
-    default = _paths(names, forest.parent, forest.depth, _STACK_SEP, "")
+    frames_stack = frame_stacks(profile, frames["skey"].to_numpy(dtype="int64"), start)
+    default = _paths(names, forest.parent, forest.depth, STACK_SEP, "")
     stack = np.empty(n, dtype=object)
     stack[:] = [f if f else str(dflt) for f, dflt in zip(frames_stack, default.tolist())]
 

@@ -33,10 +33,12 @@ from ..compat import as_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
+from ..timeline import thread_key
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
 from .names import matched_as, side_keys
 from .optree import OpForest, derived, forest_of, segment_pairs
+from .py_stacks import frame_stacks
 from .result import Column, Table, diff, ratio
 from .step_column import STEP, step_labels
 
@@ -388,11 +390,26 @@ def detail_table(match: OperatorMatch) -> Table:
                             take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,
         "_comp_row": c,
+        "_base_stack": op_stacks(match.base.profile, b),
+        "_comp_stack": op_stacks(match.comp.profile, c),
     })
     return Table(
         name=DETAIL_SHEET, columns=DETAIL_COLUMNS, data=data, base_span=(1, 5), comp_span=(6, 10),
         title="Operators: matched pairs", absent_reason=no_ops_reason(match),
     )
+
+
+def op_stacks(profile: Profile, rows: np.ndarray) -> np.ndarray:
+    """The Python call stack around each op's start (``rows`` into ``profile.ops``, -1 for no op;
+    "" where no frame holds it): the trace's ``Call stack`` argument is rarely recorded, the
+    frames are. `c` on the Operators screen shows it; the workbook keeps the reference's columns."""
+    out = np.full(len(rows), "", dtype=object)
+    ok = rows >= 0
+    if ok.any() and not profile.pyfuncs.empty:
+        ops, r = profile.ops, rows[ok]
+        out[ok] = frame_stacks(profile, thread_key(ops["pid"].to_numpy()[r], ops["tid"].to_numpy()[r]),
+                               ops["start_ns"].to_numpy()[r])
+    return out
 
 
 def unlinked_notes(match: OperatorMatch) -> list[str]:

@@ -271,16 +271,21 @@ def _time_entry(b: Bucket | int, c: Bucket | int) -> dict[str, object]:
     return entry
 
 
-def _value_entry(b: float, c: float, unit: str, fmt: str) -> dict[str, object]:
+def _value_entry(b: float | None, c: float | None, unit: str, fmt: str) -> dict[str, object]:
+    """A figure that is not a time (memory, a bandwidth). A side that does not hold the figure
+    (``None``: a Db export has no bandwidth) keeps ``None`` as its value — the app and the report
+    print it as absent, never as 0 — while the texts print 0 there, as the reference's table
+    does."""
+    bt, ct = b or 0.0, c or 0.0
     return {
         "unit": unit,
         "base": b,
         "comparison": c,
         "base_count": None,
         "comparison_count": None,
-        "base_text": f"{b:{fmt}}{unit}",
-        "comparison_text": f"{c:{fmt}}{unit}",
-        "diff_text": f"{c - b:+{fmt}}{unit}",
+        "base_text": f"{bt:{fmt}}{unit}",
+        "comparison_text": f"{ct:{fmt}}{unit}",
+        "diff_text": f"{ct - bt:+{fmt}}{unit}",
     }
 
 

@@ -100,8 +100,8 @@ class SideMetrics:
     lccl: Bucket = Bucket()
     mc2: dict[str, Mc2Time] = field(default_factory=dict)  # kernel name → times, first-seen order
     memory_gb: float = 0.0
-    rdma_bandwidth_gbps: float = 0.0
-    sdma_bandwidth_gbps: float = 0.0
+    rdma_bandwidth_gbps: float | None = None  # None: the profile holds no such figure
+    sdma_bandwidth_gbps: float | None = None
     groups: dict[str, GroupTime] = field(default_factory=dict)  # group key → times, display order
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)  # overlap of uncovered comm
     pg_names: dict[str, str] = field(default_factory=dict)  # group key → process-group name
@@ -200,8 +200,8 @@ def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = 
                  classes=classes)
     side.memory_gb = _memory_gb(profile)
     if side.is_npu:
-        side.rdma_bandwidth_gbps = float(profile.meta.rdma_bandwidth_gbps)
-        side.sdma_bandwidth_gbps = float(profile.meta.sdma_bandwidth_gbps)
+        side.rdma_bandwidth_gbps = profile.meta.rdma_bandwidth_gbps
+        side.sdma_bandwidth_gbps = profile.meta.sdma_bandwidth_gbps
         side.pg_names = {g: n for g, n in profile.meta.group_names.items() if n and n != "unknown"}
     return side
 

@@ -260,6 +260,17 @@ class ComparisonResult:
     summary: dict[str, dict[str, object]] = field(default_factory=dict)  # terminal figures per side
     notes: list[str] = field(default_factory=list)  # comparisons skipped and why
     options: dict[str, object] = field(default_factory=dict)
+    #: The step each side was cut to (``--base-step`` / ``--comparison-step``, the app's `S`);
+    #: None: every step.
+    base_step: int | None = None
+    comp_step: int | None = None
+
+    def side_title(self, side: str) -> str:
+        """A side's path as the workbook names it, with the step compared when one was picked:
+        ``rank0_ascend_pt (step 4)`` — a workbook of one step must say which."""
+        label, step = ((self.base_label, self.base_step) if side == "base"
+                       else (self.comp_label, self.comp_step))
+        return label if step is None else f"{label} (step {step})"
 
     def add(self, table: Table | None) -> None:
         if table is not None:

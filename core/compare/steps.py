@@ -40,6 +40,74 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
+#: A step is an outlier of its side when it lies more than this many robust standard deviations
+#: (1.4826 × the median absolute deviation) from the side's median: a warm-up or a recompiling
+#: step stands out, and one slow step cannot hide itself by inflating the spread (as it does a
+#: plain standard deviation: among 3 steps no step is ever 2 σ from their mean).
+OUTLIER_SIGMAS = 3.0
+_MAD_SIGMA = 1.4826
+STATS_NAME = "StepStatistics"
+
+STATS_COLUMNS: tuple[Column, ...] = (
+    Column("quantity", "Per step", "key", "text", "", 34),
+    Column("base_mean", "Base Mean(ms)", "base", "float", "ms", 14),
+    Column("base_std", "Base Std Dev(ms)", "base", "float", "ms", 14),
+    Column("base_outliers", "Base Outlier Steps", "base", "text", "", 22),
+    Column("comp_mean", "Comparison Mean(ms)", "comparison", "float", "ms", 14),
+    Column("comp_std", "Comparison Std Dev(ms)", "comparison", "float", "ms", 14),
+    Column("comp_outliers", "Comparison Outlier Steps", "comparison", "text", "", 22),
+    Column("diff_mean", "Mean Diff(ms)", "diff", "float", "ms", 14),
+    Column("ratio_mean", "Mean Diff Ratio", "ratio", "percent", "", 12),
+)
+
+
+def outliers(values: np.ndarray) -> np.ndarray:
+    """Which of one side's per-step values are outliers (:data:`OUTLIER_SIGMAS`); none when the
+    steps do not spread at all, or with fewer than three steps."""
+    ok = ~np.isnan(values)
+    out = np.zeros(len(values), dtype=bool)
+    if ok.sum() < 3:
+        return out
+    median = np.median(values[ok])
+    mad = np.median(np.abs(values[ok] - median))
+    if mad == 0:
+        return out
+    out[ok] = np.abs(values[ok] - median) > OUTLIER_SIGMAS * _MAD_SIGMA * mad
+    return out
+
+
+def step_statistics(steps: Table) -> Table:
+    """``StepStatistics``: per quantity of StepCompare and per side, the mean and the standard
+    deviation over the steps (sample, n − 1) and the steps that are outliers (``2 (+41.3)``: the
+    step id and how far from the median, ms)."""
+    data = steps.data
+    rows = []
+    for key, header in PARTS:
+        row: dict[str, object] = {"quantity": header.removesuffix("(ms)")}
+        for side in ("base", "comp"):
+            values = data[f"{side}_{key}"].to_numpy(dtype="float64")
+            ok = values[~np.isnan(values)]
+            row[f"{side}_mean"] = float(ok.mean()) if len(ok) else np.nan
+            row[f"{side}_std"] = float(ok.std(ddof=1)) if len(ok) > 1 else np.nan
+            flagged = outliers(values)
+            median = float(np.median(ok)) if len(ok) else 0.0
+            row[f"{side}_outliers"] = ", ".join(
+                f"{_side_step(data['step'].iat[i], side)} ({values[i] - median:+,.2f})"
+                for i in np.flatnonzero(flagged))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df["diff_mean"] = diff(df["base_mean"], df["comp_mean"])
+    df["ratio_mean"] = ratio(df["base_mean"], df["comp_mean"])
+    return Table(STATS_NAME, STATS_COLUMNS, df[[c.key for c in STATS_COLUMNS]], (1, 3), (4, 6),
+                 title="Per step: mean, standard deviation and outlier steps of each side (ms)")
+
+
+def _side_step(label: str, side: str) -> str:
+    """The step id of one side from a StepCompare label (``3``, or ``3 / 5`` when they differ)."""
+    base, sep, comp = str(label).partition(" / ")
+    return (comp if side == "comp" else base) if sep else base
+
+
 def step_parts(profile: Profile, step: int, masks: Masks) -> dict[str, float]:
     """One step's E2E / computing / uncovered communication / free time in ms, measured as the
     Overall screen measures a run cut to that step: :func:`step_times` is that measure's code,

@@ -18,6 +18,7 @@ from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.export.sheet_xml import CELL_CHARS, SheetXml
 from perfcmp_core.export.styles import (BASE_FILL, BETTER_FILL, COMP_FILL, FIRST_LEVEL_FILL,
                                         TOP_LEVEL_FILL, WORSE_FILL, Palette, Style)
+from perfcmp_core.insight import SUMMARY_TITLE, summary_rows
 
 README_SHEET = "README"
 
@@ -38,8 +39,9 @@ def readme_sheet(
         (("perfcmp-tui comparison workbook", heading),),
         (("Tool version", plain), (__version__, plain)),
         (("Generated (UTC)", plain), (f"{stamp:%Y-%m-%d %H:%M:%S}", plain)),
-        (("Base profiling", plain), (result.base_label, plain)),
-        (("Comparison profiling", plain), (result.comp_label, plain)),
+        (("Base profiling", plain), (result.side_title("base"), plain)),
+        (("Comparison profiling", plain), (result.side_title("comparison"), plain)),
+        (("Steps compared", plain), (_steps(result), plain)),
         (),
         (("Sheets", heading), ("What it shows", heading), ("Rows", heading)),
     ]
@@ -77,17 +79,19 @@ def readme_sheet(
         lines += [(), (("Options", heading),)]
         lines += [((str(k), plain), (_describe(v), plain)) for k, v in result.options.items()]
 
-    if result.summary:
-        lines += [(), (("Summary", heading),)]
-        for side, figures in result.summary.items():
-            items = figures.items() if isinstance(figures, dict) else [(None, figures)]
-            for key, value in items:
-                label = str(side) if key is None else f"{side}: {key}"
-                shown = _describe(value)
-                # Multi-line text (the terminal's time-distribution table): one row per line.
-                parts = shown.split("\n") if isinstance(shown, str) else [shown]
-                lines.append(((label, plain), (parts[0], plain)))
-                lines += [((None, plain), (part, plain)) for part in parts[1:]]
+    figures = result.summary.get("figures")
+    if figures:
+        # As the terminal prints it (one owner: report.summary_rows): label, then base → comp,
+        # diff and change in one cell.
+        lines += [(), ((SUMMARY_TITLE, heading), ("base → comparison, diff, change", heading))]
+        for label, base, comp, diff, change in summary_rows(figures, counts=True):
+            shown = f"{base} → {comp}" + (f"   {diff}" if diff else "") + (
+                f"   {change}" if change else "")
+            lines.append(((label, plain), (shown, plain)))
+    text = result.summary.get("text")
+    if text:  # the reference's own grid, one row per line
+        lines += [(), (("As msprof-analyze prints it", heading),)]
+        lines += [((None, plain), (part, plain)) for part in str(text).split("\n")]
 
     legend = [
         ("Diff ratio > 1", WORSE_FILL,
@@ -115,6 +119,17 @@ def readme_sheet(
         if line
     )
     return xml
+
+
+def _steps(result: ComparisonResult) -> str:
+    """Which steps the workbook describes: every step, or the one picked per side."""
+    b, c = result.base_step, result.comp_step
+    if b is None and c is None:
+        return "every step"
+    if b == c:
+        return f"step {b} of each side"
+    return (f"base step {b if b is not None else 'all'}, comparison step "
+            f"{c if c is not None else 'all'}")
 
 
 def _describe(value: object) -> object:

@@ -153,8 +153,8 @@ def _table_sheet(
     ws.auto_filter = AutoFilter(ref=f"A{HEADER_ROW}:{letters[-1]}{last_row}")
 
     spans = [
-        (table.base_span, f"Base Profiling: {result.base_label}", BASE_FILL),
-        (table.comp_span, f"Comparison Profiling: {result.comp_label}", COMP_FILL),
+        (table.base_span, f"Base Profiling: {result.side_title('base')}", BASE_FILL),
+        (table.comp_span, f"Comparison Profiling: {result.side_title('comparison')}", COMP_FILL),
     ]
     spans = [s for s in spans if _span_ok(s[0], ncols)]
     if len(spans) == 2 and spans[0][0][1] >= spans[1][0][0] and spans[1][0][1] >= spans[0][0][0]:

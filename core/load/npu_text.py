@@ -155,7 +155,7 @@ class _SideFiles:
     op_statistic: pd.DataFrame | None = None
     memory: pd.DataFrame | None = None
     op_memory: pd.DataFrame | None = None
-    bandwidth: tuple[float, float] = (0.0, 0.0)
+    bandwidth: tuple[float | None, float | None] = (None, None)  # (None: no communication.json)
     info: npu_files.ProfilerInfo = field(default_factory=npu_files.ProfilerInfo)
     group_names: dict[str, str] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)

@@ -442,16 +442,18 @@ def test_catalogue_is_complete() -> None:
     assert len(ids) >= 25 and len(set(ids)) == len(ids)
 
 
-def test_base_error_wins_when_both_sides_are_bad(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_both_bad_sides_are_named_base_first(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Both sides load in parallel worker processes; the error still arrives as the one line
-    (not as a broken process pool) and, like the reference, names the base first."""
+    (not as a broken process pool), names the base first, as the reference does, and then the
+    comparison (issue 30: fixing one and running again must not be how the other is found)."""
     base, comp = tmp_path / "base.pt.trace.json", tmp_path / "comp.pt.trace.json"
     base.write_bytes(cut_mid_event(GPU_BASE.read_bytes()))
     comp.write_text("[1, 2")
     run = run_cli(capsys, "export", base, comp, "-o", tmp_path / "out")
     assert_input_error(run, base, "is not valid JSON")
-    assert str(comp) not in run.err
+    first, second = run.err.split("; and ")
+    assert str(base) in first and second.startswith(f"{comp}: is not valid JSON")
 
 
 # -------------------------------------------------------------------------------- the output side

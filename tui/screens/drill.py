@@ -10,11 +10,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from perfcmp_core.compare.result import Column, Table, screen_header
 from perfcmp_core.view import screen_text
+
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 
 def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Text:
@@ -27,8 +28,8 @@ def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Te
     return text
 
 
-class DrillScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,enter,space", "close", "Close")]
+class DrillScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,enter,space", "close", "Close"), *VIM_BINDINGS]
 
     def __init__(self, table: Table, row: int) -> None:
         super().__init__()

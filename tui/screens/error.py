@@ -6,17 +6,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from .vim_keys import VIM_BINDINGS, VimKeys
 
-class ErrorScreen(ModalScreen[str | None]):
+
+class ErrorScreen(VimKeys[str | None]):
     """Dismisses with "retry", "quit" or None (close and look at what did load)."""
 
     BINDINGS = [
         Binding("r", "choose('retry')", "Retry"),
         Binding("q", "choose('quit')", "Quit"),
         Binding("escape,enter", "choose('close')", "Close"),
+        *VIM_BINDINGS,
     ]
 
     def __init__(self, message: str, detail: str, is_input: bool) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from rich.text import Text
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -14,7 +17,12 @@ from perfcmp_core.compare.result import ComparisonResult
 
 
 class ExportDialog(ModalScreen[str | None]):
-    """Ask for the output folder; returns it (or None when cancelled)."""
+    """Ask for the output folder; returns it (or None when cancelled).
+
+    The folder shows as an absolute path (``.`` says nothing about where the file goes), and a
+    folder the workbook cannot be written into is refused here, with the reason under the box
+    and the typed path kept for correcting (it used to close, and the path had to be typed
+    again)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -26,7 +34,8 @@ class ExportDialog(ModalScreen[str | None]):
         with Vertical(classes="dialog", id="export-box"):
             yield Static("[b]Export workbook[/b]\nperformance_comparison_result_<time>.xlsx is "
                          "written into this folder (never overwriting a file):")
-            yield Input(value=str(Path(self.default_dir).expanduser()), id="export-dir")
+            yield Input(value=os.path.abspath(Path(self.default_dir).expanduser()), id="export-dir")
+            yield Static("", id="export-problem", classes="hidden")
             with Horizontal(id="export-buttons"):
                 yield Button("Export", variant="primary", id="export-ok")
                 yield Button("Cancel", id="export-cancel")
@@ -36,13 +45,31 @@ class ExportDialog(ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value.strip() or self.default_dir)
+        self._submit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "export-ok":
-            self.dismiss(self.query_one("#export-dir", Input).value.strip() or self.default_dir)
+            self._submit()
         else:
             self.dismiss(None)
+
+    def _submit(self) -> None:
+        """Close with the folder typed, unless it cannot take the workbook: then say why and
+        keep the dialog, and the path, open."""
+        from perfcmp_core.errors import InputError
+        from perfcmp_core.export.safe_write import check_dir
+
+        folder = os.path.expanduser(self.query_one("#export-dir", Input).value.strip()
+                                    or self.default_dir)
+        try:
+            check_dir(folder)
+        except InputError as exc:
+            problem = self.query_one("#export-problem", Static)
+            problem.update(Text(f"cannot export there: {exc.message}"))
+            problem.remove_class("hidden")
+            self.query_one("#export-dir", Input).focus()
+            return
+        self.dismiss(folder)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

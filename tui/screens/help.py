@@ -7,15 +7,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 #: (keys, what they do) — the README's key table is generated from this list by a test.
 KEYS: tuple[tuple[str, str], ...] = (
     ("0 … 8, Tab / Shift+Tab",
      "switch screen: Ranks (clusters), Overall, Operators, Modules, Comm, Memory, Kernels, API, "
      "Advisor"),
-    ("j / k, ↓ / ↑", "move the cursor"),
+    ("j / k, ↓ / ↑", "move the cursor (in a dialog: the highlight, or scroll its text)"),
     ("PgDn / PgUp, g / G", "page down / up, first / last row"),
     ("h / l, ← / →", "cell cursor one column left / right; wide tables scroll by whole "
                      "columns (the name column stays)"),
@@ -23,23 +24,34 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("- / +", "hide the cursor column / show the hidden columns again"),
     ("d", "sort by Diff (descending; again to flip); Kernels, API: by the total's Diff"),
     ("s", "pick a sort column (type to narrow the list; the column comes into view)"),
-    ("/", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
+    ("/", "search in place: the rows stay, the cursor goes to the first match (text, "
+          "alternatives or a regular expression; Enter keeps, Esc ends); the status counts "
+          "\"match i/n\""),
+    ("|", "filter rows: text, alternatives or a regular expression (live; Enter keeps, Esc "
           "reverts, empty clears)"),
-    ("n / N", "next / previous cell the filter matched (kernel lists and hidden columns too)"),
+    ("n / N", "next / previous row the search matched; without a search, the next / previous "
+              "cell the filter matched (kernel lists and hidden columns too)"),
     ("t", "toggle [ TOTAL ]-only rows"),
     ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
      "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
      "pair; else the whole row"),
+    ("E / C", "expand / collapse every node of a tree (the cursor stays on its row or its root)"),
+    ("P", "jump to the parent of the cursor row in a tree"),
+    ("Backspace", "back: out of the matched rows, else to the screen left last (on its row)"),
     ("c", "show / hide the Base and Comparison call stacks"),
-    ("y / Y", "copy the cell / the row (tab-separated) to the clipboard (OSC 52: over SSH too)"),
+    ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
+              "clipboard (OSC 52: over SSH too)"),
     ("f", "the cursor row in full (the line under the table shows the cursor cell in full)"),
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
+    ("x / X", "the view on screen (filtered, sorted, shown columns) as CSV in the export folder "
+              "/ tab-separated to the clipboard"),
     ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),
-    ("S", "compare one step: rerun the comparison on the step picked (or on all again)"),
+    ("S", "compare one step: rerun the comparison on the steps picked, any base step against "
+          "any comparison step (or on all again)"),
     ("T", "Timeline: one step of each side as lanes, base above comparison; on an op or module-tree row, "
           "where that op or module runs (its own keys: + / - zoom, h / l pan, ← / → cursor, 0 fit, o scale, "
           "a / A anchor (backward pass, top-level modules), Enter the op, S step, q close)"),
@@ -47,8 +59,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),
     ("Ctrl+P", "command palette"),
-    ("q", "back from matched rows; cancel loading; else quit"),
-    ("Ctrl+Q", "quit"),
+    ("q", "back from matched rows; cancel loading; else quit (with results on screen, q twice)"),
+    ("Q, Ctrl+Q", "quit at once"),
 )
 
 #: (term, what it means) — how to read what the screens show; docs/tui.md lists the same.
@@ -60,6 +72,8 @@ READING: tuple[tuple[str, str], ...] = (
                       "last columns, `s` on them restores the workbook's order"),
     ("Cube, Matmul (Cube)", "Matmul (Cube) is matmul work on the Cube unit; Cube is the other "
                             "Cube-unit kernels (neither matmul, flash attention nor conv)"),
+    ("Decimals", "two; a non-zero number that would read 0.00 shows three significant digits "
+                 "(0.000698); `y` copies every digit"),
     ("Units", "as in the workbook: statistic tables and Overall in ms, the matched rows and "
               "kernels of a drill in µs (the reference's detail sheets); headers name the unit"),
 )
@@ -76,8 +90,8 @@ def _grid(rows: tuple[tuple[str, str], ...]) -> Table:
     return grid
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+class HelpScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close"), *VIM_BINDINGS]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog"):

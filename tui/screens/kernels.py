@@ -14,15 +14,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from perfcmp_core.compare.result import Column, Table, tone
 from perfcmp_core.view import display_header, screen_text
 
-from ..widgets.frame_view import shorten
 from ..widgets.pane import stack_text
 from ..widgets.pictures import cells, draws_colour
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 def bar_cells(width: int) -> int:
     """Cells of the longest bar: what the numbers leave of the terminal, up to 16; none below
@@ -32,9 +31,9 @@ def bar_cells(width: int) -> int:
 
 def kernel_text(table: Table, colour: bool, bar: int, width: int) -> RichTable:
     """The kernel comparison as a Rich table, each side's total also as a bar on one scale
-    (``bar`` cells for the largest) in ``width`` cells: numbers are never cut, a long kernel
-    name is, in the middle as the tables cut names (both ends tell kernels apart:
-    ``aclnnAddmm_Tran…Data_TransData``)."""
+    (``bar`` cells for the largest) in ``width`` cells: numbers are never cut, and a long kernel
+    name is never cut either: it folds onto more lines in its column (cut in the middle, two
+    kernels that differ only there read the same and the name could not be read whole)."""
     data = table.data
     out = RichTable(box=None, pad_edge=False, show_edge=False, header_style="bold")
     texts = {col.key: [_cell(data[col.key].iat[i], col) for i in range(len(data))]
@@ -45,11 +44,9 @@ def kernel_text(table: Table, colour: bool, bar: int, width: int) -> RichTable:
                for c in table.columns if c.key != "kernel"}
     rest = sum(w + 2 for w in numbers.values()) + (2 * bar + 3 if bar else 0)
     name_width = max(12, width - rest)
-    if "kernel" in texts:
-        texts["kernel"] = [shorten(t, name_width) for t in texts["kernel"]]
     for col in table.columns:
         if col.key == "kernel":
-            out.add_column(display_header(col, table), width=name_width, no_wrap=True)
+            out.add_column(display_header(col, table), width=name_width, overflow="fold")
         else:  # a number is never cut: its column is as wide as its widest cell
             out.add_column(display_header(col, table), justify="right", width=numbers[col.key])
     if bar:
@@ -80,8 +77,9 @@ def _cell(value: object, col: Column) -> str:
     return ("▲" if t > 0 else "▼" if t < 0 else "") + screen_text(value, col)
 
 
-class KernelScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,K", "close", "Close")]
+class KernelScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,K", "close", "Close"),
+                Binding("y", "copy", "Copy the kernels"), *VIM_BINDINGS]
 
     def __init__(self, table: Table, stacks: tuple[str, str] | None) -> None:
         super().__init__()
@@ -93,7 +91,8 @@ class KernelScreen(ModalScreen[None]):
         n = len(self.table.data)
         with Vertical(id="kernels-box"):
             yield Static(Text(f"{self.table.title}: {n} kernel name{'s' if n != 1 else ''}, the "
-                              "largest difference first  (Esc / q / K closes)", style="bold"),
+                              "largest difference first  (y copies it; Esc / q / K closes)",
+                              style="bold"),
                          id="kernels-head")
             with VerticalScroll(id="kernels-body"):
                 width = self.app.size.width * 96 // 100 - 6  # the box, its border and padding
@@ -106,6 +105,15 @@ class KernelScreen(ModalScreen[None]):
                             text = Text(title + "\n", style="bold")
                             text.append(stack_text(stack))
                             yield Static(text, classes="drill-side")
+
+    def action_copy(self) -> None:
+        """`y`: the kernel table, tab-separated with its header, names whole (the app's copy:
+        OSC 52, over SSH too)."""
+        from perfcmp_core.export.view_csv import view_tsv
+        from perfcmp_core.view import TableView
+
+        text = view_tsv(TableView(self.table))
+        self.app.copy_text(text, "kernel table")  # type: ignore[attr-defined]
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .vim_keys import VIM_BINDINGS, VimKeys
 
 
 def notes_text(by_screen: list[tuple[str, list[str]]]) -> Text:
@@ -34,8 +35,8 @@ def notes_text(by_screen: list[tuple[str, list[str]]]) -> Text:
     return text
 
 
-class NotesScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,exclamation_mark", "close", "Close")]
+class NotesScreen(VimKeys[None]):
+    BINDINGS = [Binding("escape,q,exclamation_mark", "close", "Close"), *VIM_BINDINGS]
 
     def __init__(self, by_screen: list[tuple[str, list[str]]]) -> None:
         super().__init__()

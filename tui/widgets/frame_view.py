@@ -29,6 +29,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from perfcmp_core.compare.result import IS_TOTAL, LEVEL, Column, is_ratio, tone
+from perfcmp_core.export.view_csv import one_line
 from perfcmp_core.view import TableView, display_header, label_column, screen_text, sign
 
 MIN_TEXT_WIDTH = 16
@@ -539,7 +540,7 @@ class FrameView(ScrollView, can_focus=True):
         if self.view is None or row is None:
             return ""
         cols = [self.columns[j] for j in self._shown()]
-        return "\t".join(_one_line(self.view.full_text(row, c)) for c in cols)
+        return "\t".join(one_line(self.view.full_text(row, c)) for c in cols)
 
     # -- cursor & keys ------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
@@ -551,6 +552,13 @@ class FrameView(ScrollView, can_focus=True):
             self.scroll_to(y=new - visible + 1, animate=False)
         self.refresh()
         self.post_message(self.CursorMoved(self, self.current_row))
+
+    def goto_row(self, row: int) -> None:
+        """Put the cursor on data row ``row`` (it must be visible)."""
+        if self.view is not None:
+            hits = (self.view.order() == row).nonzero()[0]
+            if len(hits):
+                self._move(int(hits[0]))
 
     def _move(self, pos: int) -> None:
         n = len(self.view.order()) if self.view is not None else 0
@@ -662,7 +670,3 @@ def _width(text: str, cap: int) -> int:
         return len(text)
     return cell_len(text[: cap + 1])
 
-
-def _one_line(text: str) -> str:
-    """A cell for a tab-separated line: its own tabs and line breaks become spaces / "; "."""
-    return text.replace("\t", " ").replace("\r", "").replace("\n", "; ")

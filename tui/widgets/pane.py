@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from perfcmp_core.advisor.table import TABLE_NAME as ADVISOR
+from perfcmp_core.compat import as_text
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
@@ -59,6 +60,9 @@ class TablePane(Vertical):
         self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
+        #: What the text box edits now: the filter (`|`) or the search in place (`/`).
+        self._box_mode = "filter"
+        self._find_from = 0  # the cursor when the search opened (Esc returns there)
         self._cursors: dict[str, int] = {}  # cursor per view, restored when it shows again
         #: The current view is not drawn yet (it arrived while the pane was hidden).
         self._stale = False
@@ -265,6 +269,8 @@ class TablePane(Vertical):
             parts.append(f"rows of {view.focus_label} (q: back)")
         if view.filter_text:
             parts.append(self._filter_status(view))
+        if view.find_text:
+            parts.append(self._find_status(view))
         if view.totals_only:
             parts.append("[ TOTAL ] only")
         if view.hide_unchanged:
@@ -275,6 +281,15 @@ class TablePane(Vertical):
         if others:
             parts.append("v: " + ", ".join(others))
         status.update(Text("  ·  ".join(parts)))
+
+    def _find_status(self, view: TableView) -> str:
+        """The search and where the cursor is among its matches: ``“aten” match 2/5``."""
+        found = view.found()
+        if not len(found):
+            return f"search “{view.find_text}”: no row matches"
+        at = np.flatnonzero(found == self.frame.cursor)
+        where = f"{int(at[0]) + 1}/{len(found):,}" if len(at) else f"–/{len(found):,}"
+        return f"search “{view.find_text}” match {where} (n / N)"
 
     def _filter_status(self, view: TableView) -> str:
         """The filter, and whether some rows matched only in text not on screen (kernel lists,
@@ -362,7 +377,17 @@ class TablePane(Vertical):
         return n
 
     def next_match(self, step: int) -> bool:
-        """`n` / `N`: the next / previous cell the filter matched."""
+        """`n` / `N`: the next / previous row the search matched (wrapping); without a search,
+        the next / previous cell the filter matched."""
+        if self.view is not None and self.view.find_text:
+            found = self.view.found()
+            if not len(found):
+                return False
+            here = self.frame.cursor
+            ahead = found[found > here] if step > 0 else found[found < here][::-1]
+            self.frame.cursor = int(ahead[0] if len(ahead) else (found[0] if step > 0 else found[-1]))
+            self._status()
+            return True
         if self.view is None or not self.frame.goto_match(step):
             return False
         self._status()
@@ -391,6 +416,26 @@ class TablePane(Vertical):
         self.show(target_name)
         return True
 
+    def expand_all(self, expand: bool) -> bool:
+        """`E` / `C`: open every node of the tree, or close them all (the cursor stays on its
+        row, or on the root above it once that row is folded away); False when no tree shows."""
+        view, row = self.view, self.frame.current_row  # the row before the tree changes
+        if view is None or not view.expand_all(expand):
+            return False
+        while not expand and row is not None and view.parent_row(row) is not None:
+            row = view.parent_row(row)
+        self.frame.refresh_data(keep_row=row)
+        return True
+
+    def go_parent(self) -> bool:
+        """`P`: the cursor to the node holding the cursor row; False at a root or off a tree."""
+        view, row = self.view, self.frame.current_row
+        parent = view.parent_row(row) if view is not None and row is not None else None
+        if parent is None:
+            return False
+        self.frame.goto_row(parent)
+        return True
+
     def go_back(self) -> bool:
         """`q` after a drill: back to the view Enter came from (the focus is dropped)."""
         if not self.back or self.view is None:
@@ -404,22 +449,54 @@ class TablePane(Vertical):
     # -- filter -------------------------------------------------------------------------------
     def open_filter(self) -> bool:
         """Show the filter box and focus it *now* (``focus()`` would only schedule it): the app
-        holds the keys behind the ``/`` until this ran, then they land in the box."""
+        holds the keys behind the ``|`` until this ran, then they land in the box."""
         if self.view is None:
             return False
+        return self._open_box("filter", self.view.filter_text,
+                              "filter: text, a|b or a regex; Enter keeps, Esc reverts")
+
+    def open_search(self) -> bool:
+        """`/`: search in place — the rows stay, the cursor goes to the first match from where
+        it is, `n` / `N` step through the matches (the status counts them)."""
+        if self.view is None:
+            return False
+        self._find_from = self.frame.cursor
+        self.view.set_find("")
+        return self._open_box("search", "", "search: text, a|b or a regex; Enter keeps "
+                                            "(n / N: next / previous), Esc ends; | filters")
+
+    def _open_box(self, mode: str, value: str, placeholder: str) -> bool:
         box = self.query_one("#filter", Input)
-        self._filter_before = self.view.filter_text
-        box.value = self.view.filter_text
+        self._box_mode = mode
+        self._filter_before = value
+        box.placeholder = placeholder
+        box.value = value
         box.remove_class("hidden")
         self.screen.set_focus(box)
         return True
+
+    def _find_first(self) -> None:
+        """The cursor to the first match at or after where the search opened (wrapping)."""
+        assert self.view is not None
+        found = self.view.found()
+        if len(found):
+            after = found[found >= self._find_from]
+            self.frame.cursor = int(after[0] if len(after) else found[0])
+        else:
+            self.frame.cursor = self._find_from
+        self._status()
 
     def filter_open(self) -> bool:
         return not self.query_one("#filter", Input).has_class("hidden")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        if self.filter_open() and self.view is not None:
+        if not self.filter_open() or self.view is None:
+            return
+        if self._box_mode == "search":
+            self.view.set_find(event.value)
+            self._find_first()
+        else:
             self.view.set_filter(event.value)
             self.refresh_view()
 
@@ -428,7 +505,7 @@ class TablePane(Vertical):
         reverts); pasted into the open box, the box itself takes it. The paste bubbles on to
         the app, which holds the keys behind it until here."""
         text = event.text.strip().splitlines()[0] if event.text.strip() else ""
-        if text and not self.filter_open():
+        if text and not self.filter_open() and self.view is not None:
             box = self.query_one("#filter", Input)
             # Typing on goes after the pasted text (not over it: the box selects its text when
             # focused, unless told otherwise until that Focus event was handled).
@@ -439,19 +516,28 @@ class TablePane(Vertical):
             box.call_later(setattr, box, "select_on_focus", True)
 
     def apply_filter(self, text: str) -> None:
-        """Keep ``text`` as the filter (empty clears it) and return to the table (focused at
-        once, for the keys held behind an Enter or Esc)."""
+        """Enter: keep ``text`` as the filter (empty clears it) or as the search, and return to
+        the table (focused at once, for the keys held behind an Enter or Esc)."""
         self.query_one("#filter", Input).add_class("hidden")
-        if self.view is not None:
+        if self.view is not None and self._box_mode == "search":
+            self.view.set_find(text)
+            self._status()
+        elif self.view is not None:
             self.view.set_filter(text)
             self.refresh_view()
         self.screen.set_focus(self.frame)
 
     def close_filter(self) -> bool:
-        """Esc in the filter box: revert to the filter it started with."""
+        """Esc in the box: revert to the filter it started with, or end the search with the
+        cursor back where it started."""
         if not self.filter_open():
             return False
-        self.apply_filter(self._filter_before)
+        if self._box_mode == "search":
+            self.apply_filter("")
+            self.frame.cursor = self._find_from
+            self._status()
+        else:
+            self.apply_filter(self._filter_before)
         return True
 
     # -- call stacks --------------------------------------------------------------------------
@@ -524,11 +610,13 @@ class TablePane(Vertical):
         if table.stacks is not None:
             stacks = (_text(table.data[table.stacks[0]].iat[row]),
                       _text(table.data[table.stacks[1]].iat[row]))
+        elif source is not table and source.stacks is not None and rows:
+            stacks = largest_change_stacks(source, rows)
         return kernels, stacks
 
     def on_frame_view_cursor_moved(self, event: FrameView.CursorMoved) -> None:
-        if self.view is not None and self.view.filter_text:
-            self._status()  # the columns on screen may have changed: so may the filter's hint
+        if self.view is not None and (self.view.filter_text or self.view.find_text):
+            self._status()  # the filter's hint, the search's "match i/n"
         self._cell_line()
         self.update_stacks()
 
@@ -545,6 +633,23 @@ def headline_text(headlines: list[Headline]) -> Text:
         text.append(f"{arrow + ' ' + h.diff:>14} {h.change:>7}", style=style)
         text.append("\n")
     return text
+
+
+def largest_change_stacks(table: Table, rows: list[int]) -> tuple[str, str] | None:
+    """The call stacks of the row, among ``rows`` of ``table``, whose difference is largest (a
+    statistic row groups many calls: `K` shows the one that moved most); None when none of them
+    has a stack."""
+    keys = table.stacks
+    assert keys is not None
+    df = table.data.iloc[rows]
+    has = (as_text(df[keys[0]]).str.strip() != "") | (as_text(df[keys[1]]).str.strip() != "")
+    if not has.any():
+        return None
+    diff_key = next((c.key for c in table.columns if c.role == "diff"), None)
+    size = (df[diff_key].abs().where(has, -1.0) if diff_key is not None
+            else has.astype(float))
+    at = int(np.argmax(size.to_numpy(dtype="float64")))
+    return _text(df[keys[0]].iat[at]), _text(df[keys[1]].iat[at])
 
 
 def _text(value: object) -> str:

@@ -185,7 +185,7 @@ def test_timeline_in_a_real_terminal_on_a_real_pair() -> None:
         assert f"comparison +{3.5 * cell / 1e6:,.3f} ms:" in screen  # one scale: the same time
         term.keys("q")
         term.wait(READY, absent="BASE step")
-        term.keys("q")
+        term.keys("Q")  # q on loaded results asks first; Q quits at once
         term.wait("EXIT:0")
     finally:
         term.close()

@@ -18,7 +18,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import orjson
+import pandas as pd
 import pytest
 
 from fixtures.gen import gpu_patterns
@@ -276,3 +278,13 @@ def test_real_bf16_sdpa_gpt2_flags_the_vocabulary_gemms(tmp_path: Path) -> None:
     found = {c.key: c for c in a.checks}["flop_rate"]
     assert found.direction == CFG.checks["flop_rate"].direction_for("align")
     assert top.count("aten::mm ") == 3 and top.count("TFLOP/s vs peers") == 3
+
+
+def test_no_calls_is_an_empty_table() -> None:
+    """A profile with no GEMM or attention calls: an empty table with the columns (pandas 2.2
+    cannot factorize an empty MultiIndex; the lowest-versions CI run found it)."""
+    from perfcmp_core.advisor.flops import works
+
+    empty = pd.Series([], dtype=object)
+    out = works(empty, empty, np.zeros(0, dtype=bool))
+    assert out.empty and list(out.columns) == ["flops", "family", "label", "aligned"]

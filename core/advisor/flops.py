@@ -163,6 +163,9 @@ def works(names: pd.Series, dims: pd.Series, npu_kernel: np.ndarray) -> pd.DataF
     of 16)."""
     key = pd.DataFrame({"n": names.to_numpy(dtype=object), "d": dims.to_numpy(dtype=object),
                         "k": np.asarray(npu_kernel, dtype=bool)})
+    if key.empty:  # pandas 2.2 cannot factorize an empty MultiIndex
+        return pd.DataFrame({"flops": np.empty(0, dtype="float64"), "family": np.empty(0, dtype=object),
+                             "label": np.empty(0, dtype=object), "aligned": np.empty(0, dtype=bool)})
     codes, uniq = pd.factorize(pd.MultiIndex.from_frame(key))
     found = [work_of(str(n), str(d), bool(k)) for n, d, k in uniq]
     flops = np.array([w.flops if w else np.nan for w in found], dtype="float64")

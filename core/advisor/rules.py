@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import configparser
 import re
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -179,9 +180,13 @@ def compile_keywords(items: tuple[str, ...], where: str, path: str) -> Keywords:
         return Keywords(items, None)
     flags = re.IGNORECASE | re.DOTALL
     try:
-        return Keywords(items, re.compile("|".join(parts), flags), tuple(literals),
-                        re.compile("|".join(regex_parts), flags) if regex_parts else None)
-    except re.error as exc:  # e.g. a global flag such as (?i) that is only valid at the start
+        # Python 3.10 only warns about a global flag such as (?i) that is not at the start, where
+        # 3.11 refuses it: the same file must be refused on every supported Python.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            return Keywords(items, re.compile("|".join(parts), flags), tuple(literals),
+                            re.compile("|".join(regex_parts), flags) if regex_parts else None)
+    except (re.error, DeprecationWarning) as exc:
         raise InputError(path, f"{where}: the regex items cannot be combined ({exc})") from None
 
 

@@ -1,9 +1,9 @@
 """One comparison run as a stream of events.
 
-``comparison_events`` is the single place where a run is orchestrated: load both sides (in
-parallel processes), then every enabled comparison, reported in workbook order (the steps
-declared ``beside`` and the advisor computed on the second core meanwhile), then the summary and
-the advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
+``comparison_events`` is the single place where a run is orchestrated: load and analyse both
+sides (in parallel processes, :mod:`perfcmp_core.side`), then every enabled comparison, reported
+in workbook order (the steps declared ``beside`` computed on the second core meanwhile), then the
+summary and the advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
 TUI consumes it from a child process (:mod:`perfcmp_core.runner`); both fold it with
 :class:`perfcmp_core.collect.ResultBuilder`.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
@@ -20,8 +21,9 @@ from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryRea
 from .info import profile_info
 from .model import Profile
 from .pair import iter_pair
-from .processes import LAST_NICE, Later, in_background
+from .processes import Later, in_background
 from .request import RunRequest
+from .side import SideAnalysis, analyse_side
 
 
 def comparison_events(request: RunRequest) -> Iterator[Event]:
@@ -33,27 +35,27 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     yield Phase("load base")
     yield Phase("load comparison")
     loaded: dict[str, Profile] = {}
-    for side, profile, seconds in iter_pair(request.base, request.comp, request.base_opts,
-                                            request.comp_opts):
-        loaded[side] = profile
+    analyses: dict[str, SideAnalysis] = {}
+    # What each side's comparisons read of it alone (kernel classes, step explanation, the
+    # advisor's analysis) is made where it loads: the comparison side's in its load worker, at
+    # the same time as the base side's here.
+    for side, profile, analysis, seconds in iter_pair(
+            request.base, request.comp, request.base_opts, request.comp_opts,
+            analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)):
+        loaded[side], analyses[side] = profile, analysis
         yield Loaded(side, profile_info(profile))
         yield Phase(f"load {side}", done=True, seconds=seconds)
 
     from .advisor import advisor_tables
 
+    base, comp = analyses["base"], analyses["comparison"]
     ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                   kernel_masks=request.masks, equivalence=request.equivalence)
-    # Two more workers share the loaded profiles with this process: the steps declared
-    # ``beside`` (the largest ones) and the advisor, which needs nothing the steps compute and
-    # whose tables come last, so it runs on what CPU the other two leave.
+    ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
+    # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
+    # profiles and both sides' analyses with this process.
     beside = [s for s in steps if s.beside]
     later = in_background(_run_steps, beside, ctx) if beside else None
-    # The one kernel classification and the step explanation of each side, before the advisor
-    # forks: OverallMetrics, KernelClassCompare, StepTime and the advisor's categories and
-    # checks all read them (computed once; the steps beside need neither).
-    ctx.explanations()
-    advice = in_background(advisor_tables, ctx, request.advisor, request.advisor_file,
-                           nice=LAST_NICE)
     try:
         notes = yield from _step_events(steps, ctx, later)
         yield Phase("summary")
@@ -64,13 +66,12 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
 
         yield Phase("advisor")
         t0 = time.perf_counter()
-        for table in advice():
+        for table in advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice)):
             yield TableReady(declare(table))
         yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
         yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes),
                        screens=_note_screens(steps, notes))
-    finally:  # a failed or abandoned run leaves no worker behind (their results are unwanted)
-        advice.stop()
+    finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
         if later is not None:
             later.stop()
 

@@ -1,12 +1,12 @@
 """Child processes of a run: when they fork, when they spawn, and the one worker that sends a
 result back.
 
-Three places start processes: the app's comparison child (:mod:`.runner`), the parse of the
-comparison side beside the base side (:mod:`.pair`) and the work the pipeline does on the second
-core (:func:`in_background`: the advisor and the steps declared ``beside``). They follow one policy, :func:`start_method`: fork where it is safe,
-because a forked child shares the modules already imported (no second interpreter importing
-pandas, ≈ 0.5 s of CPU) and the loaded profiles (nothing pickled on the way in); spawn
-elsewhere.
+Three places start processes: the app's comparison child (:mod:`.runner`), the parse and
+analysis of the comparison side beside the base side's (:mod:`.pair`) and the steps the pipeline
+runs on the second core (:func:`in_background`: those declared ``beside``). They follow one
+policy, :func:`start_method`: fork where it is safe, because a forked child shares the modules
+already imported (no second interpreter importing pandas, ≈ 0.5 s of CPU) and the loaded
+profiles (nothing pickled on the way in); spawn elsewhere.
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ def start_method() -> str:
 
 #: How much lower the priority of :func:`in_background` work is than its parent's (``nice``).
 BACKGROUND_NICE = 5
-#: The priority of background work whose result is wanted only at the end of the run (the
-#: advisor): it takes the CPU the other processes leave. At the same priority as the steps
-#: beside, it took half their core from them on two cores, and the comparisons of a 32×92 NPU
-#: pair ended ≈ 0.8 s later (5.3–5.8 s against 4.5–4.8 s after loading).
-LAST_NICE = 15
 
 
 def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int = 0) -> None:
@@ -104,15 +99,14 @@ class Later(Generic[T]):
             self._worker.stop()
 
 
-def in_background(fn: Callable[..., T], *args: Any, nice: int = BACKGROUND_NICE) -> Later[T]:
+def in_background(fn: Callable[..., T], *args: Any) -> Later[T]:
     """Start ``fn(*args)`` on the other core now; call the returned :class:`Later` for its result.
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
-    same behaviour everywhere. The child runs at a lower priority (``nice``, by default
-    :data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
+    same behaviour everywhere. The child runs at a lower priority (:data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
     app's Overall screen), and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
         return Later(fn, args, None)
-    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=nice))
+    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=BACKGROUND_NICE))

@@ -358,7 +358,7 @@ def test_a_pair_from_the_cache_loads_in_this_process(gpu_trace: Path,
     shutil.copy(ROOT / "fixtures" / "gpu" / "comp.pt.trace.json", comp)
     _age(comp)
     opts = LoadOptions()
-    cold = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
+    cold = {side: p for side, p, _, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
     assert len(list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))) == 2
 
     def no_worker(*args: object, **kwargs: object) -> None:
@@ -366,7 +366,7 @@ def test_a_pair_from_the_cache_loads_in_this_process(gpu_trace: Path,
 
     with monkeypatch.context() as m:
         m.setattr(pair, "Worker", no_worker)
-        warm = {side: p for side, p, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
+        warm = {side: p for side, p, _, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
     for side in ("base", "comparison"):
         _assert_same(cold[side], warm[side])
 

@@ -47,7 +47,7 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     return out
 
 
-def _inline(fn: Callable[..., Any], *args: Any, nice: int = 0) -> Later[Any]:
+def _inline(fn: Callable[..., Any], *args: Any) -> Later[Any]:
     return Later(fn, args, None)  # what in_background gives where the process cannot fork
 
 
@@ -59,9 +59,10 @@ def _same(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> None:
             pd.testing.assert_frame_equal(va[1], vb[1])
 
 
-def test_the_operator_and_memory_steps_are_the_ones_beside() -> None:
-    # They share the operator match (Context.operator_match), so they must run in one place.
-    assert [s.name for s in STEPS if s.beside] == ["operators / modules", "MemoryCompare"]
+def test_the_operator_memory_and_timeline_steps_are_the_ones_beside() -> None:
+    # The first two share the operator match (Context.operator_match), so they must run in one
+    # place; the Timeline reads only the sides' analyses, made before the fork.
+    assert [s.name for s in STEPS if s.beside] == ["operators / modules", "MemoryCompare", "Timeline"]
 
 
 @pytest.mark.parametrize("pair", sorted(PAIRS))
@@ -111,39 +112,37 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
     assert os.getpid() in pids and len(pids) == 2  # this process and one worker
 
 
-def test_the_advisor_yields_the_cpu_to_the_steps_beside(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its tables come last, so it runs on what the other two processes leave: on two cores, at
-    the priority of the steps beside, it took half their core and delayed the end of the run."""
-    from dataclasses import replace
-
-    from perfcmp_core import advisor
-    from perfcmp_core.processes import BACKGROUND_NICE, LAST_NICE
+def test_each_side_is_analysed_where_it_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Kernel classes, step explanation and the advisor's analysis of a side need only that
+    side: the base side's are made in this process, the comparison side's in the worker that
+    parses it, at the same time; the advisor's table then uses them (no third process, no
+    second analysis)."""
+    from perfcmp_core import side
 
     if start_method() != "fork":
         pytest.skip("this process cannot fork")
-    run_steps, advisor_tables = pipeline._run_steps, advisor.advisor_tables
+    calls = tmp_path / "calls"
+    real = side.analyse_side
 
-    def steps_at(steps: list[Any], ctx: Any) -> list[Any]:
-        return [pipeline.Ran(r.outcome, [*r.notes, f"nice {os.nice(0)}"], r.seconds)
-                for r in run_steps(steps, ctx)]
+    def recorded(profile: Any, **kwargs: Any) -> Any:
+        with calls.open("a") as fh:
+            fh.write(f"{os.getpid()} {profile.meta.source}\n")
+        return real(profile, **kwargs)
 
-    def advice_at(*args: Any) -> list[Any]:
-        return [replace(t, notes=[*t.notes, f"nice {os.nice(0)}"]) for t in advisor_tables(*args)]
-
-    monkeypatch.setattr(pipeline, "_run_steps", steps_at)
-    monkeypatch.setattr(advisor, "advisor_tables", advice_at)
-    events = list(pipeline.comparison_events(_request("npu")))
+    monkeypatch.setattr(pipeline, "analyse_side", recorded)
+    request = _request("npu")
+    events = list(pipeline.comparison_events(request))
     table = next(e.table for e in events if isinstance(e, TableReady) and e.table.name == "Advisor")
-    notes = next(e for e in events if isinstance(e, Finished)).notes
-    mine = os.nice(0)
-    step_nices = {int(n.split()[1]) for n in notes if n.startswith("nice ")}
-    assert step_nices == {mine, min(mine + BACKGROUND_NICE, 19)}  # this process, the steps beside
-    assert f"nice {min(mine + LAST_NICE, 19)}" in table.notes
+    lines = [line.split(" ", 1) for line in calls.read_text().splitlines()]
+    assert [source for _, source in lines] == [request.base, request.comp]
+    assert lines[0][0] == str(os.getpid()) != lines[1][0]
+    # The table holds both sides' analyses: each side's rows and their difference.
+    assert {"base", "comparison", "diff"} <= set(table.data["scope"])
 
 
 def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A step of this process fails while the advisor and the steps beside still run: the error
-    reaches the caller and both workers are gone (this process goes on: a test session, the
+    """A step of this process fails while the steps beside still run: the error reaches the
+    caller and the worker is gone (this process goes on: a test session, the
     app's retry), and so they are when the consumer abandons the stream half way."""
     import multiprocessing as mp
 
@@ -155,7 +154,7 @@ def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kernel classes broke")
 
-    # (kernel_classes itself runs before the workers fork: the KernelClassCompare table is the
+    # (kernel_classes itself runs where the sides load: the KernelClassCompare table is the
     # step of this process that fails)
     monkeypatch.setattr(kernel_families, "kernel_class_compare", broken)
     with pytest.raises(RuntimeError, match="kernel classes broke"):
@@ -174,9 +173,9 @@ def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -
 def test_kernels_are_classified_once_per_side_for_every_screen(monkeypatch: pytest.MonkeyPatch,
                                                                tmp_path: Path) -> None:
     """Issue 25: OverallMetrics (GPU classes), KernelClassCompare, KernelOpCompare, the step
-    explanation and the advisor (in its own process) read one classification per side: the
-    classifier runs twice in a whole GPU comparison, whichever process asks (each call is
-    written to a file, so a call in a worker counts too)."""
+    explanation and the advisor read one classification per side: the classifier runs twice in
+    a whole GPU comparison, once in each side's load process (each call is written to a file, so
+    a call in a worker counts too)."""
     from perfcmp_core.compare import kernel_families
 
     calls = tmp_path / "calls"
@@ -190,4 +189,6 @@ def test_kernels_are_classified_once_per_side_for_every_screen(monkeypatch: pyte
     monkeypatch.setattr(kernel_families, "kernel_classes", counted)
     tables = [value[0] for kind, value in _stream(_request("gpu_npu")) if kind == "table"]
     assert {"OverallMetrics", "KernelClassCompare", "KernelOpCompare", "StepTime", "Advisor"} <= set(tables)
-    assert calls.read_text().split() == [str(os.getpid())] * 2
+    pids = calls.read_text().split()
+    assert len(pids) == 2 and pids[0] == str(os.getpid())
+    assert pids[1] != pids[0] or start_method() != "fork"  # the comparison side's load worker

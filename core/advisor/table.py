@@ -177,16 +177,20 @@ def _table(rows: list[dict[str, Any]], notes: list[str]) -> Table:
                  default_sort="time_ms", notes=notes)
 
 
-def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = None) -> list[Table]:
+def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = None,
+                   analyses: tuple[Analysis, Analysis] | None = None) -> list[Table]:
     """The ``Advisor`` table of a comparison: each side's analysis, then their difference.
 
     ``cfg`` is read once with the run request; ``config_file`` is the user's file it came from
     (named in a note), None for the shipped rules alone. Operators are named across platforms
-    by the context's equivalence table."""
-    b_cls, c_cls = ctx.kernel_classes()
-    b_ex, c_ex = ctx.explanations()
-    base = analyse(ctx.base, cfg, ctx.equivalence, b_cls, b_ex)
-    comp = analyse(ctx.comp, cfg, ctx.equivalence, c_cls, c_ex)
+    by the context's equivalence table. ``analyses``: each side's analysis by ``cfg`` when the
+    caller made them already (a comparison makes them where each side loads)."""
+    if analyses is None:
+        b_cls, c_cls = ctx.kernel_classes()
+        b_ex, c_ex = ctx.explanations()
+        analyses = (analyse(ctx.base, cfg, ctx.equivalence, b_cls, b_ex),
+                    analyse(ctx.comp, cfg, ctx.equivalence, c_cls, c_ex))
+    base, comp = analyses
     rows = (_side_rows("base", base, cfg) + _check_rows("base", base) + _side_rows("comparison", comp, cfg)
             + _check_rows("comparison", comp) + _diff_rows(base, comp, cfg))
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]

@@ -111,6 +111,11 @@ class Context:
                                      explain_profile(self.comp, self.equivalence, c))
         return self.cache["explain"]
 
+    def adopt(self, classes: tuple[Any, Any], explanations: tuple[Any, Any]) -> None:
+        """Take both sides' kernel classes and step explanations as they were made where the
+        sides loaded (:mod:`perfcmp_core.side`), instead of making them here."""
+        self.cache["kernel classes"], self.cache["explain"] = classes, explanations
+
     def operator_match(self) -> Any:
         if "match" not in self.cache:
             from .operators import match_operators
@@ -139,8 +144,9 @@ class Step:
     run: Callable[[Context], Outcome]
     sheets: tuple[Sheet, ...]  # every table it can make, in screen order
     #: Runs on the second core beside the others (:mod:`perfcmp_core.pipeline`). Such steps
-    #: share a :class:`Context` cache among themselves only (the operator match), and what they
-    #: add to ``Context.notes`` comes back with their outcome.
+    #: see what the context held when they forked (both sides' analyses), share what they add
+    #: to its cache among themselves only (the operator match), and what they add to
+    #: ``Context.notes`` comes back with their outcome.
     beside: bool = False
 
     @property
@@ -342,7 +348,9 @@ STEPS: tuple[Step, ...] = (
               "cause) moved by how much."),
         Sheet("StepTimeWhere", OVERALL, export=False))),
     # One step of each side as lanes: screens and --json only.
-    Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),)),
+    # Beside: the app opens it on request only, and it reads the analyses made before the fork.
+    Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),),
+         beside=True),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),

@@ -19,6 +19,7 @@ from .advisor.rules import AdvisorConfig
 from .compare.equivalence import Equivalence
 from .compare import kernel_families
 from .explain import StepExplanation, explain_profile
+from .explain.table import prepare
 from .model import Profile
 
 
@@ -33,4 +34,5 @@ def analyse_side(profile: Profile, equivalence: Equivalence, advisor: AdvisorCon
     """The :class:`SideAnalysis` of ``profile`` (each part computed once, from the one before)."""
     classes = kernel_families.kernel_classes(profile, equivalence)
     explanation = explain_profile(profile, equivalence, classes)
+    prepare(explanation)
     return SideAnalysis(classes, explanation, analyse(profile, advisor, equivalence, classes, explanation))

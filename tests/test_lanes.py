@@ -192,31 +192,35 @@ def test_export_writes_the_picture_beside_the_workbook(pattern, tmp_path: Path, 
 
 
 def _svg_lines(svg: Path) -> tuple[list[str], dict[str, set[str]]]:
-    """The text lines of a Rich SVG (each ``<text>`` placed at its column: x over the cell
-    width), and the fill colours each character is drawn in."""
+    """The text lines of the SVG (each run of characters placed at its column: x over the cell
+    width), and the fill colour each character is drawn in (its class's, else the default)."""
     import re
     import xml.etree.ElementTree as ET
 
+    from perfcmp_core.export.timeline_text import CELL_W
+
+    ns = "{http://www.w3.org/2000/svg}"
     root = ET.parse(svg).getroot()
-    style = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}style"))
+    style = "".join(t.text or "" for t in root.iter(f"{ns}style"))
+    default = re.search(r"text \{[^}]*fill: (#[0-9a-f]{6})", style).group(1)  # type: ignore[union-attr]
     fill = dict(re.findall(r"\.([\w-]+) \{ fill: (#[0-9a-f]{6})", style))
-    texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if "clip-path" in t.attrib]
-    width = min(float(t.attrib["textLength"]) / len(t.text) for t in texts if t.text and t.text != "\n")
     rows: dict[float, dict[int, str]] = {}
     fills: dict[str, set[str]] = {}
-    for t in texts:
-        text = (t.text or "").replace("\xa0", " ")
-        row = rows.setdefault(float(t.attrib["y"]), {})
-        if text == "\n":  # every line ends in one, an empty line is nothing else
-            continue
-        col = round(float(t.attrib["x"]) / width)
-        for i, ch in enumerate(text):
-            row[col + i] = ch
-            fills.setdefault(ch, set()).add(fill.get(t.attrib["class"], ""))
+    for line in root.iter(f"{ns}text"):
+        row = rows.setdefault(float(line.attrib["y"]), {})
+        for run in line.iter(f"{ns}tspan"):
+            col = round(float(run.attrib["x"]) / CELL_W) - 1
+            for i, ch in enumerate(run.text or ""):
+                row[col + i] = ch
+                fills.setdefault(ch, set()).add(fill.get(run.attrib.get("class", ""), default))
+    height = float(root.attrib["height"])
+    step = min(b - a for a, b in zip(sorted(rows), sorted(rows)[1:]))
     out = []
-    for y in sorted(rows):
-        cells = rows[y]
+    for n in range(1, round(height / step)):  # every line, the empty ones included
+        cells = rows.get(n * step, {})
         out.append("".join(cells.get(i, " ") for i in range(max(cells, default=-1) + 1)).rstrip())
+    while out and not out[-1]:
+        out.pop()
     return out, fills
 
 

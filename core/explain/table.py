@@ -322,7 +322,15 @@ def where_table(base: StepExplanation, comp: StepExplanation) -> Table:
 
 def _where(ex: StepExplanation) -> pd.DataFrame:
     """Per (part and cause, label, step position): ns, intervals, first start from the step's
-    start. Grouped on integer codes (a large trace has hundreds of thousands of pieces)."""
+    start (made once per explanation)."""
+    if "where" not in ex.memo:
+        ex.memo["where"] = _where_rows(ex)
+    return ex.memo["where"]  # type: ignore[return-value]
+
+
+def _where_rows(ex: StepExplanation) -> pd.DataFrame:
+    """:func:`_where`, grouped on integer codes (a large trace has hundreds of thousands of
+    pieces)."""
     iv = ex.intervals
     w = ex.windows
     pos = pd.Index(w["step"].to_numpy()).get_indexer(iv["step"].to_numpy())
@@ -388,7 +396,23 @@ def _id(x: float) -> str:
 
 
 def _per_step(ex: StepExplanation) -> pd.DataFrame:
-    """One row per window: step id, window length, compute, communication and each idle cause."""
+    """One row per window: step id, window length, compute, communication and each idle cause
+    (made once per explanation)."""
+    if "per step" not in ex.memo:
+        ex.memo["per step"] = _per_step_rows(ex)
+    return ex.memo["per step"]  # type: ignore[return-value]
+
+
+def prepare(ex: StepExplanation) -> None:
+    """Make the one-side aggregates the StepTime tables read (:func:`means`, per step, where)
+    now, in the explanation's memo: a comparison calls this where each side loads, so the
+    tables themselves only put two sides together."""
+    means(ex)
+    _per_step(ex)
+    _where(ex)
+
+
+def _per_step_rows(ex: StepExplanation) -> pd.DataFrame:
     p = ex.parts()
     key = np.where(p["part"] == IDLE, p["cause"], p["part"])
     wide = p.assign(key=key).pivot_table(index="step", columns="key", values="ns", aggfunc="sum", fill_value=0)

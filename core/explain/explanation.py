@@ -35,6 +35,8 @@ from .windows import WHOLE_PROFILE, step_windows
 COMPUTE, COMMUNICATION, IDLE = "compute", "communication", "idle"
 #: The parts of a step, in the order they are shown.
 PARTS = (COMPUTE, COMMUNICATION, IDLE)
+#: Memo keys of what the explanation made of its profile on the way.
+ITEMS, TOP = "device items", "outermost ops"
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,21 @@ class StepExplanation:
     #: launched); None without such kernels
     lag_ns: float | None = None
     queue_depth: float | None = None
-    #: sums made once and read by every table (:meth:`parts`, :func:`.table.means`)
+    #: sums made once and read by every table (:meth:`parts`, :func:`.table.means`), and what
+    #: the Timeline draws of the same profile (:meth:`device_items`, :meth:`outermost_ops`)
     memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def device_items(self, profile: Profile) -> DeviceItems:
+        """:func:`~.device.device_items` of ``profile`` (the explained one), made once."""
+        if ITEMS not in self.memo:
+            self.memo[ITEMS] = device_items(profile)
+        return self.memo[ITEMS]  # type: ignore[return-value]
+
+    def outermost_ops(self, profile: Profile) -> np.ndarray:
+        """:func:`~.host.outermost_ops` of ``profile`` (the explained one), made once."""
+        if TOP not in self.memo:
+            self.memo[TOP] = outermost_ops(profile, ranges(profile))
+        return self.memo[TOP]  # type: ignore[return-value]
 
     @property
     def has_steps(self) -> bool:
@@ -92,7 +107,8 @@ def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
         classes = kernel_classes(profile, equivalence or builtin_equivalence())
     compute = compute_pieces(profile, sets, items, classes.set_index("row"))
     comm = communication_pieces(profile, sets, _waits(profile))
-    copy_label, layers = _host(profile, items)
+    top = outermost_ops(profile, ranges(profile))
+    copy_label, layers = _host(profile, items, top)
     idle, idle_window = idle_pieces(profile, ws, we, sets.compute | sets.uncovered, items, copy_label, layers)
     frames = []
     for part, pieces in ((COMPUTE, compute), (COMMUNICATION, comm)):
@@ -103,7 +119,8 @@ def explain_profile(profile: Profile, equivalence: Equivalence | None = None,
     intervals = _intervals([(part, p, steps[w]) for part, p, w in frames], list(sets.notes))
     notes = [*sets.notes, *_collection_notes(profile)]
     lag, depth = _queue(items, ws[0], we[-1])
-    return StepExplanation(windows, intervals, tuple(notes), lag, depth)
+    # Kept for the Timeline, which draws the same device items and outermost ops.
+    return StepExplanation(windows, intervals, tuple(notes), lag, depth, memo={ITEMS: items, TOP: top})
 
 
 def _waits(profile: Profile) -> Spans | None:
@@ -147,14 +164,14 @@ def feeding(lag_ns: float, depth: float) -> str:
     return "the host just keeps up"
 
 
-def _host(profile: Profile, items: DeviceItems) -> tuple[np.ndarray, HostLayers]:
+def _host(profile: Profile, items: DeviceItems, top: np.ndarray) -> tuple[np.ndarray, HostLayers]:
     """Each copy task's description (``H2D copy (pageable) in aten::to``) and the host layers,
-    which need to know the ops that copied host memory to the device."""
+    which need to know the ops that copied host memory to the device (``top``: each op's
+    outermost op, :func:`~.host.outermost_ops`)."""
     copy_label = np.full(len(items.row), "", dtype=object)
     is_copy = np.flatnonzero(items.kind == COPY)
     lrow = items.launch_row[is_copy]
-    frame = ranges(profile)
-    top = outermost_ops(profile, frame)
+    frame = top < 0
     outer = np.where(lrow >= 0, top[np.maximum(lrow, 0)] if len(top) else -1, -1)
     names = profile.ops["name"].to_numpy(dtype=object)
     where = np.where(outer >= 0, names[np.maximum(outer, 0)] if len(names) else "", "").astype(object)

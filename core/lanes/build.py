@@ -34,9 +34,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..explain.device import COMMUNICATION, COMPUTE, COPY, WAIT, device_items
+from ..explain.device import COMMUNICATION, COMPUTE, COPY, WAIT, DeviceItems
 from ..explain.explanation import IDLE, StepExplanation
-from ..explain.host import outermost_ops, ranges
 from ..model import Profile
 from ..timeline import first_come
 
@@ -73,18 +72,27 @@ def step_lanes(profile: Profile, explanation: StepExplanation, step: int) -> tup
     if not len(row):
         raise KeyError(f"no step {step} in {profile.meta.source}")
     lo, hi = int(w.at[row[0], "start_ns"]), int(w.at[row[0], "end_ns"])
-    top = outermost_ops(profile, ranges(profile))
-    parts = [_device(profile, lo, hi, top), _host(profile, lo, hi, top), _modules(profile, lo, hi),
+    top = explanation.outermost_ops(profile)
+    parts = [_device(profile, explanation.device_items(profile), lo, hi, top), _host(profile, lo, hi, top),
+             _modules(profile, lo, hi),
              _idle(explanation, step, lo), _spans(profile, lo, hi)]
     lanes = pd.concat([p for p in parts if len(p)] or [_frame({})], ignore_index=True)
     return lanes, hi - lo
 
 
+_INT_COLUMNS = frozenset({"start_ns", "end_ns", "stream"})
+
+
 def _frame(cols: dict[str, object]) -> pd.DataFrame:
-    """A lane table with the fixed columns and dtypes (text as object)."""
-    out = pd.DataFrame({c: cols.get(c, pd.Series(dtype="int64" if c in ("start_ns", "end_ns", "stream")
-                                                      else object)) for c in COLUMNS})
-    return out.astype({"start_ns": "int64", "end_ns": "int64", "stream": "int64"})
+    """A lane table with the fixed columns and dtypes (text as object); a column given as one
+    value holds it on every row. Built from arrays of the final dtype: no conversion pass."""
+    n = next((len(v) for v in cols.values() if isinstance(v, np.ndarray)), 0)
+    out = {}
+    for c in COLUMNS:
+        v = cols.get(c, "" if c not in _INT_COLUMNS else 0)
+        dtype = "int64" if c in _INT_COLUMNS else object
+        out[c] = np.asarray(v, dtype=dtype) if isinstance(v, np.ndarray) else np.full(n, v, dtype=dtype)
+    return pd.DataFrame(out, copy=False)
 
 
 def _clip(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,8 +117,7 @@ def _disjoint(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.
     return np.concatenate(rows), np.concatenate(s), np.concatenate(e)
 
 
-def _device(profile: Profile, lo: int, hi: int, top: np.ndarray) -> pd.DataFrame:
-    items = device_items(profile)
+def _device(profile: Profile, items: DeviceItems, lo: int, hi: int, top: np.ndarray) -> pd.DataFrame:
     keep, s, e = _clip(items.start, items.end, lo, hi)
     if not len(keep):
         return _frame({})

@@ -189,6 +189,6 @@ def test_kernels_are_classified_once_per_side_for_every_screen(monkeypatch: pyte
     monkeypatch.setattr(kernel_families, "kernel_classes", counted)
     tables = [value[0] for kind, value in _stream(_request("gpu_npu")) if kind == "table"]
     assert {"OverallMetrics", "KernelClassCompare", "KernelOpCompare", "StepTime", "Advisor"} <= set(tables)
-    pids = calls.read_text().split()
-    assert len(pids) == 2 and pids[0] == str(os.getpid())
-    assert pids[1] != pids[0] or start_method() != "fork"  # the comparison side's load worker
+    pids = calls.read_text().split()  # (the two sides run at the same time: in either order)
+    assert len(pids) == 2 and str(os.getpid()) in pids
+    assert len(set(pids)) == 2 or start_method() != "fork"  # the comparison side's load worker

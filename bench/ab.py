@@ -13,6 +13,10 @@ report only) with the packages imported from that checkout's ``core/`` and ``tui
 needed: this venv's dependencies serve both). Per pair it prints the median wall and CPU time of
 each checkout (CPU: the run's process and every process it started and reaped) and B ÷ A.
 
+The same checkout in two environments is a comparison too: ``--a . --b . --b-python
+/path/to/venv-with-pyarrow/bin/python`` measures what installing pyarrow (pandas then backs
+``str`` columns with Arrow) does to a run.
+
 Each checkout first runs once untimed, with bytecode caching on whatever the environment says
 (``PYTHONDONTWRITEBYTECODE`` unset for the runs): an installed package has its ``.pyc`` files,
 so compiling the project's modules at every run would charge the checkout with more modules
@@ -48,10 +52,12 @@ entry()
 """
 
 
-def run_once(checkout: Path, command: str, base: str, comp: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one run."""
+def run_once(checkout: Path, command: str, base: str, comp: str,
+             python: str = sys.executable) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (``python``: the interpreter, and so the environment, it
+    runs in)."""
     with tempfile.TemporaryDirectory() as out:
-        args = [sys.executable, "-c", LAUNCH, str(checkout), command, base, comp, "--no-cache"]
+        args = [python, "-c", LAUNCH, str(checkout), command, base, comp, "--no-cache"]
         if command == "export":
             args += ["-o", out]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -72,22 +78,29 @@ def main() -> int:
     ap.add_argument("--b", type=Path, required=True, help="checkout B (after)")
     ap.add_argument("--runs", type=int, default=5, help="runs per checkout and pair (default 5)")
     ap.add_argument("--command", choices=("export", "summary"), default="export")
+    ap.add_argument("--a-python", default=sys.executable,
+                    help="interpreter of checkout A's runs (another virtual environment: e.g. one "
+                         "with pyarrow installed); default this one")
+    ap.add_argument("--b-python", default=sys.executable, help="interpreter of checkout B's runs")
     ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BASE", "COMP"))
     ns = ap.parse_args()
     for base, comp in ns.pair:
         times: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
-        for checkout in (ns.a, ns.b):  # warm-up: .pyc files written, inputs in the page cache
-            run_once(checkout.resolve(), ns.command, base, comp)
+        python = {"A": ns.a_python, "B": ns.b_python}
+        for name, checkout in (("A", ns.a), ("B", ns.b)):  # warm-up: .pyc files, page cache
+            run_once(checkout.resolve(), ns.command, base, comp, python[name])
         for r in range(ns.runs):
             order = (("A", ns.a), ("B", ns.b)) if r % 2 == 0 else (("B", ns.b), ("A", ns.a))
             for name, checkout in order:
-                times[name].append(run_once(checkout.resolve(), ns.command, base, comp))
+                times[name].append(run_once(checkout.resolve(), ns.command, base, comp, python[name]))
         print(f"{Path(base).name} vs {Path(comp).name}: {ns.command}, {ns.runs} runs each, alternating")
         med = {}
         for name in ("A", "B"):
             walls, cpus = zip(*times[name])
             med[name] = (statistics.median(walls), statistics.median(cpus))
-            print(f"  {name} {getattr(ns, name.lower())}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+            label = getattr(ns, name.lower()) if python[name] == sys.executable else \
+                f"{getattr(ns, name.lower())} ({python[name]})"
+            print(f"  {name} {label}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
                   f"CPU {med[name][1]:.3f} s")
         print(f"  B / A: wall {med['B'][0] / med['A'][0]:.3f}, CPU {med['B'][1] / med['A'][1]:.3f}")
     return 0

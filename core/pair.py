@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from .errors import InputError, both_bad
-from .load import load_profile, preload
+from .load import Source, detect, load_profile, load_source, preload
 from .model import Profile
 from .options import LoadOptions
 from .processes import Worker, start_method
@@ -24,8 +24,8 @@ Analyse = Optional[Callable[[Profile], A]]
 
 
 def iter_pair(
-    base: str,
-    comp: str,
+    base: str | Source,
+    comp: str | Source,
     base_opts: LoadOptions,
     comp_opts: LoadOptions,
     *,
@@ -33,7 +33,8 @@ def iter_pair(
     analyse: Analyse[A] = None,
 ) -> Iterator[tuple[str, Profile, A | None, float]]:
     """Yield ``(side, profile, analysis, seconds)`` for "base" then "comparison", each as soon as
-    it is loaded and ``analyse(profile)`` made (None without ``analyse``).
+    it is loaded and ``analyse(profile)`` made (None without ``analyse``). Each side is a path,
+    or its :class:`~perfcmp_core.load.Source` when the caller detected it already.
 
     In parallel mode the comparison side is parsed and analysed in a worker process while this
     process parses and analyses the base side itself: the base profile then needs no pickling
@@ -43,6 +44,7 @@ def iter_pair(
     """
     if parallel is None:
         parallel = (os.cpu_count() or 1) >= 2
+    base, comp = _detected(base, base_opts), _detected(comp, comp_opts)
     both_cached = False
     if parallel:
         # The worker inherits the loaders instead of importing them again. Two profiles in the
@@ -52,9 +54,9 @@ def iter_pair(
     if not parallel or both_cached:
         t0 = time.perf_counter()
         try:
-            b = load_profile(base, base_opts)
+            b = _load(base, base_opts)
         except InputError as exc:
-            raise _with_other(exc, lambda: load_profile(comp, comp_opts)) from None
+            raise _with_other(exc, lambda: _load(comp, comp_opts)) from None
         if not both_cached or analyse is None or start_method() != "fork":
             yield "base", b, analyse(b) if analyse else None, time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -62,7 +64,7 @@ def iter_pair(
             return
         # Both from the cache: the analyses still run side by side, the comparison side's in a
         # forked worker that shares its loaded profile (only the analysis is pickled back).
-        c = load_profile(comp, comp_opts)
+        c = _load(comp, comp_opts)
         worker = Worker(analyse, c, name="perfcmp-analyse", method="fork")
         try:
             yield "base", b, analyse(b), time.perf_counter() - t0
@@ -74,7 +76,7 @@ def iter_pair(
     worker = Worker(_load_analysed, comp, comp_opts, analyse, name="perfcmp-load")
     try:
         try:
-            b = load_profile(base, base_opts)
+            b = _load(base, base_opts)
         except InputError as exc:
             raise _with_other(exc, lambda: worker.result()[0]) from None
         yield "base", b, analyse(b) if analyse else None, time.perf_counter() - t0
@@ -83,8 +85,24 @@ def iter_pair(
         worker.stop()
 
 
-def _load_analysed(path: str, opts: LoadOptions, analyse: Analyse[A]) -> tuple[Profile, A | None]:
-    profile = load_profile(path, opts)
+def _detected(given: str | Source, opts: LoadOptions) -> str | Source:
+    """``given`` detected once for the cache lookup and the load alike; a path that cannot be
+    detected stays a path, for its load to report in order (both inputs named when both are
+    bad)."""
+    if isinstance(given, Source):
+        return given
+    try:
+        return detect(given, opts.rank)
+    except InputError:
+        return given
+
+
+def _load(given: str | Source, opts: LoadOptions) -> Profile:
+    return load_source(given, opts) if isinstance(given, Source) else load_profile(given, opts)
+
+
+def _load_analysed(given: str | Source, opts: LoadOptions, analyse: Analyse[A]) -> tuple[Profile, A | None]:
+    profile = _load(given, opts)
     return profile, analyse(profile) if analyse else None
 
 

@@ -40,7 +40,7 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # advisor's analysis) is made where it loads: the comparison side's in its load worker, at
     # the same time as the base side's here.
     for side, profile, analysis, seconds in iter_pair(
-            request.base, request.comp, request.base_opts, request.comp_opts,
+            *request.inputs, request.base_opts, request.comp_opts,
             analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)):
         loaded[side], analyses[side] = profile, analysis
         yield Loaded(side, profile_info(profile))

@@ -3,15 +3,16 @@
 The command line builds a :class:`RunRequest` once and hands the same object to the headless
 commands, to the app's comparison child and to the app's retry: the two paths, both sets of load
 options, the compare options and the three configuration files *already read* (kernel masks,
-advisor rules, equivalence table). A bad config file
-therefore fails (one line naming it, exit 2) before a long load, and nothing downstream reads a
-file the user named a second time. The request is frozen and picklable, so a spawned child
-receives exactly what the parent checked.
+advisor rules, equivalence table). A bad config file therefore fails (one line naming it, exit
+2) before a long load, and nothing downstream reads a file the user named a second time. Where
+the inputs were checked before the run (the app), the request carries them as detected, so that
+nothing downstream detects them again either. The request is frozen and picklable, so a spawned
+child receives exactly what the parent checked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .options import CompareOptions, LoadOptions
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the runner imports this module before pandas; the configs n
     from .advisor.rules import AdvisorConfig
     from .compare.equivalence import Equivalence
     from .compare.masks import Masks
+    from .load.detect import Source
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,21 @@ class RunRequest:
     #: equivalent operators and kernel classes (``--equivalence`` on top of the built-in table)
     equivalence: Equivalence
     advisor_file: str | None = None  # the user's advisor file, named in the advisor's notes
+    #: Each input as detected (its kind and the files it will read), when the command line
+    #: checked the inputs before starting the run (:meth:`with_sources`): the run then loads
+    #: these instead of detecting the paths again. None: the run detects the path itself.
+    base_source: Source | None = None
+    comp_source: Source | None = None
+
+    def with_sources(self, base: Source, comp: Source) -> RunRequest:
+        """This request with both inputs already detected (a step chosen later keeps them: the
+        step does not change which files a path names)."""
+        return replace(self, base_source=base, comp_source=comp)
+
+    @property
+    def inputs(self) -> tuple[str | Source, str | Source]:
+        """What the run loads for each side: the detected source, else the path."""
+        return (self.base_source or self.base, self.comp_source or self.comp)
 
     @classmethod
     def read(

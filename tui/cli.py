@@ -396,27 +396,32 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     return run_advise(ns.path, load_options(ns, ns.step), ns.advisor_config, ns.json_out, settings=settings)
 
 
-def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = False) -> None:
+def _check_before_screen(request: RunRequest, out_dir: str, *, clusters: bool = False) -> RunRequest:
     """What can fail without loading fails here, as one line and exit code 2, before the
     terminal switches to the app: options and config files (read into ``request``), the inputs
     (they exist, their kind is detected, every file they name is readable and passes the size and
     owner checks, a requested Db step exists; a small input is read whole: a truncated gzip, a
     JSON that is not a trace) and the export folder. The in-app error view is
     left for what only loading reveals. Two ``clusters`` were checked as far as finding their
-    ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal)."""
+    ranks; a rank's files are checked where it loads (one bad rank is reported, not fatal).
+    Returns the request with both inputs as detected here, so that the run does not detect them
+    again."""
     from perfcmp_core.export.safe_write import check_dir
     from perfcmp_core.load import check_content, check_input
 
     if not clusters:
-        errors = []
+        errors, sources = [], []
         for path, opts in ((request.base, request.base_opts), (request.comp, request.comp_opts)):
             try:  # both inputs: when both are bad, both are named
-                check_content(check_input(path, opts), opts)
+                sources.append(check_input(path, opts))
+                check_content(sources[-1], opts)
             except InputError as exc:
                 errors.append(exc)
         if errors:
             raise errors[0] if len(errors) == 1 else both_bad(errors[0], errors[1])
+        request = request.with_sources(*sources)
     check_dir(out_dir)
+    return request
 
 
 def cmd_tui(ns: argparse.Namespace) -> int:
@@ -432,7 +437,7 @@ def cmd_tui(ns: argparse.Namespace) -> int:
     with gc_paused():  # imports: hundreds of thousands of objects, no cycles
         request = run_request(ns)
         cluster = cluster_request(ns, request)
-    _check_before_screen(request, ns.output, clusters=cluster is not None)
+    request = _check_before_screen(request, ns.output, clusters=cluster is not None)
     prepare()
     if cluster is not None:  # bad input: no process is ever started
         from perfcmp_core.cluster.events import start_cluster

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+from typing import Protocol
 
 from ..errors import InputError
 from ..gcpause import gc_paused
-from ..model import SCHEMAS, Profile
+from ..model import SCHEMAS, Kind, Profile
 from ..options import LoadOptions
 from .detect import Source, detect
 from .steps import no_such_step, select_step
@@ -81,15 +82,26 @@ def _read(src: Source, opts: LoadOptions) -> Profile:
         return _read_kind(src, opts)
 
 
-def _loader(kind: str) -> Callable[[Source, LoadOptions], Profile]:
-    """The loader of an input kind (imported on first use: each pulls in its own parsers)."""
-    if kind == "gpu":
-        from .gpu import load_gpu as loader
-    elif kind == "npu_text":
-        from .npu_text import load_npu_text as loader
-    else:
-        from .npu_db import load_npu_db as loader
-    return loader
+class Loader(Protocol):
+    """What reads one kind of input: the detected source in, the one profile model out (an
+    ``InputError`` naming the file for bad input)."""
+
+    def __call__(self, src: Source, opts: LoadOptions) -> Profile: ...
+
+
+#: The loader of each input kind (:data:`~perfcmp_core.model.Kind`) as ``module:function``,
+#: imported on first use (each pulls in its own parsers). A new kind is a rule in
+#: :func:`~.detect.detect` and a line here.
+LOADERS: dict[Kind, str] = {
+    "gpu": "perfcmp_core.load.gpu:load_gpu",
+    "npu_text": "perfcmp_core.load.npu_text:load_npu_text",
+    "npu_db": "perfcmp_core.load.npu_db:load_npu_db",
+}
+
+
+def _loader(kind: Kind) -> Loader:
+    module, _, name = LOADERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
 def preload(given: str | Source, opts: LoadOptions) -> bool:

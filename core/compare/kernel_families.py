@@ -30,7 +30,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, factorize_text
 from ..device_time import COMMUNICATION as BUCKET_COMM
 from ..device_time import EXCLUDED, classify as device_buckets
 from ..model import Profile
@@ -176,16 +176,22 @@ def class_order(table: Equivalence) -> list[str]:
     return list(reversed(dict.fromkeys(reversed(labels))))
 
 
-def _top_kernels(df: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per group, its largest kernels by time: ``name (ms)`` joined by ``; ``."""
+def _top_kernels(df: pd.DataFrame, group: np.ndarray) -> pd.Series:
+    """Per group (``group``: a non-negative integer code per row of ``df``), its largest kernels
+    by time, ``name (ms)`` joined by ``; ``, indexed by the group's code. Grouped on integer
+    codes: a large pair has tens of thousands of kernel rows with long names."""
     if df.empty:
         return pd.Series(dtype=object)
-    per = df.groupby([*by, "kernel"], sort=False)["dur_ns"].sum().reset_index()
-    per = per.sort_values("dur_ns", ascending=False, kind="stable")
-    top = per.groupby(by, sort=False).head(TOP_KERNELS)  # formatted only for the rows kept
-    top = top.assign(text=as_text(top["kernel"]) + " ("
-                     + (top["dur_ns"] / 1e6).map("{:.3f}".format) + " ms)")
-    return top.groupby(by, sort=False)["text"].agg("; ".join)
+    kernel, names = factorize_text(df["kernel"].to_numpy(dtype=object))
+    n = max(len(names), 1)
+    per = pd.Series(df["dur_ns"].to_numpy()).groupby(group.astype("int64") * n + kernel, sort=False).sum()
+    order = np.argsort(-per.to_numpy(), kind="stable")  # largest first, ties as first seen
+    pair, ns = per.index.to_numpy()[order], per.to_numpy()[order]
+    rank = pd.Series(pair // n).groupby(pair // n, sort=False).cumcount().to_numpy()
+    keep = rank < TOP_KERNELS  # formatted only for the rows kept
+    top = pd.DataFrame({"g": pair[keep] // n, "text": as_text(pd.Series(names[pair[keep] % n], dtype=object)) + " ("
+                        + pd.Series(ns[keep] / 1e6).map("{:.3f}".format) + " ms)"})
+    return top.groupby("g", sort=False)["text"].agg("; ".join)
 
 
 def _side_cols(prefix: str, role: str) -> list[Column]:
@@ -239,7 +245,10 @@ def kernel_class_compare(base: Profile, comp: Profile, equivalence: Equivalence 
         cols[f"{prefix}_calls"] = g["size"].to_numpy(dtype="int64")
         cols[f"{prefix}_ms"] = g["sum"].to_numpy(dtype="float64") / 1e6
         cols[f"{prefix}_share"] = g["sum"].to_numpy(dtype="float64") / total if total else np.zeros(len(order))
-        cols[f"{prefix}_top"] = _top_kernels(df, ["cls"]).reindex(order).fillna("").to_numpy(dtype=object)
+        codes, labels = factorize_text(df["cls"].to_numpy(dtype=object))
+        top = _top_kernels(df, codes)
+        top.index = labels[top.index.to_numpy()] if len(top) else top.index
+        cols[f"{prefix}_top"] = top.reindex(order).fillna("").to_numpy(dtype=object)
         other = int(g.loc[OTHER, "sum"])
         if other:
             notes.append(f"{label}: {other / total:.1%} of device time ({other / 1e6:.3f} ms) is in no kernel class "
@@ -280,9 +289,16 @@ def kernel_op_compare(base: Profile, comp: Profile, opts: CompareOptions,
         sides.append(df.assign(key=key, label=label, opcls=cls_of))
     agg = []
     for s in sides:
-        g = s.groupby(["key", "cls"], sort=False).agg(calls=("dur_ns", "size"), ns=("dur_ns", "sum"),
-                                                      label=("label", "first"), opcls=("opcls", "first"))
-        g["kernels"] = _top_kernels(s, ["key", "cls"])
+        # Grouped on one integer code per (key, class): each text column factorised once.
+        key, keys = factorize_text(s["key"].to_numpy(dtype=object))
+        cls, classes = factorize_text(s["cls"].to_numpy(dtype=object))
+        n = max(len(classes), 1)
+        gid = key.astype("int64") * n + cls
+        g = s.assign(_g=gid).groupby("_g", sort=False).agg(calls=("dur_ns", "size"), ns=("dur_ns", "sum"),
+                                                           label=("label", "first"), opcls=("opcls", "first"))
+        g["kernels"] = _top_kernels(s, gid)
+        at = g.index.to_numpy()
+        g.index = pd.MultiIndex.from_arrays([keys[at // n], classes[at % n]], names=["key", "cls"])
         agg.append(g)
     keys_all = agg[0].index.union(agg[1].index, sort=False)
     bb, cc = agg[0].reindex(keys_all), agg[1].reindex(keys_all)

@@ -35,11 +35,17 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
-     "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
+     "expand a tree node; on a statistic row show its matched rows; on an OverallMetrics class or "
+     "a kernel class / launching op row what is behind it (as o); on a rank compare that rank "
      "pair; else the whole row"),
+    ("o", "what is behind the row, on the screen that breaks it down: an Overall kernel class → "
+          "its launching ops and kernels (Kernels), a collective → its ops (Comm), an idle cause "
+          "→ its ops (Operators); a kernel class → its launching ops; a launching op → its "
+          "operator rows (q / Backspace: back to the row)"),
     ("E / C", "expand / collapse every node of a tree (the cursor stays on its row or its root)"),
     ("P", "jump to the parent of the cursor row in a tree"),
-    ("Backspace", "back: out of the matched rows, else to the screen left last (on its row)"),
+    ("Backspace", "back: out of the matched rows or the rows o opened, else to the screen left "
+                  "last (on its row)"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
               "clipboard (OSC 52: over SSH too)"),
@@ -59,7 +65,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),
     ("Ctrl+P", "command palette"),
-    ("q", "back from matched rows; cancel loading; else quit (with results on screen, q twice)"),
+    ("q", "back from matched rows or the rows o opened; cancel loading; else quit (with results "
+          "on screen, q twice)"),
     ("Q, Ctrl+Q", "quit at once"),
 )
 

@@ -14,7 +14,7 @@ are cut in the middle, keeping both ends (``[ BACKWARD ]/… MLP_1/ Linear_6``).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from rich.cells import cell_len
@@ -213,6 +213,9 @@ class FrameView(ScrollView, can_focus=True):
         self.col = 0
         self._first = 1  # first column drawn after the pinned label
         self._label_delta = 0  # `<` / `>`: cells taken from / given to the label column
+        #: Whether Enter on a row opens it (Activated) even when it is a tree node that would fold:
+        #: set by the pane from core's :func:`~perfcmp_core.compare.behind.enter_opens`.
+        self.opens_first: Callable[[int], bool] | None = None
         self._widths: list[int] = []
         self._right: list[bool] = []
         self._header_lines: list[tuple[str, str]] = []
@@ -648,6 +651,9 @@ class FrameView(ScrollView, can_focus=True):
     def action_activate(self) -> None:
         row = self.current_row
         if row is None or self.view is None:
+            return
+        if self.opens_first is not None and self.opens_first(row):
+            self.post_message(self.Activated(self, row))
             return
         if self.view.is_tree and not self.view.flat and self.view.toggle_node(row):
             self.refresh_data(keep_row=row)

@@ -19,6 +19,7 @@ from textual.widgets import Input, Static
 
 from perfcmp_core.advisor.table import TABLE_NAME as ADVISOR
 from perfcmp_core.compat import as_text
+from perfcmp_core.compare.behind import ENTER_OPENS, enter_opens
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
@@ -58,6 +59,9 @@ class TablePane(Vertical):
         self.finished = False
         self.show_stacks = False
         self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
+        #: The screen whose row `o` (or Enter) opened the rows shown here: `q` / Backspace / Esc
+        #: return there (None: nothing opened from another screen).
+        self.came_from: str | None = None
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
         #: What the text box edits now: the filter (`|`) or the search in place (`/`).
@@ -121,6 +125,7 @@ class TablePane(Vertical):
         self.reasons.clear()
         self._cursors.clear()
         self.back.clear()
+        self.came_from = None
         self.current = None
         self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
@@ -228,6 +233,9 @@ class TablePane(Vertical):
             self._status()
             return
         self.frame.set_view(self.views[name])
+        table = self.views[name].table
+        self.frame.opens_first = ((lambda row: enter_opens(table, row))
+                                  if table.name in ENTER_OPENS else None)
         self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
         self.query_one("#cell-line").remove_class("hidden")
@@ -415,6 +423,32 @@ class TablePane(Vertical):
         self._chosen = True
         self.show(target_name)
         return True
+
+    def open_rows(self, name: str, rows: np.ndarray, label: str, origin: str | None) -> None:
+        """Show only ``rows`` of view ``name``: what is behind a row (`o`). ``origin``: the
+        screen that row is on (`q` returns there), None: this screen (`q` returns to its view)."""
+        while self.go_back():  # an earlier drill on this screen ends
+            pass
+        self.views[name].set_focus_rows(rows, label)
+        self._cursors.pop(name, None)  # new rows: start at the top
+        if origin is None:
+            assert self.current is not None
+            self.back.append(self.current)
+        else:
+            self.came_from = origin
+        self._chosen = True
+        self.show(name)
+
+    def leave_rows(self) -> str | None:
+        """`q` on rows opened from another screen: the focus ends; that screen's id (None when
+        nothing was opened from one)."""
+        origin, self.came_from = self.came_from, None
+        if origin is None:
+            return None
+        if self.view is not None and self.view.focus_rows is not None:
+            self.view.set_focus(())
+            self.refresh_view()
+        return origin
 
     def expand_all(self, expand: bool) -> bool:
         """`E` / `C`: open every node of the tree, or close them all (the cursor stays on its

@@ -53,7 +53,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("x / X", "the view on screen (filtered, sorted, shown columns) as CSV in the export folder "
               "/ tab-separated to the clipboard"),
-    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
+    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks "
+          "below (j / k a kernel: its name whole under the table; f its row, y / Y / X copy its "
+          "name / its row / the table)"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),
     ("S", "compare one step: rerun the comparison on the steps picked, any base step against "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -208,6 +208,12 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     cols = (*table.columns, *table.screen_columns)
     if not cols:
         return ()
+    if table.screen_order:  # declared by its sheet: the same on every run
+        fixed = [c for key in table.screen_order for c in cols if c.key == key]
+        rest = replace(table, columns=tuple(c for c in table.columns if c not in fixed),
+                       screen_columns=tuple(c for c in table.screen_columns if c not in fixed),
+                       screen_order=())
+        return (*fixed, *(c for c in display_columns(rest) if c not in fixed))
     label = cols[label_column(cols)]
     out = _with_twins([label], cols, [])
     # Keys that tell apart rows of one label (a kernel's input shapes) are part of its name.

@@ -104,6 +104,8 @@ class PerfCmpApp(App[int]):
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
         Binding("o", "behind", "What is behind the row", show=False),
+        Binding("left_square_bracket", "scroll_extra(-1)", "Panel up", show=False),
+        Binding("right_square_bracket", "scroll_extra(1)", "Panel down", show=False),
         Binding("T", "timeline", "Timeline", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
@@ -419,8 +421,9 @@ class PerfCmpApp(App[int]):
             if pane.current is None:
                 self.query_one(TabBar).set_empty(pane.spec.id, True)
         self.query_one("#progress").add_class("hidden")
-        if self.timings:
-            self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
+        if self.timings:  # in each screen's status line: a toast covered the Diff column at 80×24
+            for pane in self.query(TablePane):
+                pane.set_finished_in(event.seconds)
         keep_out_of_collections()  # the results stay: full collections need not scan them
 
     def on_unmount(self) -> None:
@@ -763,6 +766,10 @@ class PerfCmpApp(App[int]):
             self.action_pane(self._screen_history.pop(), remember=False)
         else:
             self.notify("no screen to go back to", timeout=2)
+
+    def action_scroll_extra(self, direction: int) -> None:
+        if not self.pane.scroll_extra(direction):
+            self.notify("the panel above the table shows all it holds", timeout=2)
 
     def action_expand_all(self, expand: bool) -> None:
         if not self._no_table() and not self.pane.expand_all(expand):

@@ -46,6 +46,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("P", "jump to the parent of the cursor row in a tree"),
     ("Backspace", "back: out of the matched rows or the rows o opened, else to the screen left "
                   "last (on its row)"),
+    ("[ / ]", "scroll the panel above the table (headline figures, the advisor's findings) a "
+              "page up / down, when it holds more than it shows"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
               "clipboard (OSC 52: over SSH too)"),

@@ -77,10 +77,15 @@ class TablePane(Vertical):
         self.notes: list[str] = []  # the run's notes that concern this screen
         #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
         self.pictures: bool | None = None
+        #: How long the comparison took (the status line's last part once it finished).
+        self.finished_in = ""
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
-        yield Static("", id="extra", classes="hidden")
+        # Scrolls when taller than its share of the screen ([ / ]): the advisor's later findings
+        # were cut off, out of the keyboard's reach.
+        with VerticalScroll(id="extra-box", classes="hidden"):
+            yield Static("", id="extra")
         if self.spec.headlines:  # the Overall screen
             yield OverallPicture(id="picture", classes="hidden")
         elif ADVISOR in self.spec.sheets:
@@ -127,6 +132,7 @@ class TablePane(Vertical):
         self.back.clear()
         self.came_from = None
         self.current = None
+        self.finished_in = ""
         self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
         self.frame.add_class("hidden")
@@ -151,7 +157,29 @@ class TablePane(Vertical):
         text.append(table.lead if table is not None else "")
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
-        extra.set_class(not text.plain.strip(), "hidden")
+        box = self.query_one("#extra-box", VerticalScroll)
+        box.set_class(not text.plain.strip(), "hidden")
+        self.call_after_refresh(self._extra_hint)
+
+    def _extra_hint(self) -> None:
+        """Below the panel above the table, when it holds more than it shows: the keys that
+        scroll it and where it is."""
+        box = self.query_one("#extra-box", VerticalScroll)
+        box.border_subtitle = (f"[ / ] scroll ({int(box.scroll_y) + 1}–"
+                               f"{int(box.scroll_y) + box.size.height} of "
+                               f"{box.virtual_size.height} lines)"
+                               if box.max_scroll_y > 0 else "")
+
+    def scroll_extra(self, direction: int) -> bool:
+        """`[` / `]`: the panel above the table (headlines, findings) a page up / down; False
+        when it shows everything."""
+        box = self.query_one("#extra-box", VerticalScroll)
+        if box.has_class("hidden") or box.max_scroll_y <= 0:
+            return False
+        box.scroll_to(y=box.scroll_y + direction * max(1, box.size.height - 1), animate=False,
+                      immediate=True)
+        self._extra_hint()
+        return True
 
     # -- pictures -----------------------------------------------------------------------------
     def _picture_table(self) -> Table | None:
@@ -217,6 +245,11 @@ class TablePane(Vertical):
         """Why a table of this screen is missing (shown while the screen has no table)."""
         if reason not in self.reasons:
             self.reasons.append(reason)
+        self._status()
+
+    def set_finished_in(self, seconds: float) -> None:
+        """The run's time, at the end of the status line (where it hides nothing)."""
+        self.finished_in = f"comparison finished in {seconds:.2f} s"
         self._status()
 
     def mark_finished(self) -> None:
@@ -288,6 +321,8 @@ class TablePane(Vertical):
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))
+        if self.finished_in:
+            parts.append(self.finished_in)
         status.update(Text("  ·  ".join(parts)))
 
     def _find_status(self, view: TableView) -> str:

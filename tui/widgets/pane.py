@@ -46,6 +46,11 @@ class FilterBox(Input):
         self._keep(self.value)
 
 
+class ExtraBox(VerticalScroll, can_focus=False):
+    """The panel above the table (headlines, the sentence reading it, the advisor's findings):
+    scrolled by `[` / `]`, never focused (the table keeps the keys)."""
+
+
 class TablePane(Vertical):
     """Shows one of the screen's tables; the others are a `v` (or an Enter) away."""
 
@@ -84,7 +89,7 @@ class TablePane(Vertical):
         yield Static(self.spec.title, id="pane-status", classes="status")
         # Scrolls when taller than its share of the screen ([ / ]): the advisor's later findings
         # were cut off, out of the keyboard's reach.
-        with VerticalScroll(id="extra-box", classes="hidden"):
+        with ExtraBox(id="extra-box", classes="hidden"):
             yield Static("", id="extra")
         if self.spec.headlines:  # the Overall screen
             yield OverallPicture(id="picture", classes="hidden")
@@ -157,14 +162,14 @@ class TablePane(Vertical):
         text.append(table.lead if table is not None else "")
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
-        box = self.query_one("#extra-box", VerticalScroll)
+        box = self.query_one("#extra-box", ExtraBox)
         box.set_class(not text.plain.strip(), "hidden")
         self.call_after_refresh(self._extra_hint)
 
     def _extra_hint(self) -> None:
         """Below the panel above the table, when it holds more than it shows: the keys that
         scroll it and where it is."""
-        box = self.query_one("#extra-box", VerticalScroll)
+        box = self.query_one("#extra-box", ExtraBox)
         box.border_subtitle = (f"[ / ] scroll ({int(box.scroll_y) + 1}–"
                                f"{int(box.scroll_y) + box.size.height} of "
                                f"{box.virtual_size.height} lines)"
@@ -173,7 +178,7 @@ class TablePane(Vertical):
     def scroll_extra(self, direction: int) -> bool:
         """`[` / `]`: the panel above the table (headlines, findings) a page up / down; False
         when it shows everything."""
-        box = self.query_one("#extra-box", VerticalScroll)
+        box = self.query_one("#extra-box", ExtraBox)
         if box.has_class("hidden") or box.max_scroll_y <= 0:
             return False
         box.scroll_to(y=box.scroll_y + direction * max(1, box.size.height - 1), animate=False,

@@ -48,7 +48,17 @@ class FilterBox(Input):
 
 class ExtraBox(VerticalScroll, can_focus=False):
     """The panel above the table (headlines, the sentence reading it, the advisor's findings):
-    scrolled by `[` / `]`, never focused (the table keeps the keys)."""
+    scrolled by `[` / `]`, never focused (the table keeps the keys); when it holds more than it
+    shows, its border says which lines show and the keys."""
+
+    def hint(self) -> None:
+        self.border_subtitle = (f"[ / ] scroll ({int(self.scroll_y) + 1}–"
+                                f"{int(self.scroll_y) + self.size.height} of "
+                                f"{self.virtual_size.height} lines)"
+                                if self.max_scroll_y > 0 else "")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.hint)
 
 
 class TablePane(Vertical):
@@ -164,16 +174,7 @@ class TablePane(Vertical):
         extra.update(text if text.plain.strip() else "")
         box = self.query_one("#extra-box", ExtraBox)
         box.set_class(not text.plain.strip(), "hidden")
-        self.call_after_refresh(self._extra_hint)
-
-    def _extra_hint(self) -> None:
-        """Below the panel above the table, when it holds more than it shows: the keys that
-        scroll it and where it is."""
-        box = self.query_one("#extra-box", ExtraBox)
-        box.border_subtitle = (f"[ / ] scroll ({int(box.scroll_y) + 1}–"
-                               f"{int(box.scroll_y) + box.size.height} of "
-                               f"{box.virtual_size.height} lines)"
-                               if box.max_scroll_y > 0 else "")
+        self.call_after_refresh(box.hint)
 
     def scroll_extra(self, direction: int) -> bool:
         """`[` / `]`: the panel above the table (headlines, findings) a page up / down; False
@@ -183,7 +184,7 @@ class TablePane(Vertical):
             return False
         box.scroll_to(y=box.scroll_y + direction * max(1, box.size.height - 1), animate=False,
                       immediate=True)
-        self._extra_hint()
+        box.hint()
         return True
 
     # -- pictures -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -208,6 +208,12 @@ def display_columns(table: Table) -> tuple[Column, ...]:
     cols = (*table.columns, *table.screen_columns)
     if not cols:
         return ()
+    if table.screen_order:  # declared by its sheet: the same on every run
+        fixed = [c for key in table.screen_order for c in cols if c.key == key]
+        rest = replace(table, columns=tuple(c for c in table.columns if c not in fixed),
+                       screen_columns=tuple(c for c in table.screen_columns if c not in fixed),
+                       screen_order=())
+        return (*fixed, *(c for c in display_columns(rest) if c not in fixed))
     label = cols[label_column(cols)]
     out = _with_twins([label], cols, [])
     # Keys that tell apart rows of one label (a kernel's input shapes) are part of its name.
@@ -374,6 +380,9 @@ class TableView:
     hide_unchanged: bool = False
     focus: tuple[Condition, ...] = ()
     focus_label: str = ""
+    #: The rows another table's row is made of (:mod:`perfcmp_core.compare.behind`, `o`):
+    #: positions into ``table.data``, None without such a focus.
+    focus_rows: np.ndarray | None = None
     expanded: set[int] = field(default_factory=set)
     #: Column keys the user hid (`-`); the row's label never is.
     hidden: set[str] = field(default_factory=set)
@@ -470,7 +479,8 @@ class TableView:
     @property
     def flat(self) -> bool:
         """True when a filter is on, so a tree is shown as a plain list of the matching rows."""
-        return bool(self.filter_text or self.totals_only or self.focus)
+        return bool(self.filter_text or self.totals_only or self.focus
+                    or self.focus_rows is not None)
 
     # -- the visible rows ---------------------------------------------------------------------
     def _compute(self) -> np.ndarray:
@@ -479,6 +489,10 @@ class TableView:
         mask = np.ones(n, dtype=bool)
         if self.totals_only and self.has_totals:
             mask &= df[IS_TOTAL].to_numpy(dtype=bool)
+        if self.focus_rows is not None:
+            within = np.zeros(n, dtype=bool)
+            within[self.focus_rows] = True
+            mask &= within
         for keys, value in self.focus:
             hit = np.zeros(n, dtype=bool)
             for key in keys:
@@ -694,6 +708,12 @@ class TableView:
     def set_focus(self, conditions: tuple[Condition, ...], label: str = "") -> None:
         """Show only rows meeting every condition (exact match): a statistic row's detail rows."""
         self.focus, self.focus_label = conditions, label if conditions else ""
+        self.focus_rows = None
+        self.invalidate()
+
+    def set_focus_rows(self, rows: np.ndarray, label: str) -> None:
+        """Show only ``rows`` (positions into the table): the rows behind another table's row."""
+        self.focus, self.focus_rows, self.focus_label = (), np.asarray(rows, dtype="int64"), label
         self.invalidate()
 
     def toggle_totals(self) -> None:

@@ -706,12 +706,65 @@ async def test_K_on_an_operator_shows_its_call_stacks_names_whole_and_y_copies(
         assert app.screen.stacks == (moved["_base_stack"], moved["_comp_stack"])
         sides = [text_of(s) for s in app.screen.query(".drill-side")]
         assert sides[0].splitlines() == ["Base call stack", *moved["_base_stack"].split(";\n")]
-        await pilot.press("y")
+        await pilot.press("X")
         await pilot.pause()
         lines = copied[-1].split("\n")
         kernels = app.screen.table.data
         assert len(lines) == len(kernels) + 1
         assert [ln.split("\t")[0] for ln in lines[1:]] == list(kernels["kernel"])  # whole names
+
+
+@aio
+async def test_K_has_a_row_cursor_and_f_y_Y_work_inside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80×16 on c10d::allreduce_'s six long kernel names (they differ at their ends): j / G
+    move a row cursor (drawn reversed, kept in view), the line under the table names the cursor
+    kernel whole, `f` opens its row in full, `y` copies its name, `Y` its row (nothing did
+    anything inside K, and there was no cursor)."""
+    from rich.console import Console
+
+    from perfcmp_tui.screens.drill import DrillScreen
+    from perfcmp_tui.screens.kernels import KernelScreen
+
+    app = make_app("npu_ops")
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(80, 16)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "K")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, KernelScreen)
+        kernels = screen.table.data["kernel"].astype(str).tolist()
+        assert len(kernels) == 6
+        cell = screen.query_one("#kernels-cell")
+        assert text_of(cell) == f"Kernel Name: {kernels[0]}"
+        await pilot.press("j", "j")
+        await pilot.pause()
+        assert screen.cursor == 2 and text_of(cell) == f"Kernel Name: {kernels[2]}"
+        assert [row.style for row in screen.drawn.rows] == [None, None, "reverse", None, None, None]
+        await pilot.press("y")
+        await pilot.pause()
+        assert copied[-1] == kernels[2]
+        await pilot.press("Y")
+        await pilot.pause()
+        header, row = copied[-1].split("\n")
+        assert header.startswith("Kernel Name\t") and row.split("\t")[0] == kernels[2]
+        await pilot.press("G")
+        await pilot.pause()
+        body = screen.query_one("#kernels-body")
+        assert screen.cursor == 5 and body.max_scroll_y > 0 and body.scroll_y == body.max_scroll_y
+        await pilot.press("g")
+        await pilot.pause()
+        assert screen.cursor == 0 and body.scroll_y == 0  # the header in view too
+        await pilot.press("G")
+        await pilot.pause()
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillScreen) and app.screen.row == 5
+        assert kernels[5] in text_of(app.screen.query_one("#drill-head"))
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, (DrillScreen, KernelScreen))
 
 
 # -- 11: the empty Modules screen says where the rows are ---------------------------------------

@@ -37,10 +37,13 @@ def test_shorten_keeps_both_ends_of_a_path() -> None:
     assert shorten(path, 30) == "[ BACKWARD ]/… MLP_1/ Linear_6"
     assert shorten(path, len(path)) == path
     assert shorten("/" + path, 31) == "/[ BACKWARD ]/… MLP_1/ Linear_6"  # a root "/" first
-    # Other text keeps two fifths of its head and the rest of its tail.
+    # Words keep whole last words, up to half the width, after the head cut at its end (issue
+    # 30 #8): 25 − 1 − len(" MmBackward0") = 12 cells of head.
     name = "autograd::engine::evaluate_function: MmBackward0"
-    cut = shorten(name, 25)
-    assert len(cut) == 25 and cut.startswith("autograd:") and cut.endswith(": MmBackward0")
+    assert shorten(name, 25) == "autograd::en… MmBackward0"
+    # Other text keeps two fifths of its head and the rest of its tail.
+    cut = shorten("autograd::engine::evaluate_function:MmBackward0", 25)
+    assert len(cut) == 25 and cut.startswith("autograd:") and cut.endswith(":MmBackward0")
     assert shorten("abc", 1) == "…" and shorten("abc", 0) == ""
 
 

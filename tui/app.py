@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 
 from perfcmp_core.collect import ResultBuilder
 from perfcmp_core.compare import SCREENS, screen_of
+from perfcmp_core.compare.behind import behind, enter_opens
 from perfcmp_core.compare.result import ComparisonResult, Screen as ScreenSpec
 from perfcmp_core.events import (Event, Failed, Finished, Loaded, Phase, Planned, Skipped,
                                  SummaryReady, TableReady)
@@ -102,6 +103,9 @@ class PerfCmpApp(App[int]):
         Binding("p", "pictures", "Pictures", show=False),
         Binding("S", "pick_step", "Steps", show=False),
         Binding("K", "kernels", "Kernels of row", show=False),
+        Binding("o", "behind", "What is behind the row", show=False),
+        Binding("left_square_bracket", "scroll_extra(-1)", "Panel up", show=False),
+        Binding("right_square_bracket", "scroll_extra(1)", "Panel down", show=False),
         Binding("T", "timeline", "Timeline", show=False),
         # Not in the footer (full at 80 columns): the notes line names the key.
         Binding("exclamation_mark", "notes", "Notes", show=False),
@@ -417,8 +421,9 @@ class PerfCmpApp(App[int]):
             if pane.current is None:
                 self.query_one(TabBar).set_empty(pane.spec.id, True)
         self.query_one("#progress").add_class("hidden")
-        if self.timings:
-            self.notify(f"comparison finished in {event.seconds:.2f} s", timeout=3)
+        if self.timings:  # in each screen's status line: a toast covered the Diff column at 80×24
+            for pane in self.query(TablePane):
+                pane.set_finished_in(event.seconds)
         keep_out_of_collections()  # the results stay: full collections need not scan them
 
     def on_unmount(self) -> None:
@@ -611,11 +616,50 @@ class PerfCmpApp(App[int]):
         if view is not None and row is not None:
             self.push_screen(DrillScreen(view.table, row))
 
+    def action_behind(self) -> None:
+        """`o`: the rows behind the cursor row, on the screen that breaks it down (Overall's
+        classes → kernels and their launching ops, collectives, the ops of an idle cause; a
+        kernel class → its launching ops; a launching op → its operator rows)."""
+        if not self._no_table() and self.pane.frame.current_row is not None:
+            self.open_behind(self.pane.frame.current_row)
+
+    def open_behind(self, row: int, quiet: bool = False) -> bool:
+        """Show what :func:`perfcmp_core.compare.behind.behind` finds behind ``row`` of the
+        current view; False (with the reason unless ``quiet``) when nothing is."""
+        pane = self.pane
+        assert pane.view is not None
+        found = behind(self.outcome.tables, pane.view.table.name, row)
+        target = None if isinstance(found, str) else self._pane(screen_of(found.table))
+        if isinstance(found, str) or target is None or found.table not in target.views:
+            if not quiet:
+                why = found if isinstance(found, str) else f"{found.table} has not arrived yet"
+                self.notify(why, severity="warning", timeout=3, markup=False)
+            return False
+        if target is pane:
+            pane.open_rows(found.table, found.rows, found.label, None)
+        else:
+            target.open_rows(found.table, found.rows, found.label, pane.spec.id)
+            self.action_pane(target.spec.id)
+        return True
+
+    def _leave_behind(self) -> bool:
+        """Back from rows `o` opened on this screen to the screen and row they came from."""
+        origin = self.pane.leave_rows()
+        if origin is None:
+            return False
+        if self._screen_history and self._screen_history[-1] == origin:
+            self._screen_history.pop()
+        self.action_pane(origin, remember=False)
+        return True
+
     def on_frame_view_activated(self, event: FrameView.Activated) -> None:
         pane = self.pane
         if event.frame_view is not pane.frame or pane.drill(event.row):
             return
         view = event.frame_view.view
+        if (view is not None and enter_opens(view.table, event.row)
+                and self.open_behind(event.row, quiet=True)):
+            return
         if view is not None:
             self.push_screen(DrillScreen(view.table, event.row))
 
@@ -699,12 +743,13 @@ class PerfCmpApp(App[int]):
         """Esc: close the filter box, else cancel loading, else leave a drill-down."""
         if self.pane.close_filter() or self.cancel_run():
             return
-        self.pane.go_back()
+        if not self.pane.go_back():
+            self._leave_behind()
 
     def action_back(self) -> None:
         """q: leave a drill-down, else cancel loading, else quit — asking once when results are
         on screen (a stray q must not throw a loaded comparison away; Q quits at once)."""
-        if self.pane.go_back() or self.cancel_run():
+        if self.pane.go_back() or self._leave_behind() or self.cancel_run():
             return
         if not self._quit_asked and any(not t.empty for t in self.outcome.tables.values()):
             self._quit_asked = True
@@ -715,12 +760,16 @@ class PerfCmpApp(App[int]):
     def action_previous(self) -> None:
         """Backspace: leave a drill-down, else back to the screen left last (on its row: each
         screen keeps its cursor)."""
-        if self.pane.go_back():
+        if self.pane.go_back() or self._leave_behind():
             return
         if self._screen_history:
             self.action_pane(self._screen_history.pop(), remember=False)
         else:
             self.notify("no screen to go back to", timeout=2)
+
+    def action_scroll_extra(self, direction: int) -> None:
+        if not self.pane.scroll_extra(direction):
+            self.notify("the panel above the table shows all it holds", timeout=2)
 
     def action_expand_all(self, expand: bool) -> None:
         if not self._no_table() and not self.pane.expand_all(expand):

@@ -282,9 +282,12 @@ _BY_NAME = (("name", ("base_name", "comp_name")),)  # an op name on either side
 _STACKS = ("base_stack", "comp_stack")
 _PAIR_NAMES = ("base_name", "comp_name")  # a pair's op on each side
 _OPERATOR_SHEETS = (
+    # A fixed order: which keys tell apart rows of one name depends on the run (Step does on
+    # several steps, not on one), and the tree must read the same on every pair (issue 30 #11).
     Sheet("ModuleTree", MODULES, export=False, tree="nodes",
           drill=Drill("ModuleCompare", (("_path", ("module_name",)),)),
-          stacks=("_base_stack", "_comp_stack")),
+          stacks=("_base_stack", "_comp_stack"),
+          screen_order=("module", "step", "diff_total", "ratio", "module_class", "matched_as")),
     Sheet("ModuleCompareStatistic", MODULES,
           "nn.Module paths aggregated: a [ TOTAL ] row per module, then its ops; device "
           "self/total time per side.",
@@ -422,7 +425,7 @@ def declare(table: Table) -> Table:
         raise KeyError(f"{table.name}: no step declares this table (perfcmp_core.compare.STEPS)")
     return replace(table, help=sheet.help, export=table.export and sheet.export, tree=sheet.tree,
                    open_levels=sheet.open_levels,
-                   drill=sheet.drill, stacks=sheet.stacks)
+                   drill=sheet.drill, stacks=sheet.stacks, screen_order=sheet.screen_order)
 
 
 def matching(tables: list[Table]) -> Table | None:

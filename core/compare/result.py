@@ -197,6 +197,9 @@ class Sheet:
     opens: bool = False
     #: An outline's levels shown expanded when the screen opens (0: every level).
     open_levels: int = 0
+    #: Column keys in the order the screens show them, whatever the rows hold (the columns not
+    #: named follow in :func:`perfcmp_core.view.display_columns`' order); empty: that order.
+    screen_order: tuple[str, ...] = ()
 
 
 @dataclass
@@ -221,6 +224,8 @@ class Table:
     open_levels: int = 0
     drill: Drill | None = None
     stacks: tuple[str, str] | None = None
+    #: What its :class:`Sheet` declares: a fixed screen column order (see ``Sheet.screen_order``).
+    screen_order: tuple[str, ...] = ()
     lead: str = ""  # a sentence reading the table, shown above it ("where the gap comes from")
     #: Columns the screens show after the workbook's, which the workbook (the reference's
     #: drop-in) does not hold: absolute differences where the sheet has only ratios. Their data

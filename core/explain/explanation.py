@@ -28,7 +28,7 @@ from ..model import Profile
 from ..timeline import Spans, overlaps
 from .device import COMPUTE as COMPUTE_TASK
 from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_kinds, device_items
-from .host import HostLayers, host_layers, outermost_ops, ranges
+from .host import IN_OP, HostLayers, host_layers, outermost_ops, ranges
 from .idle import idle_pieces
 from .windows import WHOLE_PROFILE, step_windows
 
@@ -176,7 +176,7 @@ def _host(profile: Profile, items: DeviceItems, top: np.ndarray) -> tuple[np.nda
     names = profile.ops["name"].to_numpy(dtype=object)
     where = np.where(outer >= 0, names[np.maximum(outer, 0)] if len(names) else "", "").astype(object)
     kind, h2d = copy_kinds(profile, items.row[is_copy], where)
-    copy_label[is_copy] = np.where(where != "", kind + " in " + where, kind)
+    copy_label[is_copy] = np.where(where != "", kind + IN_OP + where, kind)
     launched = items.launch_row[items.launch_row >= 0]
     h2d &= lrow >= 0
     return copy_label, host_layers(profile, frame, top, launched, lrow[h2d], kind[h2d])

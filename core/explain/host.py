@@ -36,6 +36,10 @@ from ..compare.kernel_families import LAUNCH_CATEGORIES
 from ..model import SYNC_CALL, Profile
 from ..timeline import Spans, first_come, innermost, overlaps, thread_key
 
+#: How a copy's label names the op it happened in (``H2D copy (pinned) in aten::to``): one owner
+#: for the labels made here and in :mod:`.explanation`, read back by :func:`.idle.label_op`.
+IN_OP = " in "
+
 #: Python frames that are not the user's code: the profiler's and torch's own frames, built-ins.
 _INTERNAL_FRAME = re.compile(r"^(?:<built-in|<frozen |torch/|typing\.py|enum\.py|contextlib\.py|functools\.py)")
 #: ``record_function`` range names: ``Module.method``, ``Optimizer.step#SGD.step`` (never an ``aten::`` op).
@@ -160,7 +164,7 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
     copy_tops = top[h2d_from]
     has_copy = copy_tops >= 0
     role[copy_tops[has_copy]] = COPY
-    label[copy_tops[has_copy]] = (h2d_label[has_copy] + " in " + names[copy_tops[has_copy]]).astype(object)
+    label[copy_tops[has_copy]] = (h2d_label[has_copy] + IN_OP + names[copy_tops[has_copy]]).astype(object)
     # Every row carries its outermost op's role and label (calls outside any op: their own).
     own = top < 0
     row_role = np.where(own, CPU, role[np.maximum(top, 0)]).astype("int8")

@@ -34,7 +34,7 @@ from ..timeline import Spans, first_come, overlaps
 from .device import COPY, WAIT, DeviceItems, Pieces
 from .host import COPY as COPY_ROLE
 from .host import SYNC as SYNC_ROLE
-from .host import HostLayers, Layer
+from .host import IN_OP, HostLayers, Layer
 
 SYNC, HOST, LAUNCH, COPY_CAUSE, DEVICE, UNKNOWN = "sync", "host", "launch", "copy", "device", "unknown"
 #: Idle causes in the order they are shown.
@@ -48,6 +48,9 @@ QUEUED_OTHER_STREAM = "queued work waiting on another stream"
 NO_LAUNCH = "the next device task has no recorded launch"
 NO_HOST = "no host activity recorded"
 _NEVER = np.iinfo("int64").max
+#: How a label names host time inside an op that launched nothing (``aten::foo (no device
+#: work)``); a copy names its op with :data:`.host.IN_OP`. :func:`label_op` reads both back.
+NO_DEVICE_WORK = " (no device work)"
 
 
 class _Cut:
@@ -179,12 +182,24 @@ def _host_state(part: _Cut, layers: HostLayers, ws: np.ndarray, we: np.ndarray, 
     in_cpu_op, op_label, rest = rest.split(layers.cpu_ops)
     framed, frame_label, bare = in_cpu_op.split(layers.frames)
     emit(framed, HOST, frame_label)
-    emit(bare, HOST, _label_of(bare, in_cpu_op, _suffixed(op_label, " (no device work)")))
+    emit(bare, HOST, _label_of(bare, in_cpu_op, _suffixed(op_label, NO_DEVICE_WORK)))
     framed, frame_label, rest = rest.split(layers.frames)
     emit(framed, HOST, frame_label)
     noted, note_label, rest = rest.split(layers.annotations)
     emit(noted, HOST, _prefixed("host gap in ", note_label))
     emit(rest, HOST, _position(rest, layers, ws, we))
+
+
+def label_op(cause: str, label: str) -> str:
+    """The host op an idle label of ``cause`` names, "" when it names none (a Python frame, a
+    host gap, a device task): what the Overall screen's `o` opens on the Operators screen."""
+    if label.startswith("host gap"):
+        return ""
+    if IN_OP in label:
+        return label.rpartition(IN_OP)[2]
+    if label.endswith(NO_DEVICE_WORK):
+        return label[: -len(NO_DEVICE_WORK)]
+    return label if cause in (SYNC, LAUNCH) else ""
 
 
 def _label_of(parts: _Cut, whole: _Cut, label: np.ndarray) -> np.ndarray:

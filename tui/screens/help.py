@@ -35,11 +35,19 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("u", "hide / show the unchanged rows (Diff 0, Δ% 0)"),
     ("v", "switch view: statistic ↔ detail (and the module tree)"),
     ("Enter / Space",
-     "expand a tree node; on a statistic row show its matched rows; on a rank compare that rank "
+     "expand a tree node; on a statistic row show its matched rows; on an OverallMetrics class or "
+     "a kernel class / launching op row what is behind it (as o); on a rank compare that rank "
      "pair; else the whole row"),
+    ("o", "what is behind the row, on the screen that breaks it down: an Overall kernel class → "
+          "its launching ops and kernels (Kernels), a collective → its ops (Comm), an idle cause "
+          "→ its ops (Operators); a kernel class → its launching ops; a launching op → its "
+          "operator rows (q / Backspace: back to the row)"),
     ("E / C", "expand / collapse every node of a tree (the cursor stays on its row or its root)"),
     ("P", "jump to the parent of the cursor row in a tree"),
-    ("Backspace", "back: out of the matched rows, else to the screen left last (on its row)"),
+    ("Backspace", "back: out of the matched rows or the rows o opened, else to the screen left "
+                  "last (on its row)"),
+    ("[ / ]", "scroll the panel above the table (headline figures, the advisor's findings) a "
+              "page up / down, when it holds more than it shows"),
     ("c", "show / hide the Base and Comparison call stacks"),
     ("y / Y", "copy the cell / the row (tab-separated; numbers at full precision) to the "
               "clipboard (OSC 52: over SSH too)"),
@@ -47,7 +55,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("e", "export the workbook (xlsx, same layout as msprof-analyze compare)"),
     ("x / X", "the view on screen (filtered, sorted, shown columns) as CSV in the export folder "
               "/ tab-separated to the clipboard"),
-    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks"),
+    ("K", "the kernels of the operator / module row, base vs comparison, with its call stacks "
+          "below (j / k a kernel: its name whole under the table; f its row, y / Y / X copy its "
+          "name / its row / the table)"),
     ("p", "pictures on / off: Overall's E2E bars per side and E2E per step, Advisor's "
            "category shares per stage (on from 36 rows)"),
     ("S", "compare one step: rerun the comparison on the steps picked, any base step against "
@@ -59,7 +69,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "close the filter or a dialog; cancel loading"),
     ("? / F1", "this help"),
     ("Ctrl+P", "command palette"),
-    ("q", "back from matched rows; cancel loading; else quit (with results on screen, q twice)"),
+    ("q", "back from matched rows or the rows o opened; cancel loading; else quit (with results "
+          "on screen, q twice)"),
     ("Q, Ctrl+Q", "quit at once"),
 )
 

@@ -8,13 +8,14 @@ It scrolls sideways by whole columns, never showing half a column under a whole 
 label stays pinned on the left and as many whole columns follow as fit. A cell cursor (`h`/`l`)
 picks the column that `y` copies, that `-` hides, and whose full header and text the pane shows
 under the table. Headers that do not fit their column take two lines; names too long for theirs
-are cut in the middle, keeping both ends (``[ BACKWARD ]/… MLP_1/ Linear_6``).
+are cut in the middle, keeping both ends (``[ BACKWARD ]/… MLP_1/ Linear_6``; words as words:
+``Flash Atte… (Forward)``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from rich.cells import cell_len
@@ -54,6 +55,11 @@ MIN_BESIDE = 24
 _PATH_PARTS = re.compile(r"(?<=/)")
 #: A path cut in the middle keeps its first part when this much of its end still fits after it.
 MIN_TAIL = 8
+#: Cells a text cut between words keeps of its head at least.
+MIN_HEAD = 4
+#: A module path: a "/" right after a name (``Model/ MLP_1``); " / " separates words
+#: (``copy / cast / memset``).
+_IS_PATH = re.compile(r"[^\s]/")
 
 
 def shorten(text: str, width: int) -> str:
@@ -68,7 +74,7 @@ def shorten(text: str, width: int) -> str:
         return text
     if width <= 1:
         return "…" if width == 1 else ""
-    if "/" in text:
+    if _IS_PATH.search(text):
         parts = _PATH_PARTS.split(text)
         first = 1
         head = parts[0]
@@ -83,16 +89,40 @@ def shorten(text: str, width: int) -> str:
                     break
                 tail = part + tail
             return head + "…" + (tail or _tail(parts[-1], room))
-    head_room = (width - 1) * 2 // 5
-    head_chars: list[str] = []
+    if " " in text.strip():
+        between = _between_words(text, width)
+        if between is not None:
+            return between
+    head = _head(text, (width - 1) * 2 // 5)
+    return head + "…" + _tail(text, width - 1 - cell_len(head))
+
+
+def _between_words(text: str, width: int) -> str | None:
+    """Words cut as words (issue 30 #8: ``Flash A…ion (Forward)``): whole last words — as many as
+    fit in half the width, else the last that leaves room for a head — after the head of the text
+    cut at its end (``Flash Atte… (Forward)``, ``reduction… / sort``); None when no last word
+    fits."""
+    starts = [m.start() for m in re.finditer(" ", text) if m.start() > 0]
+    fitting = [s for s in starts if cell_len(text[s:]) <= width - 1 - MIN_HEAD]
+    if not fitting:
+        return None
+    half = [s for s in fitting if cell_len(text[s:]) <= (width - 1) // 2]
+    tail = text[min(half) if half else max(fitting):]
+    head = _head(text, width - 1 - cell_len(tail)).rstrip(" /(")
+    return head + "…" + tail if head else None
+
+
+def _head(text: str, room: int) -> str:
+    """The start of ``text`` that fits in ``room`` cells."""
+    chars: list[str] = []
     used = 0
     for ch in text:
         w = cell_len(ch)
-        if used + w > head_room:
+        if used + w > room:
             break
-        head_chars.append(ch)
+        chars.append(ch)
         used += w
-    return "".join(head_chars) + "…" + _tail(text, width - 1 - used)
+    return "".join(chars)
 
 
 def _tail(text: str, room: int) -> str:
@@ -213,6 +243,9 @@ class FrameView(ScrollView, can_focus=True):
         self.col = 0
         self._first = 1  # first column drawn after the pinned label
         self._label_delta = 0  # `<` / `>`: cells taken from / given to the label column
+        #: Whether Enter on a row opens it (Activated) even when it is a tree node that would fold:
+        #: set by the pane from core's :func:`~perfcmp_core.compare.behind.enter_opens`.
+        self.opens_first: Callable[[int], bool] | None = None
         self._widths: list[int] = []
         self._right: list[bool] = []
         self._header_lines: list[tuple[str, str]] = []
@@ -648,6 +681,9 @@ class FrameView(ScrollView, can_focus=True):
     def action_activate(self) -> None:
         row = self.current_row
         if row is None or self.view is None:
+            return
+        if self.opens_first is not None and self.opens_first(row):
+            self.post_message(self.Activated(self, row))
             return
         if self.view.is_tree and not self.view.flat and self.view.toggle_node(row):
             self.refresh_data(keep_row=row)

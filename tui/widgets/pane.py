@@ -19,6 +19,7 @@ from textual.widgets import Input, Static
 
 from perfcmp_core.advisor.table import TABLE_NAME as ADVISOR
 from perfcmp_core.compat import as_text
+from perfcmp_core.compare.behind import ENTER_OPENS, enter_opens
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
@@ -45,6 +46,21 @@ class FilterBox(Input):
         self._keep(self.value)
 
 
+class ExtraBox(VerticalScroll, can_focus=False):
+    """The panel above the table (headlines, the sentence reading it, the advisor's findings):
+    scrolled by `[` / `]`, never focused (the table keeps the keys); when it holds more than it
+    shows, its border says which lines show and the keys."""
+
+    def hint(self) -> None:
+        self.border_subtitle = (f"[ / ] scroll ({int(self.scroll_y) + 1}–"
+                                f"{int(self.scroll_y) + self.size.height} of "
+                                f"{self.virtual_size.height} lines)"
+                                if self.max_scroll_y > 0 else "")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.hint)
+
+
 class TablePane(Vertical):
     """Shows one of the screen's tables; the others are a `v` (or an Enter) away."""
 
@@ -58,6 +74,9 @@ class TablePane(Vertical):
         self.finished = False
         self.show_stacks = False
         self.back: list[str] = []  # views Enter drilled from; `q` returns to the last one
+        #: The screen whose row `o` (or Enter) opened the rows shown here: `q` / Backspace / Esc
+        #: return there (None: nothing opened from another screen).
+        self.came_from: str | None = None
         self._chosen = False  # the user picked a view: arriving tables no longer switch it
         self._filter_before = ""
         #: What the text box edits now: the filter (`|`) or the search in place (`/`).
@@ -73,10 +92,15 @@ class TablePane(Vertical):
         self.notes: list[str] = []  # the run's notes that concern this screen
         #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
         self.pictures: bool | None = None
+        #: How long the comparison took (the status line's last part once it finished).
+        self.finished_in = ""
 
     def compose(self) -> ComposeResult:
         yield Static(self.spec.title, id="pane-status", classes="status")
-        yield Static("", id="extra", classes="hidden")
+        # Scrolls when taller than its share of the screen ([ / ]): the advisor's later findings
+        # were cut off, out of the keyboard's reach.
+        with ExtraBox(id="extra-box", classes="hidden"):
+            yield Static("", id="extra")
         if self.spec.headlines:  # the Overall screen
             yield OverallPicture(id="picture", classes="hidden")
         elif ADVISOR in self.spec.sheets:
@@ -121,7 +145,9 @@ class TablePane(Vertical):
         self.reasons.clear()
         self._cursors.clear()
         self.back.clear()
+        self.came_from = None
         self.current = None
+        self.finished_in = ""
         self.finished = self._chosen = self._stale = False
         self.frame.set_view(None)
         self.frame.add_class("hidden")
@@ -146,7 +172,20 @@ class TablePane(Vertical):
         text.append(table.lead if table is not None else "")
         extra = self.query_one("#extra", Static)
         extra.update(text if text.plain.strip() else "")
-        extra.set_class(not text.plain.strip(), "hidden")
+        box = self.query_one("#extra-box", ExtraBox)
+        box.set_class(not text.plain.strip(), "hidden")
+        self.call_after_refresh(box.hint)
+
+    def scroll_extra(self, direction: int) -> bool:
+        """`[` / `]`: the panel above the table (headlines, findings) a page up / down; False
+        when it shows everything."""
+        box = self.query_one("#extra-box", ExtraBox)
+        if box.has_class("hidden") or box.max_scroll_y <= 0:
+            return False
+        box.scroll_to(y=box.scroll_y + direction * max(1, box.size.height - 1), animate=False,
+                      immediate=True)
+        box.hint()
+        return True
 
     # -- pictures -----------------------------------------------------------------------------
     def _picture_table(self) -> Table | None:
@@ -214,6 +253,11 @@ class TablePane(Vertical):
             self.reasons.append(reason)
         self._status()
 
+    def set_finished_in(self, seconds: float) -> None:
+        """The run's time, at the end of the status line (where it hides nothing)."""
+        self.finished_in = f"comparison finished in {seconds:.2f} s"
+        self._status()
+
     def mark_finished(self) -> None:
         self.finished = True
         self._status()
@@ -228,6 +272,9 @@ class TablePane(Vertical):
             self._status()
             return
         self.frame.set_view(self.views[name])
+        table = self.views[name].table
+        self.frame.opens_first = ((lambda row: enter_opens(table, row))
+                                  if table.name in ENTER_OPENS else None)
         self.frame.refresh_data(cursor=self._cursors.get(name, 0))
         self.frame.remove_class("hidden")
         self.query_one("#cell-line").remove_class("hidden")
@@ -280,6 +327,8 @@ class TablePane(Vertical):
         others = [t for t in self.names() if t != self.current]
         if others:
             parts.append("v: " + ", ".join(others))
+        if self.finished_in:
+            parts.append(self.finished_in)
         status.update(Text("  ·  ".join(parts)))
 
     def _find_status(self, view: TableView) -> str:
@@ -415,6 +464,32 @@ class TablePane(Vertical):
         self._chosen = True
         self.show(target_name)
         return True
+
+    def open_rows(self, name: str, rows: np.ndarray, label: str, origin: str | None) -> None:
+        """Show only ``rows`` of view ``name``: what is behind a row (`o`). ``origin``: the
+        screen that row is on (`q` returns there), None: this screen (`q` returns to its view)."""
+        while self.go_back():  # an earlier drill on this screen ends
+            pass
+        self.views[name].set_focus_rows(rows, label)
+        self._cursors.pop(name, None)  # new rows: start at the top
+        if origin is None:
+            assert self.current is not None
+            self.back.append(self.current)
+        else:
+            self.came_from = origin
+        self._chosen = True
+        self.show(name)
+
+    def leave_rows(self) -> str | None:
+        """`q` on rows opened from another screen: the focus ends; that screen's id (None when
+        nothing was opened from one)."""
+        origin, self.came_from = self.came_from, None
+        if origin is None:
+            return None
+        if self.view is not None and self.view.focus_rows is not None:
+            self.view.set_focus(())
+            self.refresh_view()
+        return origin
 
     def expand_all(self, expand: bool) -> bool:
         """`E` / `C`: open every node of the tree, or close them all (the cursor stays on its

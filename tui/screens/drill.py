@@ -18,13 +18,37 @@ from perfcmp_core.view import screen_text
 from .vim_keys import VIM_BINDINGS, VimKeys
 
 
+#: How much of one cell is shown at most, in lines and in characters (cut at a line's end): an
+#: operator of a long run lists tens of thousands of kernel launches (290,000 characters in one
+#: cell of the 8× GPU pair, lines of ≈ 300), which took the screen 3 s to lay out; past this, the
+#: rest is counted and the keys that give it whole are named.
+MAX_LINES = 100
+MAX_CHARS = 4_000
+
+
+def _shown(value: str) -> tuple[str, int]:
+    """The part of ``value`` shown, and how many of its lines are left out."""
+    if len(value) <= MAX_CHARS and value.count("\n") < MAX_LINES:
+        return value, 0
+    lines = value.split("\n")
+    keep, size = 0, 0
+    while keep < min(len(lines), MAX_LINES) and (keep == 0 or size + len(lines[keep]) + 1 <= MAX_CHARS):
+        size += len(lines[keep]) + 1
+        keep += 1
+    return "\n".join(lines[:keep]), len(lines) - keep
+
+
 def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Text:
     """``Header: value`` per column; multi-line values start on their own line."""
     text = Text(title + "\n" if title else "", style="bold underline")
     for i, c in enumerate(columns):
         value = screen_text(table.data[c.key].iat[row], c).replace("\r", "")
         text.append(("\n" if i else "") + screen_header(c), style="bold")
-        text.append(("\n" if "\n" in value else ": ") + (value or "—"), style="")
+        shown, more = _shown(value)
+        text.append(("\n" if "\n" in value else ": ") + (shown or "—"), style="")
+        if more:
+            text.append(f"\n… {more:,} more lines (Esc, then K lists this row's kernels by name "
+                        "and Y copies the row whole)", style="italic")
     return text
 
 

@@ -303,8 +303,8 @@ class TablePane(Vertical):
             reason = self.empty_reason()
             text = (f"{self.spec.title}: nothing to show — {reason}" if reason
                     else f"{self.spec.title}: waiting for results…")
-            status.update(Text(self.spec.title))
-            self.query_one("#message", Static).update(Text(text))
+            status.update(Text(self.spec.title), layout=False)
+            self.query_one("#message", Static).update(Text(text), layout=False)
             return
         view = self.views[self.current]
         table = view.table
@@ -329,7 +329,9 @@ class TablePane(Vertical):
             parts.append("v: " + ", ".join(others))
         if self.finished_in:
             parts.append(self.finished_in)
-        status.update(Text("  ·  ".join(parts)))
+        # A one-line widget: a new text never changes its size, so no layout pass (which
+        # repaints the whole screen: on a large table it made every key twice as slow).
+        status.update(Text("  ·  ".join(parts)), layout=False)
 
     def _find_status(self, view: TableView) -> str:
         """The search and where the cursor is among its matches: ``“aten” match 2/5``."""
@@ -363,12 +365,12 @@ class TablePane(Vertical):
         frame = self.frame
         col, row = frame.current_column, frame.current_row
         if self.view is None or col is None or row is None:
-            line.update("")
+            line.update("", layout=False)
             return
         header = frame.headers[frame.col]
         text = Text(header + ": ", style="bold")
         text.append(self.view.cell(row, col) or "—")
-        line.update(text)
+        line.update(text, layout=False)  # one line, on every cursor move: no layout pass
 
     def refresh_view(self, keep_row: int | None = None) -> None:
         if self.view is not None:

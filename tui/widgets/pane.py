@@ -8,9 +8,11 @@ cost the app next to nothing while the user already reads the overall one.
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 import numpy as np
+from rich.console import RenderableType
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -44,6 +46,21 @@ class FilterBox(Input):
 
     async def action_submit(self) -> None:
         self._keep(self.value)
+
+
+#: Whether ``Static.update`` can skip the layout pass (newer Textual; 0.80, the lowest version
+#: supported, always lays out).
+_UPDATE_SKIPS_LAYOUT = "layout" in inspect.signature(Static.update).parameters
+
+
+def _set_line(widget: Static, content: RenderableType) -> None:
+    """New text for a widget whose size the text never changes (a one-line status, the message
+    filling its box): no layout pass, which repaints the whole screen — on a large table, done
+    on every cursor move, it made the keys twice as slow."""
+    if _UPDATE_SKIPS_LAYOUT:
+        widget.update(content, layout=False)
+    else:
+        widget.update(content)
 
 
 class ExtraBox(VerticalScroll, can_focus=False):
@@ -303,8 +320,8 @@ class TablePane(Vertical):
             reason = self.empty_reason()
             text = (f"{self.spec.title}: nothing to show — {reason}" if reason
                     else f"{self.spec.title}: waiting for results…")
-            status.update(Text(self.spec.title), layout=False)
-            self.query_one("#message", Static).update(Text(text), layout=False)
+            _set_line(status, Text(self.spec.title))
+            _set_line(self.query_one("#message", Static), Text(text))
             return
         view = self.views[self.current]
         table = view.table
@@ -329,9 +346,7 @@ class TablePane(Vertical):
             parts.append("v: " + ", ".join(others))
         if self.finished_in:
             parts.append(self.finished_in)
-        # A one-line widget: a new text never changes its size, so no layout pass (which
-        # repaints the whole screen: on a large table it made every key twice as slow).
-        status.update(Text("  ·  ".join(parts)), layout=False)
+        _set_line(status, Text("  ·  ".join(parts)))
 
     def _find_status(self, view: TableView) -> str:
         """The search and where the cursor is among its matches: ``“aten” match 2/5``."""
@@ -365,12 +380,12 @@ class TablePane(Vertical):
         frame = self.frame
         col, row = frame.current_column, frame.current_row
         if self.view is None or col is None or row is None:
-            line.update("", layout=False)
+            _set_line(line, "")
             return
         header = frame.headers[frame.col]
         text = Text(header + ": ", style="bold")
         text.append(self.view.cell(row, col) or "—")
-        line.update(text, layout=False)  # one line, on every cursor move: no layout pass
+        _set_line(line, text)  # on every cursor move
 
     def refresh_view(self, keep_row: int | None = None) -> None:
         if self.view is not None:

@@ -8,7 +8,6 @@ cost the app next to nothing while the user already reads the overall one.
 
 from __future__ import annotations
 
-import inspect
 from typing import Callable
 
 import numpy as np
@@ -48,19 +47,11 @@ class FilterBox(Input):
         self._keep(self.value)
 
 
-#: Whether ``Static.update`` can skip the layout pass (newer Textual; 0.80, the lowest version
-#: supported, always lays out).
-_UPDATE_SKIPS_LAYOUT = "layout" in inspect.signature(Static.update).parameters
-
-
 def _set_line(widget: Static, content: RenderableType) -> None:
     """New text for a widget whose size the text never changes (a one-line status, the message
     filling its box): no layout pass, which repaints the whole screen — on a large table, done
     on every cursor move, it made the keys twice as slow."""
-    if _UPDATE_SKIPS_LAYOUT:
-        widget.update(content, layout=False)
-    else:
-        widget.update(content)
+    widget.update(content, layout=False)
 
 
 class ExtraBox(VerticalScroll, can_focus=False):

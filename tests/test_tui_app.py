@@ -27,7 +27,7 @@ from perfcmp_tui.screens.help import KEYS, READING, HelpScreen
 from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.key_bar import KeyBar
-from perfcmp_tui.widgets.pane import TablePane
+from perfcmp_tui.widgets.pane import ExtraBox, TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
 from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, open_view, plain, replay,
                          request, same, settle, shown, signed, tables, text_of)
@@ -156,7 +156,7 @@ async def test_overall_hierarchy_values_and_headline() -> None:
         matmul = next(c for c in cells if label(c) == "Matmul")
         cube = next(c for c in cells if label(c) == "Matmul (Cube)")
         assert matmul.startswith("  ▾ ") and cube.startswith("      ")
-        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        extra = app.query_one("#pane-overall #extra-box", ExtraBox).text.plain
         lines = extra.splitlines()
         # fixtures/README.md: +36 µs of device work per step, 3 steps → E2E +0.108 ms; Computing
         # carries all of it; Mem Usage 2.81G / 2.88G.
@@ -794,7 +794,6 @@ async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        line = app.query_one("#pane-overall #notes-line", Static)
         # Only the step explanation's own notes concern the Overall screen.
         overall = app.outcome.notes_for("overall")
         assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(notes)
@@ -846,7 +845,7 @@ async def test_advisor_screen_reads_its_findings_first() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("8")
-        extra = text_of(app.query_one("#pane-advisor #extra", Static))
+        extra = app.query_one("#pane-advisor #extra-box", ExtraBox).text.plain
         assert extra.startswith("Findings")
         assert "comparison: DiT FA share high: 32.93% of stage time > 30%" in extra
         assert "    top: FlashAttentionScore 0.661 ms" in extra
@@ -1142,7 +1141,7 @@ async def test_overall_opens_on_the_step_explanation_and_enter_drills_to_where_a
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert app.pane.current == "StepTime"
-        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        extra = app.query_one("#pane-overall #extra-box", ExtraBox).text.plain
         assert "+0.70 ms/step (0.80 → 1.50 ms): device sync in aten::item +0.32" in " ".join(extra.split())
         labels = [label(r["Where the time went"]) for r in shown(app)]
         assert "aten::item" not in labels  # labels start folded under their cause

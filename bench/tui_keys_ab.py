@@ -27,6 +27,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab import IMPORT_CHECKOUT  # noqa: E402 - a sibling script
+
 #: The session, as `tui_redraw.SESSION` without `/` and Backspace (their meaning changed).
 KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("(no key)", ("f20", "f20", "f20")),
@@ -42,17 +45,11 @@ KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Advisor", ("8", "j", "d")),
 )
 
-#: Run in the child: the checkout's packages under their import names, then one session whose
-#: CPU per key and state after it go to the JSON file named by argv[5].
-CHILD = """
-import asyncio, importlib.util, json, sys, time
-root, base, comp, keys, out = sys.argv[1:6]
-for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
-    spec = importlib.util.spec_from_file_location(name, f"{root}/{folder}/__init__.py",
-                                                  submodule_search_locations=[f"{root}/{folder}"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+#: Run in the child: the checkout's packages, then one session whose CPU per key and state after
+#: it go to the JSON file named by argv[5].
+CHILD = IMPORT_CHECKOUT + """
+import asyncio, json, time
+base, comp, keys, out = sys.argv[2:6]
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
 from perfcmp_core.request import RunRequest

@@ -14,7 +14,8 @@ the run is left out, and said so:
 * ``docProps/core.xml`` of the workbook (openpyxl's created/modified timestamps);
 * the ``Generated (UTC)`` row of the README sheet (``sheet<N>.xml`` of the last sheet): that one
   cell's text is replaced by ``<time>`` before comparing;
-* the workbook's file name (``performance_comparison_result_<time>.xlsx``) and the output
+* the workbook's file name (``performance_comparison_result_<time>.xlsx``, and the same stem
+  of the Timeline's ``_timeline.txt`` / ``.svg`` beside it) and the output
   folder in the terminal output; the checkout's folder in the JSON documents (the advisor
   names its rules file by path), so two checkouts compare;
 * zip container metadata (member dates): members are compared by name and content.
@@ -62,7 +63,10 @@ VARIANTS: dict[str, tuple[list[str], list[str] | None]] = {
 PROFILES = ["gpu/base.pt.trace.json", "npu_text/comp_ascend_pt", "npu_db/base_ascend_pt",
             "npu_ms/comp_ascend_ms", "npu_infer/dit_vae_ascend_pt",
             "npu_infer/dit_vae_fa_ascend_pt"]
-_BOOK = re.compile(r"performance_comparison_result_\d{14}(_\d+)?\.xlsx")
+#: The workbook's name, and the Timeline's text and SVG written beside it under the same stem.
+_BOOK = re.compile(r"performance_comparison_result_\d{14}(_\d+)?(\.xlsx)?")
+#: The same in a written file (folders written before the Timeline's names were replaced).
+_BOOK_IN_TEXT = re.compile(_BOOK.pattern.encode())
 _GENERATED = re.compile(rb"(Generated \(UTC\)</t></is></c><c [^>]*><is><t[^>]*>)[^<]*")
 
 
@@ -135,7 +139,8 @@ def compare(a: Path, b: Path) -> int:
                     if xa[part] != xb[part]:
                         print(f"{name}/{rel}: part {part} differs")
                         bad += 1
-            elif pa.read_bytes() != pb.read_bytes():
+            elif (_BOOK_IN_TEXT.sub(b"<workbook>", pa.read_bytes())
+                  != _BOOK_IN_TEXT.sub(b"<workbook>", pb.read_bytes())):
                 print(f"{name}/{rel} differs")
                 bad += 1
     print(f"{len(cases)} cases, {parts_checked} workbook parts compared: "

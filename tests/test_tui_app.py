@@ -19,6 +19,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input, OptionList, Static
 
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
+from perfcmp_core.notes import Note, lines
 from perfcmp_tui.app import PerfCmpApp, build_app
 from perfcmp_tui.screens.drill import DrillScreen
 from perfcmp_tui.screens.error import ErrorScreen
@@ -779,24 +780,25 @@ async def test_export_while_tables_still_arrive_writes_what_was_there(
 
 
 # -- notes --------------------------------------------------------------------------------------
-def run_notes(pair: str) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    """The run's notes and the screens each concerns, straight from the core event stream."""
+def run_notes(pair: str) -> list[Note]:
+    """The run's notes (each with the screens it concerns), straight from the core event stream."""
     done = next(e for e in events(pair) if isinstance(e, Finished))
-    return done.notes, done.screens
+    return done.notes
 
 
 @aio
 async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
-    notes, screens = run_notes("npu")
+    notes = run_notes("npu")
     # fixtures/README.md: 12 kernels per side carry no async_npu flow (linked to no host op).
-    unlinked = [n for n in notes if "linked to no host op" in n]
-    assert len(unlinked) == 2 and all(screens[n] == ("modules", "operators") for n in unlinked)
+    unlinked = [n.line for n in notes if "linked to no host op" in n.text]
+    assert len(unlinked) == 2 and all(n.screens == ("modules", "operators") for n in notes
+                                      if n.line in unlinked)
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         # Only the step explanation's own notes concern the Overall screen.
-        overall = app.outcome.notes_for("overall")
-        assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(notes)
+        overall = lines(app.outcome.notes_for("overall"))
+        assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(lines(notes))
         await pilot.press("2")
         line = app.query_one("#pane-operators #notes-line", Static)
         assert not line.has_class("hidden")
@@ -805,7 +807,7 @@ async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
         assert isinstance(app.screen, NotesScreen)
         body = text_of(app.screen.query_one("#notes-text", Static))
         for note in app.outcome.notes:
-            assert f"• {note}" in body
+            assert f"• {note.line}" in body
         # Each note is listed once, under the first screen it concerns.
         assert body.count(unlinked[0]) == 1 and "Operators (also: Modules)" in body
         await pilot.press("escape")

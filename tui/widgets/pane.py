@@ -27,6 +27,7 @@ from perfcmp_core.compare.behind import ENTER_OPENS, enter_opens
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
+from perfcmp_core.notes import Note
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
@@ -142,7 +143,7 @@ class TablePane(Vertical):
         self._stacks: Horizontal | None = None
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
-        self.notes: list[str] = []  # the run's notes that concern this screen
+        self.notes: list[Note] = []  # the run's notes shown on this screen
         #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
         self.pictures: bool | None = None
         #: How long the comparison took (the status line's last part once it finished).
@@ -275,7 +276,7 @@ class TablePane(Vertical):
         if self.pictures is None:
             self._show_picture()
 
-    def set_notes(self, notes: list[str]) -> None:
+    def set_notes(self, notes: list[Note]) -> None:
         """The run's notes about this screen: the first on one line above the table, all of
         them one key (``!``) away."""
         self.notes = notes
@@ -291,7 +292,7 @@ class TablePane(Vertical):
         if shown:
             more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
             text = Text("note: ", style="bold")
-            text.append(self.notes[0])
+            text.append(self.notes[0].line)
             text.append(f"{more}  · ! lists every note", style="dim")
         if not found:
             self.mount(Static(text, id="notes-line"), before="#message")

@@ -10,17 +10,35 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from functools import partial
+from typing import Callable, Generic, Iterator, Optional, TypeVar
 
 from .errors import InputError, both_bad
 from .load import Source, detect, load_profile, load_source, preload
 from .model import Profile
 from .options import LoadOptions
-from .processes import Worker, start_method
+from .processes import BACKGROUND_NICE, Worker, start_method
 
 A = TypeVar("A")
 #: What to compute of each side as soon as it is loaded, where it was loaded (None: nothing).
 Analyse = Optional[Callable[[Profile], A]]
+
+
+class Analysis(Generic[A]):
+    """A side's analysis, made (``ready``) or still being made: calling it gives the value,
+    computing it here or waiting for the worker making it. When both sides come from the cache,
+    the profiles are there long before their analyses, and the caller may use the profiles first
+    (the Overall screen) before it asks."""
+
+    def __init__(self, value: Callable[[], A | None], ready: bool) -> None:
+        self._value, self.ready = value, ready
+
+    @classmethod
+    def made(cls, value: A | None) -> Analysis[A]:
+        return cls(lambda: value, ready=True)
+
+    def __call__(self) -> A | None:
+        return self._value()
 
 
 def iter_pair(
@@ -31,10 +49,12 @@ def iter_pair(
     *,
     parallel: bool | None = None,
     analyse: Analyse[A] = None,
-) -> Iterator[tuple[str, Profile, A | None, float]]:
+) -> Iterator[tuple[str, Profile, Analysis[A], float]]:
     """Yield ``(side, profile, analysis, seconds)`` for "base" then "comparison", each as soon as
-    it is loaded and ``analyse(profile)`` made (None without ``analyse``). Each side is a path,
-    or its :class:`~perfcmp_core.load.Source` when the caller detected it already.
+    it is loaded and (except from the cache) ``analyse(profile)`` made (its value None without
+    ``analyse``). Each side is a path, or its :class:`~perfcmp_core.load.Source` when the caller
+    detected it already. The worker that makes an analysis still being made lives until this
+    generator is closed: ask for the analyses before.
 
     In parallel mode the comparison side is parsed and analysed in a worker process while this
     process parses and analyses the base side itself: the base profile then needs no pickling
@@ -58,17 +78,20 @@ def iter_pair(
         except InputError as exc:
             raise _with_other(exc, lambda: _load(comp, comp_opts)) from None
         if not both_cached or analyse is None or start_method() != "fork":
-            yield "base", b, analyse(b) if analyse else None, time.perf_counter() - t0
+            yield "base", b, Analysis.made(analyse(b) if analyse else None), time.perf_counter() - t0
             t0 = time.perf_counter()
-            yield ("comparison", *_load_analysed(comp, comp_opts, analyse), time.perf_counter() - t0)
+            c, analysis = _load_analysed(comp, comp_opts, analyse)
+            yield "comparison", c, Analysis.made(analysis), time.perf_counter() - t0
             return
-        # Both from the cache: the analyses still run side by side, the comparison side's in a
-        # forked worker that shares its loaded profile (only the analysis is pickled back).
+        # Both from the cache: both profiles are given at once, their analyses made when asked
+        # for — the base side's here, the comparison side's meanwhile in a forked worker that
+        # shares its loaded profile (only the analysis is pickled back).
         c = _load(comp, comp_opts)
-        worker = Worker(analyse, c, name="perfcmp-analyse", method="fork")
+        # (at the background's priority: the Overall figures made here meanwhile come first)
+        worker = Worker(analyse, c, name="perfcmp-analyse", method="fork", nice=BACKGROUND_NICE)
         try:
-            yield "base", b, analyse(b), time.perf_counter() - t0
-            yield "comparison", c, worker.result(), time.perf_counter() - t0
+            yield "base", b, Analysis(partial(analyse, b), ready=False), time.perf_counter() - t0
+            yield "comparison", c, Analysis(worker.result, ready=False), time.perf_counter() - t0
         finally:
             worker.stop()
         return
@@ -79,8 +102,9 @@ def iter_pair(
             b = _load(base, base_opts)
         except InputError as exc:
             raise _with_other(exc, lambda: worker.result()[0]) from None
-        yield "base", b, analyse(b) if analyse else None, time.perf_counter() - t0
-        yield ("comparison", *worker.result(), time.perf_counter() - t0)
+        yield "base", b, Analysis.made(analyse(b) if analyse else None), time.perf_counter() - t0
+        c, analysis = worker.result()
+        yield "comparison", c, Analysis.made(analysis), time.perf_counter() - t0
     finally:
         worker.stop()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
@@ -26,6 +27,9 @@ from .processes import Later, in_background
 from .request import RunRequest
 from .side import SideAnalysis, analyse_side
 
+#: The step behind the screen the app opens on (the Overall screen's figures).
+OPENING_STEP = "OverallMetrics"
+
 
 def comparison_events(request: RunRequest) -> Iterator[Event]:
     """Run a whole comparison, yielding progress and results as they become available."""
@@ -37,28 +41,43 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     yield Phase("load comparison")
     loaded: dict[str, Profile] = {}
     analyses: dict[str, SideAnalysis] = {}
+    first: list[Note] = []
     # What each side's comparisons read of it alone (kernel classes, step explanation, the
     # advisor's analysis) is made where it loads: the comparison side's in its load worker, at
     # the same time as the base side's here.
-    for side, profile, analysis, seconds in iter_pair(
-            *request.inputs, request.base_opts, request.comp_opts,
-            analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)):
-        loaded[side], analyses[side] = profile, analysis
-        yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
-        yield Phase(f"load {side}", done=True, seconds=seconds)
+    pair = iter_pair(*request.inputs, request.base_opts, request.comp_opts,
+                     analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+    try:
+        pending = {}
+        for side, profile, analysis, seconds in islice(pair, 2):
+            loaded[side], pending[side] = profile, analysis
+            yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
+            yield Phase(f"load {side}", done=True, seconds=seconds)
+        ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
+                      kernel_masks=request.masks, equivalence=request.equivalence)
+        if steps and steps[0].name == OPENING_STEP and not all(a.ready for a in pending.values()):
+            # Both sides came from the cache and their analyses are still being made: the Overall
+            # screen, which needs only the profiles, is shown first (reopening a pair is then an
+            # Overall screen in the time of reading the cache and this one step).
+            first = yield from _step_events(steps[:1], ctx, None)
+            steps_left = steps[1:]
+        else:
+            steps_left = steps
+        for side, analysis in pending.items():
+            analyses[side] = analysis()
+    finally:  # the worker making an analysis is not left behind
+        pair.close()
 
     from .advisor import advisor_tables
 
     base, comp = analyses["base"], analyses["comparison"]
-    ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
-                  kernel_masks=request.masks, equivalence=request.equivalence)
     ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
     # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
     # profiles and both sides' analyses with this process.
-    beside = [s for s in steps if s.beside]
+    beside = [s for s in steps_left if s.beside]
     later = in_background(_run_steps, beside, ctx) if beside else None
     try:
-        notes = yield from _step_events(steps, ctx, later)
+        notes = first + (yield from _step_events(steps_left, ctx, later))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)

@@ -141,6 +141,52 @@ def test_each_side_is_analysed_where_it_loads(monkeypatch: pytest.MonkeyPatch, t
     assert {"base", "comparison", "diff"} <= set(table.data["scope"])
 
 
+def test_a_pair_from_the_cache_shows_the_overall_figures_before_its_analyses(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Both sides read from the cache: their profiles are there long before their analyses, so
+    OverallMetrics (which needs only the profiles) is made first and the base side's analysis
+    after it; parsed, the base side is analysed while the comparison side still loads, as
+    before. Either way the same events and tables as a run without the cache."""
+    import shutil
+    import time
+
+    from perfcmp_core import side
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: no analysis is made beside")
+    inputs = tmp_path / "in"
+    for rel in PAIRS["npu"]:  # two export folders
+        shutil.copytree(FIX / rel, inputs / Path(rel).name)
+    old = time.time() - 3600
+    for path in inputs.rglob("*"):
+        os.utime(path, (old, old))  # not "racy": the cache stores them
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    order: list[str] = []
+    real_analyse, real_run = side.analyse_side, pipeline._run_steps
+
+    def analysed(profile: Any, **kwargs: Any) -> Any:
+        order.append("analysis")
+        return real_analyse(profile, **kwargs)
+
+    def ran(steps: list[Any], ctx: Any) -> list[Any]:
+        order.extend(s.name for s in steps if s.name == pipeline.OPENING_STEP)
+        return real_run(steps, ctx)
+
+    monkeypatch.setattr(pipeline, "analyse_side", analysed)
+    monkeypatch.setattr(pipeline, "_run_steps", ran)
+    base, comp = (str(inputs / Path(rel).name) for rel in PAIRS["npu"])
+    opts = LoadOptions()
+    request = RunRequest.read(base, comp, opts, opts, CompareOptions())
+    parsed = _stream(request)
+    assert order == ["analysis", pipeline.OPENING_STEP]  # (the comparison side's: in its worker)
+    order.clear()
+    cached = _stream(request)
+    assert order == [pipeline.OPENING_STEP, "analysis"]
+    _same(parsed, cached)
+    monkeypatch.undo()
+    _same(cached, _stream(_request("npu")))
+
+
 def test_a_failed_run_leaves_no_worker_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     """A step of this process fails while the steps beside still run: the error reaches the
     caller and the worker is gone (this process goes on: a test session, the

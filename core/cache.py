@@ -308,22 +308,31 @@ def _decode(data: Any) -> Profile:
         if _stat_record(Path(path)) != [path, size, mtime]:
             raise _Uncachable(f"{path} changed")
     tables = {}
+    text_codes = {}
     for ti, name in enumerate(SCHEMAS):
         spec = manifest["tables"][name]
         cols = {}
         for ci, (col, dtype, kind) in enumerate(spec["columns"]):
             key = f"t{ti}c{ci}"
-            values = data[key] if kind == "num" else _decode_text(data, key, dtype)
+            if kind == "num":
+                values = data[key]
+            else:
+                values, codes, distinct = _decode_text(data, key, dtype)
+                if dtype == "object":  # the stored numbering is the profile's: no text is hashed again
+                    text_codes[(name, col)] = (codes, distinct)
             if len(values) != spec["rows"]:
                 raise _Uncachable(f"{name}.{col}: row count")
             cols[col] = values
         tables[name] = pd.DataFrame(cols, index=pd.RangeIndex(spec["rows"]),
                                     columns=[c[0] for c in spec["columns"]])
     meta = {**manifest["meta"], "notes": [from_plain(n) for n in manifest["meta"]["notes"]]}
-    return Profile(meta=ProfileMeta(**meta), **tables)
+    profile = Profile(meta=ProfileMeta(**meta), **tables)
+    profile.text_codes.update(text_codes)
+    return profile
 
 
-def _decode_text(data: Any, key: str, dtype: str) -> pd.Series:
+def _decode_text(data: Any, key: str, dtype: str) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """The column, and its codes (first-seen order, as stored) and distinct values."""
     blob = bytes(data[key + "_blob"])
     offsets = data[key + "_offsets"].tolist()
     uniques = np.array([blob[a:b].decode("utf-8", "surrogatepass")
@@ -331,7 +340,8 @@ def _decode_text(data: Any, key: str, dtype: str) -> pd.Series:
     codes = data[key + "_codes"]
     if len(codes) and (codes.min() < -1 or codes.max() >= len(uniques) - 1):
         raise _Uncachable(f"{key}: codes out of range")
-    return pd.Series(uniques[codes], dtype=pd.api.types.pandas_dtype(dtype), copy=False)
+    column = pd.Series(uniques[codes], dtype=pd.api.types.pandas_dtype(dtype), copy=False)
+    return column, codes, uniques[:-1]
 
 
 # ---------------------------------------------------------------------------------------------

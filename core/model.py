@@ -33,6 +33,7 @@ from pandas.api.types import infer_dtype
 
 from .compat import as_text
 from .notes import Note
+from .text_codes import first_seen_codes
 
 Kind = Literal["gpu", "npu_text", "npu_db"]
 
@@ -367,6 +368,21 @@ class Profile:
     op_statistic: pd.DataFrame = field(default_factory=lambda: empty(OP_STATISTIC))
     steps: pd.DataFrame = field(default_factory=lambda: empty(STEPS))
     syncs: pd.DataFrame = field(default_factory=lambda: empty(SYNCS))
+    #: Text columns as first-seen codes and distinct values, ``(table, column)`` → ``(codes,
+    #: distinct)``, each made once (:meth:`codes`); a profile read from the cache starts with
+    #: those the cache stored. Not an ``__init__`` argument, so ``dataclasses.replace`` (a step
+    #: cut of some tables) starts without them; nothing may change a table in place after load.
+    text_codes: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+
+    def codes(self, table: str, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """``profile.<table>[column]`` as codes (integers, one per row: int32 from the cache) and
+        its distinct values (object array, first-appearance order), made once per column."""
+        found = self.text_codes.get((table, column))
+        if found is None:
+            codes, distinct = first_seen_codes(getattr(self, table)[column].to_numpy(dtype=object))
+            found = self.text_codes[(table, column)] = (codes, _objects(distinct))
+        return found
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in SCHEMAS}
@@ -375,3 +391,10 @@ class Profile:
         """Validate every table against its schema (cheap; used by tests and ``--debug``)."""
         for name, schema in SCHEMAS.items():
             check(getattr(self, name), schema, name)
+
+
+def _objects(values: list[object]) -> np.ndarray:
+    """A 1-d object array of ``values`` (``np.asarray`` would make a 2-d array of tuples)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out

@@ -705,7 +705,7 @@ def test_masks_dataclass_has_a_field_per_ini_key() -> None:
 
 
 def test_first_seen_codes_number_values_by_first_appearance() -> None:
-    from perfcmp_core.load.common import first_seen_codes
+    from perfcmp_core.text_codes import first_seen_codes
 
     codes, distinct = first_seen_codes(np.array(["b", "a", "b", "c", "a"], dtype=object))
     assert codes.tolist() == [0, 1, 0, 2, 1] and codes.dtype == np.int64

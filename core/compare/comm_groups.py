@@ -22,6 +22,7 @@ whose ``analysis.db`` reports 3.84 ms).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -44,19 +45,22 @@ class GroupTime:
         return self.wait_ns + self.transmit_ns
 
 
-def _counted_waits(tasks: pd.DataFrame) -> np.ndarray:
-    """Which ``Notify_Wait`` tasks are inter-rank *waits* (bool per task row).
+def _counted_waits(profile: Profile) -> np.ndarray:
+    """Which ``Notify_Wait`` tasks are inter-rank *waits* (bool per ``comm_tasks`` row).
 
     Per plane, in start order, a Notify_Wait directly after ``RDMASend, RDMASend`` or after
     ``RDMASend, RDMASend, Notify_Wait, RDMASend`` completes an RDMA transfer: it is transmit
     time, not waiting. Vectorised with shifted views of the per-plane task-kind sequence.
     """
+    tasks = profile.comm_tasks
     n = len(tasks)
     if n == 0:
         return np.zeros(0, dtype=bool)
-    plane = pd.factorize(tasks["group"] + "\x1f" + tasks["plane"])[0]
-    names = tasks["name"].to_numpy()
-    kind = np.where(names == _RDMA_SEND, 1, np.where(names == _NOTIFY_WAIT, 2, 0)).astype("int8")
+    group, _ = profile.codes("comm_tasks", "group")
+    plane_code, planes = profile.codes("comm_tasks", "plane")
+    plane = pd.factorize(group.astype(np.int64) * max(len(planes), 1) + plane_code)[0]
+    code, names = profile.codes("comm_tasks", "name")
+    kind = np.where(names == _RDMA_SEND, 1, np.where(names == _NOTIFY_WAIT, 2, 0)).astype("int8")[code]
     order = np.lexsort((np.arange(n), tasks["start_ns"].to_numpy(), plane))
     p, kd = plane[order], kind[order]
 
@@ -73,21 +77,29 @@ def _counted_waits(tasks: pd.DataFrame) -> np.ndarray:
     return counted
 
 
-def _wait_plane_rows(tasks: pd.DataFrame, counted: np.ndarray) -> np.ndarray:
+def _wait_plane_rows(profile: Profile, counted: np.ndarray) -> np.ndarray:
     """The counted waits on each op's communication plane (bool per task row): per
     communication op (tasks outside any op: per group), the counted waits of the lowest
     ``plane_order`` that has counted waits."""
     if not counted.any():
         return counted
+    tasks = profile.comm_tasks
     op_row = tasks["op_row"].to_numpy()
     # an op is its own key; tasks that no op contains fall back to their group
-    group_code = pd.factorize(tasks["group"].to_numpy(dtype=object))[0]
+    group_code = profile.codes("comm_tasks", "group")[0]
     key = np.where(op_row >= 0, op_row, -2 - group_code)
     order = tasks["plane_order"].to_numpy()
     first = pd.Series(order[counted]).groupby(key[counted]).transform("min").to_numpy()
     chosen = np.zeros(len(tasks), dtype=bool)
     chosen[np.flatnonzero(counted)] = order[counted] == first
     return chosen
+
+
+def _of_group(profile: Profile, rows: np.ndarray) -> Callable[[str], np.ndarray]:
+    """``rows`` (a bool mask of comm_tasks) narrowed to one group's tasks, by the group's code."""
+    code, groups = profile.codes("comm_tasks", "group")
+    number = {g: i for i, g in enumerate(groups.tolist())}
+    return lambda g: rows & (code == number.get(g, -1))
 
 
 def records_waits(profile: Profile) -> bool:
@@ -104,8 +116,7 @@ def wait_spans(profile: Profile) -> Spans:
     set in int64 ns (``.start`` / ``.end`` arrays). Not clipped to the uncovered communication:
     callers intersect it with the busy set they split. Empty on GPU traces (NCCL records no
     waits) and on exports without communication tasks."""
-    tasks = profile.comm_tasks
-    return _task_spans(tasks, _wait_plane_rows(tasks, _counted_waits(tasks)))
+    return _task_spans(profile.comm_tasks, _wait_plane_rows(profile, _counted_waits(profile)))
 
 
 def _op_spans(ops: pd.DataFrame) -> dict[str, Spans]:
@@ -147,18 +158,19 @@ def text_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime
     order); each group's wait is its share of :func:`wait_spans`."""
     tasks = profile.comm_tasks
     op_spans = _op_spans(profile.comm_ops)
-    chosen = _wait_plane_rows(tasks, _counted_waits(tasks))
+    chosen = _of_group(profile, _wait_plane_rows(profile, _counted_waits(profile)))
     plane_order = tasks["plane_order"].to_numpy()
-    group_col = tasks["group"].to_numpy()
-
-    first_plane = pd.Series(plane_order).groupby(group_col).min().to_dict() if len(tasks) else {}
+    first_plane: dict[str, int] = {}
+    if len(tasks):
+        group_code, names = profile.codes("comm_tasks", "group")
+        lowest = pd.Series(plane_order).groupby(group_code).min()
+        first_plane = dict(zip(names[lowest.index.to_numpy()].tolist(), lowest.tolist()))
     groups = list(dict.fromkeys([*op_spans, *first_plane]))
     groups = [g for g in groups if g]
     op_rank = {g: i for i, g in enumerate(op_spans)}
     groups.sort(key=lambda g: (first_plane.get(g, np.iinfo("int64").max), op_rank.get(g, len(op_rank))))
 
-    out = {g: _group_time(uncovered, _task_spans(tasks, chosen & (group_col == g)), op_spans.get(g))
-           for g in groups}
+    out = {g: _group_time(uncovered, _task_spans(tasks, chosen(g)), op_spans.get(g)) for g in groups}
     return out, _pairs(groups, op_spans, uncovered)
 
 
@@ -167,8 +179,8 @@ def db_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime],
     other groups in op order; each group's wait is its share of :func:`wait_spans`."""
     tasks = profile.comm_tasks
     op_spans = _op_spans(profile.comm_ops)
-    counted = _counted_waits(tasks)
-    chosen = _wait_plane_rows(tasks, counted)
+    counted = _counted_waits(profile)
+    chosen = _of_group(profile, _wait_plane_rows(profile, counted))
     group_col = tasks["group"].to_numpy()
     first_wait = pd.DataFrame({
         "group": group_col[counted], "start": tasks["start_ns"].to_numpy()[counted],
@@ -177,7 +189,7 @@ def db_groups(profile: Profile, uncovered: Spans) -> tuple[dict[str, GroupTime],
 
     out: dict[str, GroupTime] = {}
     for g in dict.fromkeys(first_wait.tolist()):
-        out[str(g)] = _group_time(uncovered, _task_spans(tasks, chosen & (group_col == g)), op_spans.get(str(g)))
+        out[str(g)] = _group_time(uncovered, _task_spans(tasks, chosen(g)), op_spans.get(str(g)))
     for g, spans in op_spans.items():
         if g not in out:
             out[g] = _group_time(uncovered, Spans.empty(), spans)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..load.common import first_seen_codes
+from ..text_codes import first_seen_codes
 from ..model import Profile
 from .names import strip_instance
 
@@ -174,5 +174,7 @@ class TextIndexes:
         """The index of ``profile.<table>[column]``."""
         index = self._built.get((table, column))
         if index is None:
-            index = self._built[(table, column)] = TextIndex(getattr(self._profile, table)[column])
+            codes, distinct = self._profile.codes(table, column)
+            names = pd.Series(distinct, dtype=object)
+            index = self._built[(table, column)] = TextIndex._of(codes, names, names.str.lower())
         return index

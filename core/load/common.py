@@ -1,4 +1,4 @@
-"""Model-building steps shared by every loader: steps, time conversions, text codes.
+"""Model-building steps shared by every loader: steps and time conversions.
 
 Nesting intervals per thread lives in :mod:`perfcmp_core.timeline` (the comparisons use it too)."""
 
@@ -12,28 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..compat import as_text
+from ..text_codes import first_seen_codes
 from ..model import STEPS, frame
 
 _INT64_MAX = 2**63 - 1
 _STEP_RE = re.compile(r"ProfilerStep#(\d+)")
 _STEP_MARK = re.compile(r"ProfilerStep#\d+")  # no group: str.contains warns on capturing groups
-
-
-def first_seen_codes(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:
-    """Code of every cell (0, 1, … numbered by first appearance) and the distinct values in that
-    order.
-
-    ``map(dict.setdefault, …)`` records each cell's first row in one C-level pass with no Python
-    frame per cell, reusing the strings' cached hashes (pd.factorize re-hashes the UTF-8 bytes
-    of every cell, ~10x slower on long GPU kernel names); a lookup table then renumbers the
-    first rows 0..k-1, which keeps first-appearance order because first rows increase with it.
-    """
-    n = len(values)
-    seen: dict[object, int] = {}
-    first = np.fromiter(map(seen.setdefault, values, range(n)), dtype=np.int64, count=n)
-    number = np.empty(n, dtype=np.int64)
-    number[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
-    return number[first], list(seen)
 
 
 def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.DataFrame:

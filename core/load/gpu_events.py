@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..notes import Note
 from ..options import LoadOptions
-from .common import first_seen_codes, float_us_to_ns, us_to_ns
+from ..text_codes import first_seen_codes
+from .common import float_us_to_ns, us_to_ns
 from .pieces import Dicts, orjson_ints
 
 #: Host-side launch calls: they carry the ``correlation`` id shared with the device work they

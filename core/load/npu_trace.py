@@ -25,7 +25,8 @@ from ..compat import as_text
 from ..errors import InputError
 from . import npu_decode, pieces
 from ..notes import Note
-from .common import first_seen_codes, float_us_to_ns, us_text_to_ns
+from ..text_codes import first_seen_codes
+from .common import float_us_to_ns, us_text_to_ns
 
 #: Size of one parsed piece of the events (:data:`.pieces.PIECE_BYTES`; tests shrink it).
 PIECE_BYTES = pieces.PIECE_BYTES

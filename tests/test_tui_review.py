@@ -683,7 +683,7 @@ async def test_K_on_an_operator_shows_its_call_stacks_names_whole_and_y_copies(
     `y` copies the kernel table."""
     from perfcmp_tui.screens.kernels import KernelScreen
 
-    detail = tables("gpu")["OperatorCompare"].data
+    detail = tables("gpu")["OperatorCompare"].visible()
     app = make_app("gpu")
     copied: list[str] = []
     monkeypatch.setattr(app, "copy_to_clipboard", copied.append)

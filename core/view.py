@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .compat import as_text
-from .compare.kernel_rows import KernelRows
+from .compare.kernel_rows import KernelRows, join_runs
 from .compare.operators import screen_kernel_text
 from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
                              change_percent, change_text, number_format, screen_format,
@@ -134,11 +134,17 @@ def screen_text(value: object, col: Column) -> str:
 def clip_text(text: str, limit: int = CLIP) -> str:
     """One screen line of at most ``limit`` characters: line breaks shown as ⏎, a longer text
     keeps its head and its tail around "…" (a path's first part and its last ones both matter)."""
-    if "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
+    text = _flat(text)
     if len(text) > limit:
         head = limit // 2
         text = text[:head] + "…" + text[len(text) - (limit - head - 1):]
+    return text
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line: line breaks as ⏎, tabs as spaces, carriage returns dropped."""
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     return text
 
 
@@ -389,11 +395,26 @@ class KernelIndex:
         return self.kernels.render(np.arange(self.kernels.rows, dtype="int64")) == value
 
     def clipped(self, rows: Sequence[int]) -> list[str]:
-        """Screen text of the cells of ``rows``, one line of at most :data:`CLIP` characters."""
+        """Screen text of the cells of ``rows``, one line of at most :data:`CLIP` characters
+        (:func:`clip_text` of the cell as the screen shows it). A cell of more kernel lines than
+        that has characters (each line is one at least, its ⏎) shows only its head and its tail:
+        only its first and last lines are rendered."""
         missing = np.array(sorted({r for r in rows if r not in self._clipped}), dtype="int64")
-        if len(missing):
-            texts = self.kernels.render(missing).tolist()
-            self._clipped.update(zip(missing.tolist(), (clip_text(screen_kernel_text(t)) for t in texts)))
+        if not len(missing):
+            return [self._clipped[r] for r in rows]
+        k = self.kernels
+        long = np.diff(k.ptr)[missing] > CLIP
+        short = missing[~long]
+        self._clipped.update(zip(short.tolist(), (clip_text(screen_kernel_text(t))
+                                                  for t in k.render(short).tolist())))
+        if long.any():
+            head, tail = CLIP // 2, CLIP - CLIP // 2 - 1
+            lo, hi = k.ptr[missing[long]], k.ptr[missing[long] + 1]
+            heads = join_runs(k.lines((lo[:, None] + np.arange(head)).reshape(-1)), np.full(len(lo), head))
+            tails = join_runs(k.lines((hi[:, None] - tail + np.arange(tail)).reshape(-1)), np.full(len(hi), tail))
+            self._clipped.update(
+                (r, _flat(screen_kernel_text(h))[:head] + "…" + _flat(screen_kernel_text(t))[-tail:])
+                for r, h, t in zip(missing[long].tolist(), heads.tolist(), tails.tolist()))
         return [self._clipped[r] for r in rows]
 
 

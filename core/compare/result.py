@@ -3,6 +3,9 @@
 A comparison produces a :class:`Table`: a DataFrame whose visible columns are described by
 :class:`Column` (exact workbook header, role, number format, unit, width) plus optional hidden
 columns whose names start with ``_`` (tree links, indentation level, raw values used for sorting).
+A column whose cells list a row's kernels (``Kernel Details``) is no DataFrame column but a
+structured child table (:attr:`Table.children`), rendered to text by :meth:`Table.values` only
+where text is read.
 What a table *is* — its help line, whether the workbook holds it, how its rows nest, where Enter
 leads, which columns hold call stacks, the screen that shows it — is declared once per table as
 a :class:`Sheet` (registered in :data:`perfcmp_core.compare.STEPS`) and carried by the Table.

@@ -36,18 +36,18 @@ _MS = 1_000_000.0
 class Coded:
     """A text column as codes into its distinct values (the dictionary)."""
 
-    codes: np.ndarray  # int64, one per entry
+    codes: np.ndarray  # int32, one per entry (a table's entries are few enough; half of int64)
     values: np.ndarray  # object array of str
 
     @classmethod
     def of(cls, values: np.ndarray) -> Coded:
         codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-        return cls(codes.astype("int64"), np.asarray(uniques, dtype=object))
+        return cls(codes.astype("int32"), np.asarray(uniques, dtype=object))
 
     def pick(self, rows: np.ndarray) -> Coded:
         """The entries ``rows``, with the dictionary cut to the values they use."""
         used, inverse = np.unique(self.codes[rows], return_inverse=True)
-        return Coded(inverse.reshape(-1).astype("int64"), self.values[used])
+        return Coded(inverse.reshape(-1).astype("int32"), self.values[used])
 
     def text(self, entries: np.ndarray) -> np.ndarray:
         return self.values[self.codes[entries]]
@@ -58,8 +58,9 @@ class KernelRows:
     """The entries of every row of one ``Kernel Details`` column.
 
     Row ``r`` of the table owns entries ``[ptr[r], ptr[r + 1])``, in the order its cell lists
-    them. ``count`` is 1 for a launch; ``dur_ns`` the entry's (summed) device time. ``task`` holds
-    the task id, task type and input shapes of NPU launches (None on GPU and for summaries).
+    them. ``count`` (int32) is 1 for a launch; ``dur_ns`` (int64) the entry's (summed) device
+    time. ``task`` holds the task id, task type and input shapes of NPU launches (None on GPU and
+    for summaries).
     """
 
     style: Style
@@ -174,7 +175,7 @@ def launches(profile: Profile, counts: np.ndarray, kernel_rows: np.ndarray) -> K
         task = tuple(Coded.of(k[c].to_numpy(dtype=object)[kernel_rows])
                      for c in ("task_id", "task_type", "input_shapes"))
     return KernelRows(LAUNCH, offsets(counts), Coded.of(k["name"].to_numpy(dtype=object)[kernel_rows]),
-                      np.ones(len(kernel_rows), dtype="int64"),
+                      np.ones(len(kernel_rows), dtype="int32"),
                       k["dur_ns"].to_numpy(dtype="int64")[kernel_rows], task)  # type: ignore[arg-type]
 
 

@@ -498,9 +498,9 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     has_ops = side.op_hi[mods] > side.op_lo[mods]
     mods, mod_path = mods[has_ops], mod_path[has_ops]
     if not len(mods):
-        none = np.zeros(0, dtype="int64")
+        none = np.zeros(0, dtype="int32")
         return {}, KernelRows(SUMMARY, np.zeros(1, dtype="int64"), Coded(none, side.op_kernels.name.values[:0]),
-                              none, none)
+                              none, np.zeros(0, dtype="int64"))
     # Group number per path with ops (first-seen), so a path's instances aggregate together.
     used, path_of_mod = np.unique(mod_path, return_inverse=True)
     lo = side.op_lo[mods]
@@ -537,8 +537,8 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     per_kernel = per_kernel.sort_values("group", kind="stable")
     group_kernels = KernelRows(
         SUMMARY, offsets(np.bincount(per_kernel["group"].to_numpy(), minlength=len(agg))),
-        Coded(per_kernel["code"].to_numpy(dtype="int64"), k.name.values),
-        per_kernel["n"].to_numpy(dtype="int64"), per_kernel["ns"].to_numpy(dtype="int64"))
+        Coded(per_kernel["code"].to_numpy(dtype="int32"), k.name.values),
+        per_kernel["n"].to_numpy(dtype="int32"), per_kernel["ns"].to_numpy(dtype="int64"))
     names = list(groups)
     paths = [names[u] for u in used.tolist()]
     out: dict[str, dict[str, _OpGroup]] = {}

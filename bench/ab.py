@@ -35,9 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-#: Runs the command line of the checkout given as argv[1]: its two packages under their import
-#: names, as the editable install maps them (perfcmp_core = core/, perfcmp_tui = tui/).
-LAUNCH = """
+#: Imports the two packages of the checkout given as argv[1] under their import names, as the
+#: editable install maps them (perfcmp_core = core/, perfcmp_tui = tui/).
+IMPORT_CHECKOUT = """
 import importlib.util, sys
 root = sys.argv[1]
 for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
@@ -46,6 +46,9 @@ for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+"""
+#: Runs the command line of the checkout given as argv[1].
+LAUNCH = IMPORT_CHECKOUT + """
 sys.argv = ["perfcmp-tui", *sys.argv[2:]]
 from perfcmp_tui.cli import entry
 entry()

@@ -24,17 +24,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ab import IMPORT_CHECKOUT
+
 HERE = Path(__file__).resolve().parent
 
-MEASURE = """
-import gc, importlib.util, pickle, sys, tempfile, time, tracemalloc
-root = sys.argv[1]
-for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
-    spec = importlib.util.spec_from_file_location(name, f"{root}/{folder}/__init__.py",
-                                                  submodule_search_locations=[f"{root}/{folder}"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+MEASURE = IMPORT_CHECKOUT + """
+import gc, pickle, tempfile, time, tracemalloc
 from perfcmp_core.collect import collect
 from perfcmp_core.export.xlsx import write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions

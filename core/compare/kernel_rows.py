@@ -107,7 +107,12 @@ class KernelRows:
         ids = np.where(task_id.values == "", "None", task_id.values)[task_id.codes[entries]]
         types = np.where(task_type.values == "", "None", task_type.values)[task_type.codes[entries]]
         shape_part = np.where(shapes.values == "", "", ", [input shapes: " + shapes.values + "]")
-        return name + ", " + ids + ", " + types + shape_part[shapes.codes[entries]] + tail
+        # One f-string per line: task ids are nearly all distinct, and one pass over Python lists
+        # costs half of chained object-array additions.
+        out = np.empty(len(entries), dtype=object)
+        out[:] = [f"{n}, {i}, {t}{s}{e}" for n, i, t, s, e in zip(
+            name.tolist(), ids.tolist(), types.tolist(), shape_part[shapes.codes[entries]].tolist(), tail.tolist())]
+        return out
 
     def render(self, rows: np.ndarray) -> np.ndarray:
         """The cells of ``rows`` as the reference writes them (object array of str, "" for a row

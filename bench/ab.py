@@ -47,7 +47,7 @@ for name, folder in (("perfcmp_core", "core"), ("perfcmp_tui", "tui")):
     sys.modules[name] = module
     spec.loader.exec_module(module)
 """
-#: Runs the command line of the checkout given as argv[1].
+#: Runs the command line of that checkout.
 LAUNCH = IMPORT_CHECKOUT + """
 sys.argv = ["perfcmp-tui", *sys.argv[2:]]
 from perfcmp_tui.cli import entry

@@ -14,9 +14,8 @@ the run is left out, and said so:
 * ``docProps/core.xml`` of the workbook (openpyxl's created/modified timestamps);
 * the ``Generated (UTC)`` row of the README sheet (``sheet<N>.xml`` of the last sheet): that one
   cell's text is replaced by ``<time>`` before comparing;
-* the workbook's file name (``performance_comparison_result_<time>.xlsx``), the Timeline
-  files' names beside it (``…_<time>_timeline.txt`` / ``.svg``: before they were left out, every
-  case that writes them was reported as "files differ" and not compared) and the output
+* the workbook's file name (``performance_comparison_result_<time>.xlsx``, and the same stem
+  of the Timeline's ``_timeline.txt`` / ``.svg`` beside it) and the output
   folder in the terminal output; the checkout's folder in the JSON documents (the advisor
   names its rules file by path), so two checkouts compare;
 * zip container metadata (member dates): members are compared by name and content.
@@ -64,9 +63,10 @@ VARIANTS: dict[str, tuple[list[str], list[str] | None]] = {
 PROFILES = ["gpu/base.pt.trace.json", "npu_text/comp_ascend_pt", "npu_db/base_ascend_pt",
             "npu_ms/comp_ascend_ms", "npu_infer/dit_vae_ascend_pt",
             "npu_infer/dit_vae_fa_ascend_pt"]
-_BOOK = re.compile(r"performance_comparison_result_\d{14}(_\d+)?\.xlsx")
-#: The Timeline's text and SVG beside the workbook carry its time in their names too.
-_TIMELINE = re.compile(r"performance_comparison_result_\d{14}(_\d+)?(?=_timeline\.)")
+#: The workbook's name, and the Timeline's text and SVG written beside it under the same stem.
+_BOOK = re.compile(r"performance_comparison_result_\d{14}(_\d+)?(\.xlsx)?")
+#: The same in a written file (folders written before the Timeline's names were replaced).
+_BOOK_IN_TEXT = re.compile(_BOOK.pattern.encode())
 _GENERATED = re.compile(rb"(Generated \(UTC\)</t></is></c><c [^>]*><is><t[^>]*>)[^<]*")
 
 
@@ -74,7 +74,7 @@ def _run(args: list[str], out: Path, root: Path) -> None:
     """Run one command; keep its exit code and output, with the output folder named ``<out>``."""
     proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, cwd=ROOT)
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
-    out.write_text(_timeless(_BOOK.sub("<workbook>", text)).replace(str(root), "<out>"))
+    out.write_text(_BOOK.sub("<workbook>", text).replace(str(root), "<out>"))
     for doc in out.parent.glob("*.json"):  # the advisor names its rules file by install path
         doc.write_text(doc.read_text().replace(str(ROOT), "<checkout>"))
 
@@ -115,24 +115,14 @@ def _files(case: Path) -> dict[str, Path]:
     return {str(p.relative_to(case)): p for p in sorted(case.rglob("*")) if p.is_file()}
 
 
-def _timeless(text: str) -> str:
-    """``text`` with the Timeline files' time stamps (in their names) replaced."""
-    return _TIMELINE.sub("<workbook>", text)
-
-
-def _timeless_bytes(data: bytes) -> bytes:
-    """:func:`_timeless` of a file's bytes (folders written before it named the stamps)."""
-    return re.sub(_TIMELINE.pattern.encode(), b"<workbook>", data)
-
-
 def compare(a: Path, b: Path) -> int:
     bad = 0
     cases = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
     parts_checked = 0
     for name in cases:
         fa, fb = _files(a / name), _files(b / name)
-        books_a = {_timeless(_BOOK.sub("<workbook>", k)): v for k, v in fa.items()}
-        books_b = {_timeless(_BOOK.sub("<workbook>", k)): v for k, v in fb.items()}
+        books_a = {_BOOK.sub("<workbook>", k): v for k, v in fa.items()}
+        books_b = {_BOOK.sub("<workbook>", k): v for k, v in fb.items()}
         if books_a.keys() != books_b.keys():
             print(f"{name}: files differ: {sorted(books_a)} vs {sorted(books_b)}")
             bad += 1
@@ -149,7 +139,8 @@ def compare(a: Path, b: Path) -> int:
                     if xa[part] != xb[part]:
                         print(f"{name}/{rel}: part {part} differs")
                         bad += 1
-            elif _timeless_bytes(pa.read_bytes()) != _timeless_bytes(pb.read_bytes()):
+            elif (_BOOK_IN_TEXT.sub(b"<workbook>", pa.read_bytes())
+                  != _BOOK_IN_TEXT.sub(b"<workbook>", pb.read_bytes())):
                 print(f"{name}/{rel} differs")
                 bad += 1
     print(f"{len(cases)} cases, {parts_checked} workbook parts compared: "

@@ -50,17 +50,17 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .events import MACHINE_NOTE
 from .export.safe_write import Scratch
 from .compat import factorize_text
 from .model import SCHEMAS, Profile, ProfileMeta
+from .notes import MACHINE, Note, from_plain
 from .options import LoadOptions
 
 if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
     from .load.detect import Source
 
 #: Bump when the on-disk layout changes.
-FORMAT = 2
+FORMAT = 3
 #: Default size bound of the whole cache directory.
 MAX_BYTES = 2 * 1024**3
 #: Inputs modified this recently are not cached (see the module docstring).
@@ -146,8 +146,9 @@ def _loading(lock: Path) -> Iterator[None]:
 
 
 def _noted(profile: Profile, folder: Path, problem: str) -> Profile:
-    profile.meta.notes.append(f"{MACHINE_NOTE}{folder}: {problem}; loaded without it "
-                              "(reopening parses the input again)")
+    # About this machine, not the input: both sides' copies are one note, said without a side.
+    profile.meta.notes.append(Note(f"profile cache: {folder}: {problem}; loaded without it "
+                                   "(reopening parses the input again)", origin=MACHINE))
     return profile
 
 
@@ -318,7 +319,8 @@ def _decode(data: Any) -> Profile:
             cols[col] = values
         tables[name] = pd.DataFrame(cols, index=pd.RangeIndex(spec["rows"]),
                                     columns=[c[0] for c in spec["columns"]])
-    return Profile(meta=ProfileMeta(**manifest["meta"]), **tables)
+    meta = {**manifest["meta"], "notes": [from_plain(n) for n in manifest["meta"]["notes"]]}
+    return Profile(meta=ProfileMeta(**meta), **tables)
 
 
 def _decode_text(data: Any, key: str, dtype: str) -> pd.Series:

@@ -14,6 +14,7 @@ from .compare import screen_of
 from .compare.result import ComparisonResult, Table
 from .errors import InputError
 from .events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
+from .notes import ABSENT, Note, once
 
 
 class ResultBuilder:
@@ -28,23 +29,23 @@ class ResultBuilder:
         self.summary: dict[str, Any] = {}  # {"figures": …, "text": …} once SummaryReady came
         self.failed: Failed | None = None
         self.finished = False
-        self._side_notes: list[str] = []  # what a loader had to guess, "base: …"
-        self._skip_notes: list[str] = []  # why a comparison made nothing
-        self._run_notes: list[str] = []  # the run's own notes, known when it finished
-        self._note_screens: dict[str, tuple[str, ...]] = {}  # run note → the screens it concerns
+        self._side_notes: list[Note] = []  # what a loader had to guess (every screen)
+        self._skip_notes: list[Note] = []  # why a comparison made nothing (its tables' screens)
+        self._run_notes: list[Note] = []  # the run's own notes, known when it finished
 
     def add(self, event: Event) -> None:
         if isinstance(event, Loaded):
             self.loaded[event.side] = event.info
             # N/A durations, absent Db tables, links leading outside the folder …: headless
             # users see them only in the notes (a note about this machine, once for both).
-            self._side_notes.extend(n for n in event.notes() if n not in self._side_notes)
+            self._side_notes = once([*self._side_notes, *event.side_notes()])
         elif isinstance(event, TableReady):
             self.tables[event.table.name] = event.table
         elif isinstance(event, Skipped):
             for name in event.names:
                 self.absent.setdefault(name, event.reason)
-            self._skip_notes.append(event.reason)
+            screens = tuple(dict.fromkeys(screen_of(name) for name in event.names))
+            self._skip_notes.append(Note(event.reason, origin=ABSENT, screens=screens))
         elif isinstance(event, SummaryReady):
             self.summary = {"figures": event.figures, "text": event.text}
         elif isinstance(event, Failed):
@@ -52,33 +53,26 @@ class ResultBuilder:
         elif isinstance(event, Finished):
             self.finished = True
             self._run_notes = list(event.notes)
-            self._note_screens = dict(event.screens)
 
     @property
-    def notes(self) -> list[str]:
+    def notes(self) -> list[Note]:
         """Each note once: the sides', then why comparisons made nothing, then the run's.
 
-        A reason that is also a run note (the module comparison's "the operators are compared instead")
-        is listed with the run notes.
+        A reason that is also a run note (the module comparison's "the operators are compared
+        instead", which its step says on both its screens) is listed with the run notes.
         """
-        out = list(self._side_notes)
-        for note in self._skip_notes:
-            if note not in out and note not in self._run_notes:
-                out.append(note)
-        for note in self._run_notes:
-            if note not in out:
-                out.append(note)
-        return out
+        run = {note.line for note in self._run_notes}
+        skipped = [note for note in self._skip_notes if note.line not in run]
+        return once([*self._side_notes, *skipped, *self._run_notes])
 
-    def notes_for(self, screen_id: str) -> list[str]:
-        """The notes that concern one screen, each once: what a loader had to guess (it
-        concerns every figure), why a table of this screen is absent, the run's notes made by
-        this screen's comparison (or by none in particular), then its tables' own notes."""
-        skipped = [reason for name, reason in self.absent.items() if screen_of(name) == screen_id]
-        run = [n for n in self._run_notes
-               if screen_id in self._note_screens.get(n, (screen_id,))]
-        own = [n for t in self.tables.values() if screen_of(t.name) == screen_id for n in t.notes]
-        return list(dict.fromkeys([*self._side_notes, *skipped, *run, *own]))
+    def notes_for(self, screen_id: str) -> list[Note]:
+        """The notes shown on one screen, each once: what a loader had to guess (it concerns
+        every figure), why a table of this screen is absent, the run's notes made by this
+        screen's comparison, then its tables' own notes."""
+        own = [Note(text, origin=t.name, screens=(screen_id,))
+               for t in self.tables.values() if screen_of(t.name) == screen_id for text in t.notes]
+        return once(n for n in [*self._side_notes, *self._skip_notes, *self._run_notes, *own]
+                    if n.on(screen_id))
 
     def snapshot(self) -> ComparisonResult:
         """The results so far, in containers of their own: later events do not change it."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
+from .notes import Note
+
 if TYPE_CHECKING:  # runtime import would pull in pandas before the TUI's child process starts
     from .compare.result import Table
 
@@ -31,23 +33,19 @@ class Phase:
     seconds: float = 0.0
 
 
-#: Notes that start with this are about this machine, not about one input (the profile cache
-#: could not be used): the same for both sides, so a result shows them once, without a side.
-MACHINE_NOTE = "profile cache: "
-
-
 @dataclass
 class Loaded:
-    """One side is loaded; ``info`` is :func:`perfcmp_core.info.profile_info` of it."""
+    """One side is loaded; ``info`` is :func:`perfcmp_core.info.profile_info` of it (plain
+    data: ``info`` prints it), ``notes`` the loader's notes as records."""
 
     side: str  # "base" | "comparison"
     info: dict[str, Any]
+    notes: tuple[Note, ...] = ()
 
-    def notes(self) -> list[str]:
-        """The loader's notes as a result lists them: ``"<side>: <note>"``, except
-        :data:`MACHINE_NOTE` ones, which stay as they are (callers skip repeats)."""
-        return [n if n.startswith(MACHINE_NOTE) else f"{self.side}: {n}"
-                for n in self.info.get("notes", ())]
+    def side_notes(self) -> list[Note]:
+        """The loader's notes as a result lists them: each with this side, except those about
+        this machine (the same for both sides, said once)."""
+        return [note.of_side(self.side) for note in self.notes]
 
 
 @dataclass
@@ -80,10 +78,9 @@ class Failed:
 @dataclass
 class Finished:
     seconds: float
-    notes: list[str] = field(default_factory=list)  # the run's own notes (unlinked kernels …)
-    #: note → ids of the screens it concerns (those of the comparison that made it); a note
-    #: not listed concerns the whole run.
-    screens: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The run's own notes (unlinked kernels …), each with the step that made it and the
+    #: screens it concerns (none: the whole run).
+    notes: list[Note] = field(default_factory=list)
 
 
 Event = Union[Planned, Phase, Loaded, TableReady, Skipped, SummaryReady, Failed, Finished]

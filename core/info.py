@@ -11,6 +11,7 @@ from typing import Any
 from .device_time import DeviceTime, device_time, format_device_time
 from .load.detect import ENABLES, TEXT_FILES
 from .model import Profile
+from .notes import lines
 
 _FILE_NAMES = {**TEXT_FILES, "trace_view": "trace_view.json", "profiler_info": "profiler_info*.json",
                "profiler_metadata": "profiler_metadata.json"}
@@ -63,7 +64,7 @@ def profile_info(profile: Profile) -> dict[str, Any]:
         "device_time_detail": dt.detail_json(),
         "files_used": list(m.files_used),
         "files_missing": missing,
-        "notes": list(m.notes),
+        "notes": lines(m.notes),
         "comparisons": comparisons_available(profile),
         "variants": list(m.variants),
         "profiler_overlap": profiler_cross_check(profile),

@@ -32,6 +32,7 @@ import pandas as pd
 from pandas.api.types import infer_dtype
 
 from .compat import as_text
+from .notes import Note
 
 Kind = Literal["gpu", "npu_text", "npu_db"]
 
@@ -316,7 +317,7 @@ class ProfileMeta:
     device: int | None = None
     files_used: list[str] = field(default_factory=list)
     files_missing: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # non-fatal warnings worth showing
+    notes: list[Note] = field(default_factory=list)  # non-fatal warnings worth showing
     with_stack: bool | None = None
     profile_memory: bool | None = None
     record_shapes: bool | None = None

@@ -20,6 +20,7 @@ from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
 from .info import profile_info
 from .model import Profile
+from .notes import Note
 from .pair import iter_pair
 from .processes import Later, in_background
 from .request import RunRequest
@@ -43,7 +44,7 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
             *request.inputs, request.base_opts, request.comp_opts,
             analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)):
         loaded[side], analyses[side] = profile, analysis
-        yield Loaded(side, profile_info(profile))
+        yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
         yield Phase(f"load {side}", done=True, seconds=seconds)
 
     from .advisor import advisor_tables
@@ -69,21 +70,18 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
         for table in advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice)):
             yield TableReady(declare(table))
         yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
-        yield Finished(time.perf_counter() - t_start, notes=list(ctx.notes),
-                       screens=_note_screens(steps, notes))
+        yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
         if later is not None:
             later.stop()
 
 
 def _step_events(steps: list[Step], ctx: Context,
-                 beside: Later[list[Ran]] | None) -> Generator[Event, None, dict[str, list[str]]]:
+                 beside: Later[list[Ran]] | None) -> Generator[Event, None, list[Note]]:
     """Every step's events in workbook order; the steps declared ``beside`` come from the
     ``beside`` worker, this process runs the others (those after a beside step first, then it
-    waits). Leaves the run's notes in ``ctx.notes`` in step order, wherever each step ran, and
-    returns each step's notes."""
+    waits). Returns the run's notes in step order, wherever each step ran."""
     done: dict[str, Ran] = {}
-    notes_before = len(ctx.notes)
     for i, step in enumerate(steps):
         yield Phase(step.name)
         if step.name not in done:
@@ -97,25 +95,16 @@ def _step_events(steps: list[Step], ctx: Context,
         ran = done[step.name]
         yield from _outcome_events(step, ran.outcome)
         yield Phase(step.name, done=True, seconds=ran.seconds)
-    ctx.notes[notes_before:] = [n for step in steps for n in done[step.name].notes]
-    return {name: ran.notes for name, ran in done.items()}
-
-
-def _note_screens(steps: list[Step], notes: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
-    """The screens each step's notes concern: its own (a note made by two steps, the first's)."""
-    screens: dict[str, tuple[str, ...]] = {}
-    for step in steps:
-        for note in notes.get(step.name, ()):
-            screens.setdefault(note, tuple(dict.fromkeys(s.screen.id for s in step.sheets)))
-    return screens
+    return [n for step in steps for n in done[step.name].notes]
 
 
 @dataclass(frozen=True)
 class Ran:
-    """What one step made, the notes it added to the context, and its own time."""
+    """What one step made, its notes (what it added to ``Context.notes``, as notes of this
+    step about its screens), and its own time."""
 
     outcome: Outcome
-    notes: list[str]
+    notes: list[Note]
     seconds: float
 
 
@@ -127,7 +116,11 @@ def _run_steps(steps: list[Step], ctx: Context) -> list[Ran]:
         t0 = time.perf_counter()
         before = len(ctx.notes)
         outcome = step.run(ctx)
-        out.append(Ran(outcome, ctx.notes[before:], time.perf_counter() - t0))
+        # The step says what it found; which step it was and the screens it shows decide
+        # where the note is shown (not its text).
+        screens = tuple(dict.fromkeys(s.screen.id for s in step.sheets))
+        notes = [Note(text, origin=step.name, screens=screens) for text in ctx.notes[before:]]
+        out.append(Ran(outcome, notes, time.perf_counter() - t0))
     return out
 
 

@@ -61,7 +61,7 @@ def terminal_report(result: ComparisonResult, width: int | None = None) -> str:
         from .advisor import format_findings
 
         parts += ["", format_findings(advice)]
-    parts += [f"note: {note}" for note in result.notes]
+    parts += [f"note: {note.line}" for note in result.notes]
     if width is None:
         return "\n".join(parts)
     width = max(MIN_WIDTH, width)

@@ -18,6 +18,7 @@ from perfcmp_core import cache
 from perfcmp_core.load import load_profile
 from perfcmp_core.load.detect import Source
 from perfcmp_core.model import SCHEMAS, Profile, ProfileMeta, frame
+from perfcmp_core.notes import MACHINE, Note
 from perfcmp_core.options import LoadOptions
 from perfcmp_tui.cli import main
 
@@ -57,7 +58,7 @@ def _profile(files: list[Path]) -> Profile:
                                       for ci, (c, dt) in enumerate(schema.items())}, n=n)
     meta = ProfileMeta(kind="npu_text", source="given/path ✓", framework="pytorch", export="text",
                        level="profiling", rank=3, device=None, files_used=[str(f) for f in files],
-                       files_missing=["op_statistic"], notes=["note 一", "two"], with_stack=True,
+                       files_missing=["op_statistic"], notes=[Note("note 一"), Note("two", MACHINE)], with_stack=True,
                        profile_memory=False, record_shapes=None, profiler_level="Level1",
                        backward_tid=42, has_pmu=True, group_names={"group_1": "dp", "g2": "tp ✓"},
                        rdma_bandwidth_gbps=12.345678901234567, sdma_bandwidth_gbps=0.1,

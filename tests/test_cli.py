@@ -261,6 +261,7 @@ def test_notes_stay_whole_in_a_pipe_and_fold_in_a_terminal(monkeypatch: pytest.M
     """Piped (no terminal, no COLUMNS), a note longer than any width stays one greppable line;
     in an 80-column terminal it folds, every piece within 80 columns, nothing lost."""
     from perfcmp_core.compare.result import ComparisonResult
+    from perfcmp_core.notes import Note
     from perfcmp_core.report import terminal_report
 
     note = "comparison: /very/long/" + "folder/" * 30 + "kernel_details.csv points outside the profile"
@@ -268,7 +269,7 @@ def test_notes_stay_whole_in_a_pipe_and_fold_in_a_terminal(monkeypatch: pytest.M
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", str(columns))
-    text = terminal_report(ComparisonResult("a", "b", notes=[note]))  # pytest's stdout: no tty
+    text = terminal_report(ComparisonResult("a", "b", notes=[Note(note)]))  # pytest's stdout: no tty
     lines = text.splitlines()
     if columns is None:
         assert f"note: {note}" in lines

@@ -24,6 +24,7 @@ from perfcmp_core.cluster.tables import LARGEST_REGRESSION, SLOWEST, WAITED_FOR
 from perfcmp_core.errors import InputError, UsageError
 from perfcmp_core.load import detect
 from perfcmp_core.load.detect import member_rank
+from perfcmp_core.notes import lines
 from perfcmp_core.options import LoadOptions
 
 from test_cluster_fixtures import CLUSTER, DESIGNED_DIFF_MS, rank_folders, text_figures
@@ -145,7 +146,7 @@ def test_duplicate_and_unknown_ranks_are_errors_naming_the_members(tmp_path: Pat
 def test_rank_selection_and_ranks_in_neither_cluster() -> None:
     inputs = cluster_inputs(str(NPU_BASE), str(NPU_COMP), parse_ranks("1-2,9-11"))
     assert inputs is not None and inputs.paired == (1, 2)
-    assert inputs.notes == ("--ranks 1-2,9-11: in neither cluster: ranks 9-11",)
+    assert lines(inputs.notes) == ["--ranks 1-2,9-11: in neither cluster: ranks 9-11"]
     with pytest.raises(InputError, match=r"--ranks 7: no such rank in .*npu_base \(ranks 0-3\)"):
         cluster_inputs(str(NPU_BASE), str(NPU_COMP), parse_ranks("7"))
 
@@ -239,7 +240,7 @@ def test_a_rank_missing_on_one_side_is_reported_not_fatal(tmp_path: Path) -> Non
     assert rows[2]["flag"] == "only in base" and np.isnan(rows[2]["comp_e2e"])
     assert rows[2]["base_e2e"] == pytest.approx(6.781181)
     assert rows[1]["diff_wait"] == pytest.approx(0.0)  # the others are compared as before
-    assert any("only in base" in n and "rank 2" in n for n in tables.notes)
+    assert any("only in base" in n.text and "rank 2" in n.text for n in tables.notes)
 
 
 def test_a_rank_that_fails_to_load_is_reported_by_name(tmp_path: Path) -> None:
@@ -250,7 +251,7 @@ def test_a_rank_that_fails_to_load_is_reported_by_name(tmp_path: Path) -> None:
     rows = by_rank(tables.ranks.data)
     assert rows[3]["flag"] == "comparison failed to load" and np.isnan(rows[3]["diff_e2e"])
     assert rows[1]["flag"] == f"{SLOWEST}; {LARGEST_REGRESSION}"
-    (note,) = [n for n in tables.notes if n.startswith("comparison rank 3 not compared")]
+    (note,) = [n.text for n in tables.notes if n.text.startswith("comparison rank 3 not compared")]
     assert broken in note and "trace_view.json" in note
 
 

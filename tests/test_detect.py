@@ -74,7 +74,7 @@ def test_db_wins_over_text_and_says_so(tmp_path: Path) -> None:
     run = _npu_run(tmp_path, "x_ascend_pt", db=True)
     src = detect(str(run))
     assert src.kind == "npu_db" and src.db is not None
-    assert any("Db wins" in n for n in src.notes)
+    assert any("Db wins" in n.text for n in src.notes)
 
 
 def test_parent_of_several_ranks(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_symlink_is_reported_not_refused(tmp_path: Path) -> None:
     link = tmp_path / "link.json"
     link.symlink_to(target)
     src = detect(str(link))
-    assert src.kind == "gpu" and any("symbolic link" in n for n in src.notes)
+    assert src.kind == "gpu" and any("symbolic link" in n.text for n in src.notes)
     broken = tmp_path / "broken.json"
     broken.symlink_to(tmp_path / "nowhere.json")
     with pytest.raises(InputError, match="broken symbolic link"):

@@ -23,6 +23,7 @@ import pytest
 from perfcmp_core import __version__
 from perfcmp_core.compare import SHEETS, declare
 from perfcmp_core.compare.result import ComparisonResult, Column, Table
+from perfcmp_core.notes import ABSENT, Note
 from perfcmp_core.errors import InputError
 from perfcmp_core.export import xlsx
 from perfcmp_core.export.safe_write import safe_write
@@ -144,7 +145,7 @@ def standard() -> ComparisonResult:
     private = Table("_scratch", OP_STAT_COLUMNS, op_stat().data, (2, 3), (4, 5), export=False)
     result = make_result(overall(), empty("CommunicationCompare", "no communication ops on either side"),
                          op_stat(), tree, private, api())
-    result.notes.append("memory comparison skipped: no memory records")
+    result.notes.append(Note("memory comparison skipped: no memory records", ABSENT, screens=("memory",)))
     result.options = {"enabled": frozenset({"operator", "api"}), "max_kernel_num": None, "step": 3}
     result.summary = {  # the shape the pipeline's SummaryReady gives
         "figures": {"": {"unit": "", "base_text": "GPU", "comparison_text": "NPU"},

@@ -129,14 +129,14 @@ def test_without_trace_view_compares_the_side_files(tmp_path: Path) -> None:
     comp = _copy(FIXTURE / "comp_ascend_pt", tmp_path / "comp_ascend_pt", None)
     p = load_profile(str(base), OPTS)
     # one note per missing file, naming what it disables; nothing else is missing
-    missing = [n for n in p.meta.notes if " missing: no " in n]
-    assert missing == [n for n in missing if n.startswith("trace_view.json missing: no timeline (host ops")]
+    missing = [n for n in p.meta.notes if " missing: no " in n.text]
+    assert missing == [n for n in missing if n.text.startswith("trace_view.json missing: no timeline (host ops")]
     assert len(missing) == 1 and p.meta.files_missing == ["trace_view"]
     assert comparisons_available(p)["memory"].startswith("yes, by the records' own operator names")
     sets = device_sets(p)
     assert (sets.compute.length, sets.uncovered.length, sets.e2e_ns) == _expected(base)
     # the profiler's own per-step figures agree with the kernel_details unions (no note)
-    assert not any(n.startswith("step_trace_time.csv:") for n in p.meta.notes)
+    assert not any(n.text.startswith("step_trace_time.csv:") for n in p.meta.notes)
     steps = _step_times(base)
     assert p.steps["step"].tolist() == [int(r["Step"]) for r in steps]
 
@@ -147,7 +147,7 @@ def test_without_trace_view_compares_the_side_files(tmp_path: Path) -> None:
     # what needs host ops is absent, and the run says why
     for name in ("OperatorCompare", "ApiCompare"):
         assert name not in tables or tables[name].data.empty
-    assert any("no host ops" in n for n in result.notes)
+    assert any("no host ops" in n.line for n in result.notes)
     # memory from operator_memory.csv alone, grouped by the records' own names
     _assert_memory_by_name(tables, base, comp)
     # KernelCompare reads kernel_details.csv in both cases: the complete export gives the same rows
@@ -165,7 +165,7 @@ def test_kernel_details_alone_and_the_command_line(tmp_path: Path, capsys: pytes
     assert (sets.compute.length, sets.uncovered.length, sets.e2e_ns) == _expected(base)
     files = ("trace_view.json", "op_statistic.csv", "memory_record.csv", "operator_memory.csv",
              "communication.json", "step_trace_time.csv", "profiler_info*.json", "profiler_metadata.json")
-    assert [n.split(" missing: ")[0] for n in p.meta.notes if " missing: no " in n] == list(files)
+    assert [n.text.split(" missing: ")[0] for n in p.meta.notes if " missing: no " in n.text] == list(files)
     code = main(["export", str(base), str(comp), "-o", str(tmp_path / "out"), "--no-cache"])
     out = capsys.readouterr()
     assert code == 0, out.err

@@ -11,6 +11,7 @@ import pytest
 
 from perfcmp_core import __version__
 from perfcmp_core.compare.result import ComparisonResult, Column, Table
+from perfcmp_core.notes import ABSENT, Note
 from perfcmp_core.errors import InputError
 from perfcmp_core.export.json_out import write_json
 
@@ -43,7 +44,7 @@ def result() -> ComparisonResult:
     res.summary = {"base": {"E2E Time(ms)": np.float64(20.25), "Cube Num": np.int64(7)},
                    "comparison": {"E2E Time(ms)": float("inf"), "Mem": float("nan")},
                    "text": "Model Profiling Time Distribution\n..."}
-    res.notes = ["memory comparison skipped: no memory records"]
+    res.notes = [Note("memory comparison skipped: no memory records", ABSENT, screens=("memory",))]
     res.options = {"enabled": frozenset({"operator", "api"}), "op_name_map": (("a", "b"),),
                    "out": Path("/tmp/o")}
     return res

@@ -264,9 +264,9 @@ def test_pyfuncs_fwdbwd_and_backward_tid(tmp_path: Path) -> None:
     assert p.ops["name"].tolist() == ["aten::empty"]
     assert p.ops["pid"].iloc[0] <= -2 and p.ops["tid"].iloc[0] <= -2
     assert p.kernels.empty
-    assert any("no kernel" in n for n in p.meta.notes)
-    assert any("1 traceEvents entries are not objects" in n for n in p.meta.notes)
-    assert any("1 events without a numeric ts ignored" in n for n in p.meta.notes)
+    assert any("no kernel" in n.text for n in p.meta.notes)
+    assert any("1 traceEvents entries are not objects" in n.text for n in p.meta.notes)
+    assert any("1 events without a numeric ts ignored" in n.text for n in p.meta.notes)
 
 
 def test_epoch_fractional_timestamps_are_exact(tmp_path: Path) -> None:
@@ -304,7 +304,7 @@ def test_nan_tokens_written_by_python_json_are_accepted(tmp_path: Path) -> None:
     p = _load(path)
     assert p.kernels["start_ns"].tolist() == [10_000]
     assert p.ops["input_dims"].tolist() == ["[[18446744073709551617]]"]  # beyond 64 bits
-    assert any("NaN/Infinity" in n for n in p.meta.notes)
+    assert any("NaN/Infinity" in n.text for n in p.meta.notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def test_op_memory_pairs_by_address_keeping_size_mismatches(tmp_path: Path) -> N
         "alloc_ns": [_ns(10), _ns(12), _ns(25), _ns(40)],
         # The reference drops the 128 B allocation (freed as 100 B); we keep it with its release.
         "release_ns": [_ns(20), -1, _ns(30), -1]}
-    assert any("1 memory frees differ in size" in n for n in p.meta.notes)
+    assert any("1 memory frees differ in size" in n.text for n in p.meta.notes)
 
 
 def test_memory_tables_skipped_when_not_needed(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from perfcmp_core.load import gpu_events, gpu_read, load_profile
 from perfcmp_core.model import SCHEMAS, Profile
+from perfcmp_core.notes import Note
 from perfcmp_core.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,7 +143,7 @@ def test_cuts_inside_strings_and_nested_objects_move_on(tmp_path: Path, size: in
     assert len(got.ops) == 81 and len(got.kernels) == 40 and len(got.memory) == 40
     assert got.ops["name"].str.contains("}, {", regex=False).sum() == 40
     assert (got.kernels["op_row"] >= 0).all()
-    assert "40 traceEvents entries are not objects; ignored" in got.meta.notes
+    assert Note("40 traceEvents entries are not objects; ignored") in got.meta.notes
 
 
 def test_unusual_files_fall_back_to_the_whole_parse(tmp_path: Path,
@@ -161,7 +162,7 @@ def test_unusual_files_fall_back_to_the_whole_parse(tmp_path: Path,
     got = _pieces(nan, monkeypatch, 1, whole=True)[0]
     assert got.kernels["name"].tolist() == ["k", "k2"]
     assert got.kernels["dur_ns"].tolist() == [3000, 0]
-    assert any("NaN/Infinity" in n for n in got.meta.notes)
+    assert any("NaN/Infinity" in n.text for n in got.meta.notes)
 
 
 @pytest.mark.skipif(not REAL.exists(), reason="../shared/data/gpu-real not present")

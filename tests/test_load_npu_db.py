@@ -327,7 +327,7 @@ def test_memory_and_op_memory(full_db: Path) -> None:
         "name": ["", "cann::MatMulV2", "cann::Relu", ""],  # only cann:: records keep their name
         "size_bytes": [4096, 8192, 1024, 2048], "place_ns": _ns(250, 250, 3_600, 12_600),
         "alloc_ns": _ns(250, 800, 3_750, 12_600), "release_ns": [B + 2_500, -1, B + 3_950, -1]}
-    assert any("2 OP_MEMORY rows dropped" in n for n in profile.meta.notes)
+    assert any("2 OP_MEMORY rows dropped" in n.text for n in profile.meta.notes)
 
 
 def test_load_memory_false_skips_memory_tables(full_db: Path) -> None:
@@ -395,9 +395,9 @@ def test_mindspore_db_without_host_tables_pmu_or_memory_rows(tmp_path: Path) -> 
     meta = profile.meta
     assert (meta.framework, meta.label, meta.rank, meta.device) == ("mindspore", "NPU Db (MindSpore)", 2, 3)
     assert not meta.has_pmu
-    assert any("no TASK_PMU_INFO rows" in n for n in meta.notes)
-    assert any("COMMUNICATION_OP" in n and "STEP_TIME" in n and "OP_MEMORY" in n for n in meta.notes)
-    assert not any("PYTORCH_API" in n for n in meta.notes)
+    assert any("no TASK_PMU_INFO rows" in n.text for n in meta.notes)
+    assert any("COMMUNICATION_OP" in n.text and "STEP_TIME" in n.text and "OP_MEMORY" in n.text for n in meta.notes)
+    assert not any("PYTORCH_API" in n.text for n in meta.notes)
     assert profile.ops.empty and profile.queue.empty and profile.memory.empty and profile.steps.empty
     k = profile.kernels
     assert k["name"].tolist() == ["MatMul-op1", "Add-op2"]
@@ -426,7 +426,7 @@ def test_steps_fall_back_to_profiler_step_ops_without_step_time(tmp_path: Path) 
     profile = _load(path)
     assert profile.steps.to_dict("list") == {"step": [7], "start_ns": [B], "end_ns": [B + 1_000]}
     assert profile.kernels["step"].tolist() == [7] and profile.kernels["op_row"].tolist() == [1]
-    assert any("steps taken from ProfilerStep#N ops" in n for n in profile.meta.notes)
+    assert any("steps taken from ProfilerStep#N ops" in n.text for n in profile.meta.notes)
 
 
 def test_a_connection_id_on_nested_ops_links_the_innermost(tmp_path: Path) -> None:
@@ -460,7 +460,7 @@ def test_comm_ops_without_task_table_still_link_to_their_op(tmp_path: Path) -> N
     assert k[["name", "op_row", "is_comm", "in_trace", "dur_ns"]].values.tolist() == [
         ["hcom_broadcast__7_0_1", 0, True, True, 30]]
     assert profile.comm_tasks.empty  # its TASK row is missing
-    assert any("TASK" in n and "COMPUTE_TASK_INFO" in n for n in profile.meta.notes)
+    assert any("TASK" in n.text and "COMPUTE_TASK_INFO" in n.text for n in profile.meta.notes)
 
 
 def test_strings_stored_inline_without_string_ids(tmp_path: Path) -> None:
@@ -499,7 +499,7 @@ def test_enum_table_missing_skips_host_ops_with_a_note(tmp_path: Path) -> None:
     w.close()
     profile = _load(path)
     assert profile.ops.empty and len(profile.kernels) == 1
-    assert any("ENUM_API_TYPE absent" in n for n in profile.meta.notes)
+    assert any("ENUM_API_TYPE absent" in n.text for n in profile.meta.notes)
 
 
 # ------------------------------------------------------------------------------------ bad inputs
@@ -589,7 +589,7 @@ def test_a_string_stored_as_invalid_utf8_blob_is_decoded_with_a_note(tmp_path: P
     assert "a\N{REPLACEMENT CHARACTER}\N{REPLACEMENT CHARACTER}\N{REPLACEMENT CHARACTER}" in set(profile.ops["name"])
     assert "aten::relu" not in set(profile.ops["name"])
     assert "aten::linear" in set(profile.ops["name"])
-    assert any("not valid UTF-8" in n for n in profile.meta.notes)
+    assert any("not valid UTF-8" in n.text for n in profile.meta.notes)
 
 
 def test_db_wins_over_text_in_one_folder(tmp_path: Path) -> None:
@@ -599,7 +599,7 @@ def test_db_wins_over_text_in_one_folder(tmp_path: Path) -> None:
     assert (src.kind, src.db, src.level) == ("npu_db", db.resolve(), "profiling")
     profile = _load(run)
     assert profile.meta.kind == "npu_db" and len(profile.kernels) == 15
-    assert any("Db wins" in n for n in profile.meta.notes)
+    assert any("Db wins" in n.text for n in profile.meta.notes)
 
 
 def test_loader_opens_read_only(full_db: Path) -> None:

@@ -388,7 +388,7 @@ def test_missing_overlap_process_is_noted(tmp_path: Path) -> None:
     events = [e for e in trace_events() if e.get("pid") != OVL]
     p = load(make_run(tmp_path, events=events))
     assert p.overlap.empty
-    assert any("no Overlap Analysis process" in n for n in p.meta.notes)
+    assert any("no Overlap Analysis process" in n.text for n in p.meta.notes)
 
 
 def test_group_thread_without_sort_index_still_holds_ops(tmp_path: Path) -> None:
@@ -396,7 +396,7 @@ def test_group_thread_without_sort_index_still_holds_ops(tmp_path: Path) -> None
               if not (e.get("name") == "thread_sort_index" and e.get("pid") == HCCL and e.get("tid") == 5)]
     p = load(make_run(tmp_path, events=events))
     assert p.comm_ops["group"].tolist() == [GROUP_A, GROUP_A, GROUP_B]
-    assert any("no thread_sort_index" in n for n in p.meta.notes)
+    assert any("no thread_sort_index" in n.text for n in p.meta.notes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -435,9 +435,9 @@ def test_kernel_details_merge_quirks_and_unmatched_rows(tmp_path: Path) -> None:
     assert not ghost["in_trace"] and ghost["dur_ns"] == 0 and ghost["start_ns"] == ns(99000)
     assert (ghost["stream"], ghost["task_id"], ghost["step"], ghost["op_row"]) == (3, "77", 5, -1)
     assert not by_name(k, "EVENT_WAIT_SQE")["has_details"]
-    assert any("without a Duration(us)" in n for n in p.meta.notes)
-    assert any("1 of 6 row(s) match no Ascend Hardware task" in n for n in p.meta.notes)
-    assert not any("HCCL row(s) match no HCCL op" in n for n in p.meta.notes)
+    assert any("without a Duration(us)" in n.text for n in p.meta.notes)
+    assert any("1 of 6 row(s) match no Ascend Hardware task" in n.text for n in p.meta.notes)
+    assert not any("HCCL row(s) match no HCCL op" in n.text for n in p.meta.notes)
 
 
 def test_level0_kernel_details_has_no_pmu(tmp_path: Path) -> None:
@@ -447,7 +447,7 @@ def test_level0_kernel_details_has_no_pmu(tmp_path: Path) -> None:
     mm = by_name(p.kernels, "aclnnMm_MatMulCommon_MatMulV2")
     assert mm["has_details"] and mm["op_type"] == "MatMulV2" and mm["input_shapes"] == "8,16;16,32"
     assert math.isnan(mm["mac_us"]) and math.isnan(mm["aiv_vec_us"])
-    assert any("no PMU columns" in n for n in p.meta.notes)
+    assert any("no PMU columns" in n.text for n in p.meta.notes)
     # The type the collective's name spells, as level 1 writes it: levels 0 and 1 key alike.
     hccl = by_name(p.kernels, "hcom_allReduce__123_0_1")
     assert hccl["has_details"] and (hccl["op_type"], hccl["core"]) == ("hcom_allReduce_", "HCCL")
@@ -471,7 +471,7 @@ def test_memory_files(tmp_path: Path) -> None:
         "alloc_ns": [ns(5000), ns(1500)],
         "release_ns": [ns(9000), -1],
     }
-    assert any("1 cann:: record(s)" in n for n in p.meta.notes)
+    assert any("1 cann:: record(s)" in n.text for n in p.meta.notes)
 
 
 def test_operator_memory_skipped_when_memory_not_needed(tmp_path: Path) -> None:
@@ -503,7 +503,7 @@ def test_communication_without_bandwidth_info_does_not_crash(tmp_path: Path) -> 
     comm = {"step5": {"collective": {"Total Op Info": {"Communication Time Info": {}}}}}
     p = load(make_run(tmp_path, output={"communication.json": comm}))
     assert (p.meta.rdma_bandwidth_gbps, p.meta.sdma_bandwidth_gbps) == (0.0, 0.0)
-    assert any("no collective \"Communication Bandwidth Info\"" in n for n in p.meta.notes)
+    assert any("no collective \"Communication Bandwidth Info\"" in n.text for n in p.meta.notes)
 
 
 def test_profiler_info_rank_id_and_missing_files(tmp_path: Path) -> None:
@@ -767,7 +767,7 @@ def test_real_kernel_details_rows_join_the_task_they_describe(run: str) -> None:
     assert len(same_start) and same_start["is_comm"].all() and not same_start["has_details"].any()
     # Level 0 writes Type N/A for the collectives: the type is the one their name spells.
     assert (described["op_type"][described["core"] == "HCCL"] == "hcom_allReduce_").all()
-    assert not any("match no" in n for n in p.meta.notes)
+    assert not any("match no" in n.text for n in p.meta.notes)
 
 
 @pytest.mark.parametrize("run", REAL_RUNS)
@@ -826,7 +826,7 @@ def test_fixture_collective_rows_share_a_start_with_an_hccl_stream_task() -> Non
         assert ops["start_ns"].isin(tasks["start_ns"]).all()  # a task starts with each collective
         assert not tasks["has_details"].any() and (tasks["op_row"] == -1).all()
         assert len(tasks) == len(p.comm_tasks) and set(tasks["stream"]) == {11, 12, 14, 15}
-        assert not any("match no" in n for n in p.meta.notes)
+        assert not any("match no" in n.text for n in p.meta.notes)
     table, _ = kernel_compare(base, comp)
     rows = table.data.set_index("kernel")
     for op_type, side in (("hcom_allReduce_", base), ("hcom_allGather_", base)):

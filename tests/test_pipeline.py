@@ -13,6 +13,7 @@ import pytest
 from perfcmp_core import pipeline
 from perfcmp_core.compare import STEPS
 from perfcmp_core.events import Event, Finished, Phase, Skipped, TableReady
+from perfcmp_core.notes import Note
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.processes import Later, start_method
 from perfcmp_core.request import RunRequest
@@ -33,7 +34,7 @@ def _request(pair: str) -> RunRequest:
 
 def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     """The events that carry results, in order (times left out): tables with their data,
-    absences, phases, the final notes and their screens."""
+    absences, phases, the final notes (records: with the step and screens of each)."""
     out: list[tuple[str, Any]] = []
     for event in pipeline.comparison_events(request):
         if isinstance(event, TableReady):
@@ -44,7 +45,7 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
         elif isinstance(event, Phase):
             out.append(("phase", (event.name, event.done)))
         elif isinstance(event, Finished):
-            out.append(("finished", (list(event.notes), dict(event.screens))))
+            out.append(("finished", list(event.notes)))
     return out
 
 
@@ -85,11 +86,11 @@ def test_notes_of_a_step_beside_come_back_with_its_screens() -> None:
     if start_method() != "fork":
         pytest.skip("this process cannot fork")
     stream = _stream(_request("gpu_npu"))
-    notes, screens = next(v for kind, v in stream if kind == "finished")
+    notes = next(v for kind, v in stream if kind == "finished")
     # The operator match's note on kernels no operator row holds, made in the other process.
-    unlinked = [n for n in notes if "appear in no operator row" in n]
+    unlinked = [n for n in notes if "appear in no operator row" in n.text]
     assert unlinked, notes
-    assert screens[unlinked[0]] == ("modules", "operators")
+    assert unlinked[0].origin == "operators / modules" and unlinked[0].screens == ("modules", "operators")
 
 
 def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,13 +104,13 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
             where[step.name] = os.getpid()
         out = run_steps(steps, ctx)
         # Bring the pids back in the notes of the result (the child's dict is its own).
-        return [pipeline.Ran(r.outcome, [*r.notes, f"pid {where[s.name]}"], r.seconds)
+        return [pipeline.Ran(r.outcome, [*r.notes, Note(f"pid {where[s.name]}")], r.seconds)
                 for s, r in zip(steps, out)]
 
     monkeypatch.setattr(pipeline, "_run_steps", recording)
     stream = _stream(_request("npu"))
-    notes = next(v for kind, v in stream if kind == "finished")[0]
-    pids = {int(n.split()[1]) for n in notes if n.startswith("pid ")}
+    notes = next(v for kind, v in stream if kind == "finished")
+    pids = {int(n.text.split()[1]) for n in notes if n.text.startswith("pid ")}
     assert os.getpid() in pids and len(pids) == 2  # this process and one worker
 
 

@@ -17,6 +17,7 @@ from perfcmp_core.compare.result import Column, Table
 from perfcmp_core.errors import InputError
 from perfcmp_core.events import Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
 from perfcmp_core.export.xlsx import write_workbook
+from perfcmp_core.notes import Note, lines
 from tui_support import PAIRS, events, tables
 
 COLS = (Column("name", "Operator Name", "key", "bold"), Column("d", "Diff Duration(ms)", "diff", "float"))
@@ -30,23 +31,24 @@ def table(name: str, rows: int = 1) -> Table:
 # -- the builder ------------------------------------------------------------------------------
 def test_notes_sides_then_skips_then_the_run_each_once() -> None:
     b = ResultBuilder("A", "B")
-    b.add(Loaded("base", {"notes": ["no memory_record.csv"]}))
-    b.add(Loaded("comparison", {"notes": []}))
+    b.add(Loaded("base", {}, (Note("no memory_record.csv"),)))
+    b.add(Loaded("comparison", {}))
     b.add(Skipped(("KernelCompare", "KernelTypeCompare"), "kernel comparison needs NPU"))
     b.add(Skipped(("MemoryCompare",), "kernel comparison needs NPU"))  # said once
     fallback = ("module comparison: no python_function events — the operators are compared "
                 "instead (Operators screen, 2)")
     b.add(Skipped(("ModuleTree", "ModuleCompare"), fallback))
-    assert b.notes == ["base: no memory_record.csv", "kernel comparison needs NPU", fallback]
-    b.add(Finished(1.0, notes=["base: 3 kernels are linked to no host op", fallback]))
+    assert lines(b.notes) == ["base: no memory_record.csv", "kernel comparison needs NPU", fallback]
+    b.add(Finished(1.0, notes=[Note("base: 3 kernels are linked to no host op", "operators"),
+                               Note(fallback, "operators")]))
     # The fallback is one of the run's notes: it is listed with them, after the unlinked kernels.
-    assert b.notes == ["base: no memory_record.csv", "kernel comparison needs NPU",
-                       "base: 3 kernels are linked to no host op", fallback]
+    assert lines(b.notes) == ["base: no memory_record.csv", "kernel comparison needs NPU",
+                              "base: 3 kernels are linked to no host op", fallback]
     assert b.absent == {"KernelCompare": "kernel comparison needs NPU",
                         "KernelTypeCompare": "kernel comparison needs NPU",
                         "MemoryCompare": "kernel comparison needs NPU",
                         "ModuleTree": fallback, "ModuleCompare": fallback}
-    assert b.finished and b.loaded["base"] == {"notes": ["no memory_record.csv"]}
+    assert b.finished and b.loaded["base"] == {}
 
 
 def test_snapshot_is_not_changed_by_later_events() -> None:
@@ -143,29 +145,31 @@ def test_module_fallback_is_the_reason_on_the_module_screen() -> None:
     assert reason.startswith("module comparison: no python_function events in base")
     assert skipped["ModuleTree"] == skipped["ModuleCompare"] == reason
     finished = next(e for e in events("ms") if isinstance(e, Finished))
-    assert reason in finished.notes
+    assert reason in lines(finished.notes)
     assert tables("ms")["OperatorCompareStatistic"].export
 
 
 def test_notes_for_a_screen_are_those_that_concern_it() -> None:
     """A loader's notes concern every screen; an absent table's reason its screen; a run note
-    the screens its comparison fills (or, unattributed, all); a table's own notes its screen."""
+    the screens it names (none: all); a table's own notes its screen."""
     b = ResultBuilder("A", "B")
-    b.add(Loaded("base", {"notes": ["no memory_record.csv"]}))
+    b.add(Loaded("base", {}, (Note("no memory_record.csv"),)))
     b.add(Skipped(("KernelCompare",), "kernel comparison needs NPU"))
     overall = declare(Table("OverallMetrics", COLS, pd.DataFrame({"name": ["E2E"], "d": [1.0]}),
                             (0, 0), (1, 1), notes=["base: HCCL wait unknown"]))
     b.add(TableReady(overall))
     unlinked = "comparison: 5 kernels are linked to no host op"
-    b.add(Finished(1.0, notes=[unlinked, "run-wide"], screens={unlinked: ("operators", "modules")}))
-    assert b.notes_for("overall") == ["base: no memory_record.csv", "run-wide",
-                                      "base: HCCL wait unknown"]
-    assert b.notes_for("operators") == ["base: no memory_record.csv", unlinked, "run-wide"]
-    assert b.notes_for("kernels") == ["base: no memory_record.csv", "kernel comparison needs NPU",
-                                      "run-wide"]
+    b.add(Finished(1.0, notes=[Note(unlinked, "operators", screens=("operators", "modules")),
+                               Note("run-wide", "cluster")]))
+    assert lines(b.notes_for("overall")) == ["base: no memory_record.csv", "run-wide",
+                                             "base: HCCL wait unknown"]
+    assert lines(b.notes_for("operators")) == ["base: no memory_record.csv", unlinked, "run-wide"]
+    assert lines(b.notes_for("kernels")) == ["base: no memory_record.csv", "kernel comparison needs NPU",
+                                             "run-wide"]
 
 
 def test_run_notes_name_the_screens_of_the_comparison_that_made_them() -> None:
     finished = next(e for e in events("npu") if isinstance(e, Finished))
-    unlinked = [n for n in finished.notes if "linked to no host op" in n]
-    assert unlinked and all(finished.screens[n] == ("modules", "operators") for n in unlinked)
+    unlinked = [n for n in finished.notes if "linked to no host op" in n.text]
+    assert unlinked and all(n.origin == "operators / modules" and n.screens == ("modules", "operators")
+                            for n in unlinked)

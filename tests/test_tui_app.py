@@ -19,6 +19,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input, OptionList, Static
 
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Planned, TableReady
+from perfcmp_core.notes import Note, lines
 from perfcmp_tui.app import PerfCmpApp, build_app
 from perfcmp_tui.screens.drill import DrillScreen
 from perfcmp_tui.screens.error import ErrorScreen
@@ -27,7 +28,7 @@ from perfcmp_tui.screens.help import KEYS, READING, HelpScreen
 from perfcmp_tui.screens.notes import NotesScreen
 from perfcmp_tui.screens.sort_picker import SortPicker
 from perfcmp_tui.widgets.key_bar import KeyBar
-from perfcmp_tui.widgets.pane import TablePane
+from perfcmp_tui.widgets.pane import ExtraBox, TablePane
 from perfcmp_tui.widgets.tab_bar import TabBar
 from tui_support import (PAIRS, aio, change, events, fits, frame, make_app, open_view, plain, replay,
                          request, same, settle, shown, signed, tables, text_of)
@@ -156,7 +157,7 @@ async def test_overall_hierarchy_values_and_headline() -> None:
         matmul = next(c for c in cells if label(c) == "Matmul")
         cube = next(c for c in cells if label(c) == "Matmul (Cube)")
         assert matmul.startswith("  ▾ ") and cube.startswith("      ")
-        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        extra = app.query_one("#pane-overall #extra-box", ExtraBox).text.plain
         lines = extra.splitlines()
         # fixtures/README.md: +36 µs of device work per step, 3 steps → E2E +0.108 ms; Computing
         # carries all of it; Mem Usage 2.81G / 2.88G.
@@ -780,25 +781,25 @@ async def test_export_while_tables_still_arrive_writes_what_was_there(
 
 
 # -- notes --------------------------------------------------------------------------------------
-def run_notes(pair: str) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    """The run's notes and the screens each concerns, straight from the core event stream."""
+def run_notes(pair: str) -> list[Note]:
+    """The run's notes (each with the screens it concerns), straight from the core event stream."""
     done = next(e for e in events(pair) if isinstance(e, Finished))
-    return done.notes, done.screens
+    return done.notes
 
 
 @aio
 async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
-    notes, screens = run_notes("npu")
+    notes = run_notes("npu")
     # fixtures/README.md: 12 kernels per side carry no async_npu flow (linked to no host op).
-    unlinked = [n for n in notes if "linked to no host op" in n]
-    assert len(unlinked) == 2 and all(screens[n] == ("modules", "operators") for n in unlinked)
+    unlinked = [n.line for n in notes if "linked to no host op" in n.text]
+    assert len(unlinked) == 2 and all(n.screens == ("modules", "operators") for n in notes
+                                      if n.line in unlinked)
     app = make_app("npu")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        line = app.query_one("#pane-overall #notes-line", Static)
         # Only the step explanation's own notes concern the Overall screen.
-        overall = app.outcome.notes_for("overall")
-        assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(notes)
+        overall = lines(app.outcome.notes_for("overall"))
+        assert overall == tables("npu")["StepTime"].notes and not set(overall) & set(lines(notes))
         await pilot.press("2")
         line = app.query_one("#pane-operators #notes-line", Static)
         assert not line.has_class("hidden")
@@ -807,7 +808,7 @@ async def test_notes_reach_the_affected_screen_and_the_notes_view() -> None:
         assert isinstance(app.screen, NotesScreen)
         body = text_of(app.screen.query_one("#notes-text", Static))
         for note in app.outcome.notes:
-            assert f"• {note}" in body
+            assert f"• {note.line}" in body
         # Each note is listed once, under the first screen it concerns.
         assert body.count(unlinked[0]) == 1 and "Operators (also: Modules)" in body
         await pilot.press("escape")
@@ -847,7 +848,7 @@ async def test_advisor_screen_reads_its_findings_first() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("8")
-        extra = text_of(app.query_one("#pane-advisor #extra", Static))
+        extra = app.query_one("#pane-advisor #extra-box", ExtraBox).text.plain
         assert extra.startswith("Findings")
         assert "comparison: DiT FA share high: 32.93% of stage time > 30%" in extra
         assert "    top: FlashAttentionScore 0.661 ms" in extra
@@ -1143,7 +1144,7 @@ async def test_overall_opens_on_the_step_explanation_and_enter_drills_to_where_a
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert app.pane.current == "StepTime"
-        extra = text_of(app.query_one("#pane-overall #extra", Static))
+        extra = app.query_one("#pane-overall #extra-box", ExtraBox).text.plain
         assert "+0.70 ms/step (0.80 → 1.50 ms): device sync in aten::item +0.32" in " ".join(extra.split())
         labels = [label(r["Where the time went"]) for r in shown(app)]
         assert "aten::item" not in labels  # labels start folded under their cause

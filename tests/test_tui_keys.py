@@ -37,6 +37,12 @@ def box(app) -> Input:  # type: ignore[no-untyped-def]
     return app.pane.query_one("#filter", Input)
 
 
+def box_value(app) -> str | None:  # type: ignore[no-untyped-def]
+    """The filter box's text; None before it first opens (it is mounted then)."""
+    found = app.pane.query("#filter")
+    return found.first(Input).value if found else None
+
+
 async def until(pilot, done, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
     """Let the app work until ``done()`` holds (a loaded host may take a while to redraw), then
     settle; the assertions after it say what must hold."""
@@ -53,7 +59,7 @@ async def test_keys_after_slash_go_into_the_filter() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "|aten")
-        await until(pilot, lambda: box(app).value == "aten")
+        await until(pilot, lambda: box_value(app) == "aten")
         assert app.focused is box(app) and box(app).value == "aten"
         assert pane.view.filter_text == "aten" and not pane.view.totals_only
         assert type(app.screen).__name__ == "Screen"  # no export dialog
@@ -91,7 +97,7 @@ async def test_keys_before_slash_keep_their_order() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await operators(pilot, app)
         burst(app, "jj|at")
-        await until(pilot, lambda: box(app).value == "at")
+        await until(pilot, lambda: box_value(app) == "at")
         assert pane.frame.cursor == 2 and box(app).value == "at"
 
 
@@ -102,7 +108,7 @@ async def test_paste_on_the_table_filters_and_typing_continues_it() -> None:
         pane = await operators(pilot, app)
         app.post_message(events.Paste("aten::lin"))
         burst(app, "ear")
-        await until(pilot, lambda: box(app).value.endswith("ear"))
+        await until(pilot, lambda: (box_value(app) or "").endswith("ear"))
         assert box(app).value == "aten::linear" and pane.view.filter_text == "aten::linear"
         assert len(pane.view) == 1
 

@@ -10,6 +10,7 @@ from perfcmp_core.events import TableReady
 from perfcmp_core.pipeline import comparison_events
 from perfcmp_tui.app import PerfCmpApp
 from perfcmp_tui.widgets.frame_view import shorten
+from perfcmp_tui.widgets.pane import ExtraBox
 from tui_support import (PAIRS, aio, events, frame, headers, make_app, open_view, replay,
                           request, settle, tables, text_of)
 
@@ -74,8 +75,8 @@ async def test_the_advisor_findings_scroll_with_brackets_at_80x24() -> None:
         await settle(pilot, app)
         await pilot.press("8")
         await pilot.pause()
-        box = app.pane.query_one("#extra-box")
-        lines = text_of(app.pane.query_one("#extra")).splitlines()
+        box = app.pane.query_one("#extra-box", ExtraBox)
+        lines = box.text.plain.splitlines()
         assert box.max_scroll_y > 0 and box.scroll_y == 0
         assert "[ / ] scroll (1–" in str(box.border_subtitle)
         assert lines[-1].strip() and "driven by" in " ".join(lines[-2:])

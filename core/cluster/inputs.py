@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import InputError, UsageError
 from ..load.detect import cluster_members, detect, member_rank
+from ..notes import CLUSTER, Note
 from .ranks import RankSet, format_ranks, ranks_phrase
 
 
@@ -38,7 +39,7 @@ class ClusterInputs:
 
     base: ClusterSide
     comp: ClusterSide
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
     @property
     def ranks(self) -> tuple[int, ...]:
@@ -70,7 +71,7 @@ def cluster_inputs(base: str, comp: str, selection: RankSet | None = None) -> Cl
                                    "traces (*.pt.trace.json)")
     sides = [_ranked(path, found[side] or []) for side, path in (("base", base), ("comp", comp))]
     b, c = sides
-    notes: list[str] = []
+    notes: list[Note] = []
     if selection is not None:
         absent = selection.missing_from({*b.ranks, *c.ranks})
         b, c = _select(b, selection), _select(c, selection)
@@ -79,7 +80,8 @@ def cluster_inputs(base: str, comp: str, selection: RankSet | None = None) -> Cl
                                    f"(ranks {format_ranks(sides[0].ranks)}) or {comp} "
                                    f"(ranks {format_ranks(sides[1].ranks)})")
         if absent:
-            notes.append(f"--ranks {selection.text}: in neither cluster: {ranks_phrase(absent)}")
+            notes.append(Note(f"--ranks {selection.text}: in neither cluster: {ranks_phrase(absent)}",
+                              origin=CLUSTER))
     only_base = [r for r in b.ranks if r not in c.ranks]
     only_comp = [r for r in c.ranks if r not in b.ranks]
     if len(only_base) == len(b.ranks) and len(only_comp) == len(c.ranks):
@@ -87,10 +89,11 @@ def cluster_inputs(base: str, comp: str, selection: RankSet | None = None) -> Cl
                                f"{format_ranks(b.ranks) or 'none'}, {comp} ranks "
                                f"{format_ranks(c.ranks) or 'none'}")
     if only_base:
-        notes.append(f"only in base ({base}), not compared: {ranks_phrase(format_ranks(only_base))}")
+        notes.append(Note(f"only in base ({base}), not compared: {ranks_phrase(format_ranks(only_base))}",
+                          origin=CLUSTER))
     if only_comp:
-        notes.append(f"only in comparison ({comp}), not compared: "
-                     f"{ranks_phrase(format_ranks(only_comp))}")
+        notes.append(Note(f"only in comparison ({comp}), not compared: "
+                          f"{ranks_phrase(format_ranks(only_comp))}", origin=CLUSTER))
     return ClusterInputs(b, c, tuple(notes))
 
 

@@ -59,7 +59,7 @@ class RankSummary:
     steps: tuple[int, ...]
     step_e2e_ns: tuple[int, ...]  # E2E of each step, in ``steps`` order
     groups: tuple[GroupTimes, ...]
-    notes: tuple[str, ...]
+    notes: tuple[str, ...]  # its loader's and its figures' (the cluster says each once, by rank)
     seconds: float  # loading and summarising, in the worker
 
     @property
@@ -120,7 +120,7 @@ def summarize_profile(task: RankTask, profile: Profile, t0: float) -> RankSummar
         side=task.side, rank=task.rank, path=task.path, label=profile.meta.label,
         e2e_ns=side.e2e_ns, compute_ns=side.compute_ns, uncovered_ns=side.uncovered_ns,
         wait_ns=side.wait_ns, free_ns=side.free_time_ns, steps=steps, step_e2e_ns=per_step,
-        groups=groups, notes=tuple(profile.meta.notes) + tuple(side.notes),
+        groups=groups, notes=tuple(n.text for n in profile.meta.notes) + tuple(side.notes),
         seconds=time.perf_counter() - t0,
     )
 

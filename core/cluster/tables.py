@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..compare import CLUSTER_SHEETS, declare
 from ..compare.result import Column, ComparisonResult, Table
+from ..notes import CLUSTER, Note, once
 from .inputs import ClusterInputs
 from .ranks import format_ranks, ranks_phrase
 from .summary import BASE, COMPARISON, GroupTimes, RankFailure, RankOutcome, RankSummary
@@ -79,7 +80,7 @@ class ClusterTables:
 
     ranks: Table
     groups: Table
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def focus_rank(self) -> int | None:
         return focus_rank(self.ranks)[0]
@@ -106,7 +107,7 @@ def cluster_result(cluster: ComparisonResult, detail: ComparisonResult, rank: in
         merged.options.update({"detail_rank": rank, **({"detail_reason": why} if why else {})})
     for table in (*detail.tables.values(), *cluster.tables.values()):
         merged.add(table)
-    merged.notes = cluster.notes + [n for n in detail.notes if n not in cluster.notes]
+    merged.notes = once([*cluster.notes, *detail.notes])
     return merged
 
 
@@ -311,15 +312,16 @@ def _least_wait(data: pd.DataFrame, group_col: str, wait_col: str) -> set[int]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _failure_notes(failures: dict[tuple[str, int], RankFailure]) -> list[str]:
-    return [f"{side} rank {rank} not compared: {f.message}"
+def _failure_notes(failures: dict[tuple[str, int], RankFailure]) -> list[Note]:
+    return [Note(f"{side} rank {rank} not compared: {f.message}", origin=CLUSTER)
             for (side, rank), f in sorted(failures.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
 
-def _loader_notes(summaries: dict[tuple[str, int], RankSummary]) -> list[str]:
+def _loader_notes(summaries: dict[tuple[str, int], RankSummary]) -> list[Note]:
     """Each loader note once, with the ranks it applies to (64 ranks, one line each)."""
     where: dict[tuple[str, str], list[int]] = defaultdict(list)
     for (side, rank), s in sorted(summaries.items(), key=lambda kv: kv[0][1]):
         for note in dict.fromkeys(s.notes):
             where[(side, note)].append(rank)
-    return [f"{side} {ranks_phrase(format_ranks(ranks))}: {note}" for (side, note), ranks in where.items()]
+    return [Note(f"{side} {ranks_phrase(format_ranks(ranks))}: {note}", origin=CLUSTER)
+            for (side, note), ranks in where.items()]

@@ -43,6 +43,8 @@ class Context:
     #: equivalent operators and kernel classes (``--equivalence`` on top of the built-in table),
     #: parsed once with the run request
     equivalence: Equivalence = field(default_factory=builtin_equivalence)
+    #: What the step now running has to say beside its tables; the pipeline makes each a
+    #: :class:`~perfcmp_core.notes.Note` of that step, shown on that step's screens.
     notes: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
 

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from ..notes import Note
+
 if TYPE_CHECKING:
     from .kernel_rows import KernelRows
 
@@ -306,7 +308,9 @@ class ComparisonResult:
     comp_label: str
     tables: dict[str, Table] = field(default_factory=dict)
     summary: dict[str, dict[str, object]] = field(default_factory=dict)  # terminal figures per side
-    notes: list[str] = field(default_factory=list)  # comparisons skipped and why
+    #: The run's notes (the sides', why comparisons made nothing, the steps'), each once;
+    #: the tables' own notes stay on their tables.
+    notes: list[Note] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
     #: The step each side was cut to (``--base-step`` / ``--comparison-step``, the app's `S`);
     #: None: every step.

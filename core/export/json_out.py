@@ -29,6 +29,7 @@ from perfcmp_core.compare import ADVISOR
 from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.export.safe_write import safe_write
 from perfcmp_core.export.values import python_values
+from perfcmp_core.notes import lines
 
 #: Bumped when the document's layout changes incompatibly.
 SCHEMA_VERSION = 1
@@ -51,7 +52,7 @@ def write_json(
         "comp_label": result.comp_label,
         "options": _plain(result.options),
         "summary": _plain(result.summary),
-        "notes": _plain(result.notes),
+        "notes": lines(result.notes),
         "tables": {name: _table_document(table) for name, table in result.tables.items()},
         "advisor": None if advisor is None else _table_document(advisor),
     }

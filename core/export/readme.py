@@ -68,7 +68,7 @@ def readme_sheet(
         lines += [(), (("Not written", heading), ("Why", heading))]
         lines += [((n, plain), (why, plain)) for n, why in absent]
 
-    notes = list(result.notes)
+    notes = [note.line for note in result.notes]
     notes += [f"{name}: {note}" for name, t, _ in sheets for note in t.notes]
     notes += truncations
     if notes:

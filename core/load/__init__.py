@@ -138,7 +138,7 @@ def _check_not_empty(src: Source, opts: LoadOptions, profile: Profile) -> None:
     did not need to read (``load_memory`` off) still count when the profile says it holds them."""
     skipped_memory = not opts.load_memory and profile.meta.profile_memory
     if not skipped_memory and all(getattr(profile, name).empty for name in SCHEMAS):
-        why = "; ".join(profile.meta.notes)
+        why = "; ".join(note.text for note in profile.meta.notes)
         raise InputError(src.db or src.trace or src.given,
                          "holds no profiler events" + (f" ({why})" if why else ""))
 

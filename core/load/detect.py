@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..model import Kind
+from ..notes import Note
 
 DB_PREFIXES = {
     "ascend_pytorch_profiler": "pytorch",
@@ -89,7 +90,7 @@ class Source:
     output_dir: Path | None = None  # ASCEND_PROFILER_OUTPUT (or the folder holding trace_view)
     files: dict[str, Path] = field(default_factory=dict)  # side files that exist
     missing: list[str] = field(default_factory=list)  # side-file roles that do not exist
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     rank: int | None = None
 
 
@@ -263,7 +264,7 @@ def _npu_dir(given: str, path: Path, rank: int | None) -> Source:
         src = Source("npu_db", given, framework=_db_framework(db.name) or "", export="db",
                      level=level, db=db, run_dir=run_dir, output_dir=out_dir, rank=_rank_of(db.stem))
         if (out_dir / TRACE_VIEW).is_file():
-            src.notes.append(f"both Db and Text exports present: using {db.name} (Db wins)")
+            src.notes.append(Note(f"both Db and Text exports present: using {db.name} (Db wins)"))
         return src
     trace = out_dir / TRACE_VIEW
     src = Source("npu_text", given, framework=_framework_from_dir(run_dir, out_dir) or "pytorch",
@@ -314,9 +315,9 @@ def detect(given: str, rank: int | None = None) -> Source:
         if path.is_symlink():
             raise InputError(given, "is a broken symbolic link")
         raise InputError(given, "no such file or directory")
-    notes: list[str] = []
+    notes: list[Note] = []
     if path.is_symlink():
-        notes.append(f"{given} is a symbolic link to {path.resolve()}")
+        notes.append(Note(f"{given} is a symbolic link to {path.resolve()}"))
     path = path.resolve()
     if path.is_file():
         src = _detect_file(given, path)
@@ -329,7 +330,7 @@ def detect(given: str, rank: int | None = None) -> Source:
     return src
 
 
-def _links_outside(src: Source, root: Path) -> list[str]:
+def _links_outside(src: Source, root: Path) -> list[Note]:
     """Notes for files of ``src`` that resolve outside the folder the user gave.
 
     A copied profile folder may hold symbolic links into someone else's tree; they are read
@@ -342,7 +343,7 @@ def _links_outside(src: Source, root: Path) -> list[str]:
             continue
         real = p.resolve()
         if not real.is_relative_to(root):
-            notes.append(f"{p} is a symbolic link to {real}, outside {root}")
+            notes.append(Note(f"{p} is a symbolic link to {real}, outside {root}"))
     return notes
 
 
@@ -375,8 +376,8 @@ def _detect_file(given: str, path: Path) -> Source:
         src = Source("npu_text", given, export="text", level="trace", trace=path,
                      output_dir=path.parent)
         src.framework = _framework_from_dir(None, path.parent) or "pytorch"
-        src.notes.append("trace_view.json given alone: kernel_details.csv and the other side files "
-                         "are not read (pass the run folder to use them)")
+        src.notes.append(Note("trace_view.json given alone: kernel_details.csv and the other side files "
+                              "are not read (pass the run folder to use them)"))
         return src
     raise InputError(path, "is not a profiler trace (expected a JSON object or array)")
 

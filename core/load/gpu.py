@@ -31,6 +31,7 @@ from ..model import (
     empty,
     frame,
 )
+from ..notes import Note
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from .common import assign_step, is_module_name, is_step_name, per_name, steps_from_ops
@@ -59,8 +60,8 @@ def load_gpu(src: Source, opts: LoadOptions) -> Profile:
     memory, op_memory = (_memory(ev, notes) if opts.load_memory
                          else (empty(MEMORY), empty(OP_MEMORY)))
     if kernels.empty:
-        notes.append("the trace has no kernel, gpu_memcpy or gpu_memset events "
-                     "(was the profiler run with ProfilerActivity.CUDA?)")
+        notes.append(Note("the trace has no kernel, gpu_memcpy or gpu_memset events "
+                          "(was the profiler run with ProfilerActivity.CUDA?)"))
 
     meta = ProfileMeta(
         kind="gpu", source=src.given, framework="pytorch", export="json", level="file",
@@ -244,7 +245,7 @@ def _fwdbwd(ev: Events) -> pd.DataFrame:
     })
 
 
-def _memory(ev: Events, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _memory(ev: Events, notes: list[Note]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MEMORY samples and OP_MEMORY alloc/free records from the device ``[memory]`` instants."""
     rows = ev.rows(_MEMORY)
     device = ev.field(_MEMORY, "Device Id")
@@ -261,7 +262,7 @@ def _memory(ev: Events, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return memory, _op_memory(ts, f["Bytes"], f["Addr"].tolist(), notes)
 
 
-def _op_memory(ts: np.ndarray, size: np.ndarray, addr: list[Any], notes: list[str]) -> pd.DataFrame:
+def _op_memory(ts: np.ndarray, size: np.ndarray, addr: list[Any], notes: list[Note]) -> pd.DataFrame:
     """Pair allocations with frees per address (spec comparisons §5.1).
 
     Inputs are in time order. Per address, each allocation is closed by the event right after it: a free
@@ -280,8 +281,8 @@ def _op_memory(ts: np.ndarray, size: np.ndarray, addr: list[Any], notes: list[st
     release = np.where(freed, np.append(t[1:], -1), -1)
     mismatch = int((freed & (-next_size != z)).sum())
     if mismatch:
-        notes.append(f"{mismatch} memory frees differ in size from their allocation; "
-                     "paired anyway (the reference drops those allocations)")
+        notes.append(Note(f"{mismatch} memory frees differ in size from their allocation; "
+                          "paired anyway (the reference drops those allocations)"))
     order = np.argsort(live[alloc], kind="stable")  # back to time (then file) order
     out = {"size": z[alloc][order], "ts": t[alloc][order], "release": release[alloc][order]}
     return frame(OP_MEMORY, {"size_bytes": out["size"], "place_ns": out["ts"], "alloc_ns": out["ts"],

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ..notes import Note
 from ..options import LoadOptions
 from .common import first_seen_codes, float_us_to_ns, us_to_ns
 from .pieces import Dicts, orjson_ints
@@ -254,18 +255,18 @@ class Builder:
         share = self.strings.setdefault
         return list(map(share, texts, texts))
 
-    def finish(self, notes: list[str]) -> Events:
+    def finish(self, notes: list[Note]) -> Events:
         """The columns of all pieces, with the notes on what was skipped or approximated."""
         if self.not_objects:
-            notes.append(f"{self.not_objects} traceEvents entries are not objects; ignored")
+            notes.append(Note(f"{self.not_objects} traceEvents entries are not objects; ignored"))
         if self.inexact_ts:
-            notes.append("fractional epoch timestamps could not be re-read exactly; "
-                         "times are rounded to float precision (0.25 µs)")
+            notes.append(Note("fractional epoch timestamps could not be re-read exactly; "
+                              "times are rounded to float precision (0.25 µs)"))
         if self.no_ts:
-            notes.append(f"{self.no_ts} events without a numeric ts ignored")
+            notes.append(Note(f"{self.no_ts} events without a numeric ts ignored"))
         if self.bad_dur:
-            notes.append(f"{self.bad_dur} events with a negative or non-numeric dur are counted "
-                         "as 0 µs")
+            notes.append(Note(f"{self.bad_dur} events with a negative or non-numeric dur are counted "
+                              "as 0 µs"))
         empty = {"role": "int64", "ph": object, "cat": object, "pid": "int64", "tid": "int64",
                  "ts": "int64", "dur": "int64"}
         col = {k: np.concatenate(v) if v else np.empty(0, dtype=empty[k])

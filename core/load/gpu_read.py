@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import orjson
 
 from ..errors import InputError
+from ..notes import Note
 from ..options import JSON_CAP, LoadOptions
 from . import pieces
 from .gpu_decode import decode
@@ -36,7 +37,7 @@ _KEY = b'"traceEvents"'
 _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
-def read_trace(path: Path, opts: LoadOptions, notes: list[str]) -> tuple[dict[str, Any], Events]:
+def read_trace(path: Path, opts: LoadOptions, notes: list[Note]) -> tuple[dict[str, Any], Events]:
     """The trace's top-level object without its events, and the events as :class:`Events`."""
     raw = _read_bytes(path, None if opts.force else JSON_CAP)
     builder = Builder(opts)
@@ -135,7 +136,7 @@ def _array_ends(raw: pieces.Content, start: int) -> Iterator[tuple[dict[str, Any
         yield doc, end
 
 
-def _parse(path: Path, raw: bytes | bytearray, notes: list[str]) -> Any:
+def _parse(path: Path, raw: bytes | bytearray, notes: list[Note]) -> Any:
     """orjson parse. Python's ``json`` writes NaN/Infinity, which orjson rejects; a trace re-saved
     by such a script is retried with the stdlib parser (only on that failure path)."""
     try:
@@ -148,7 +149,7 @@ def _parse(path: Path, raw: bytes | bytearray, notes: list[str]) -> Any:
         except (ValueError, RecursionError):
             pass
         else:
-            notes.append("the trace contains NaN/Infinity values (not standard JSON); read anyway")
+            notes.append(Note("the trace contains NaN/Infinity values (not standard JSON); read anyway"))
             return doc
     # orjson reports a character offset; users inspect files with byte-oriented tools.
     byte = len(raw.decode("utf-8", "replace")[: error.pos].encode("utf-8"))

@@ -63,6 +63,7 @@ import pandas as pd
 
 from ..compat import as_text
 from ..model import MEMORY, OP_MEMORY, Profile, ProfileMeta, empty, frame
+from ..notes import Note
 from ..options import LoadOptions
 from .common import assign_step
 from .detect import Source
@@ -95,7 +96,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         wanted += ["MEMORY_RECORD", "OP_MEMORY"]
     absent = [t for t in wanted if t not in db.tables]
     if absent:
-        notes.append(f"tables absent from the Db (their parts are empty): {', '.join(absent)}")
+        notes.append(Note(f"tables absent from the Db (their parts are empty): {', '.join(absent)}"))
 
     apis = read_apis(db, notes)
     conn_ids = read_connection_ids(db)
@@ -115,7 +116,7 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
 
     has_pmu = db.any_rows("TASK_PMU_INFO")
     if not has_pmu and kernels["has_details"].any():
-        notes.append("no TASK_PMU_INFO rows: Cube/Vector split falls back to the task type (Level0 export?)")
+        notes.append(Note("no TASK_PMU_INFO rows: Cube/Vector split falls back to the task type (Level0 export?)"))
     rank, device = _rank_device(db, src.rank)
     profiler_overlap, overlap_steps = _overlap_analysis(db, steps)
     meta = ProfileMeta(
@@ -136,13 +137,13 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
         profiler_overlap_steps=overlap_steps,
     )
     if db.unmerged_wal:
-        notes.append(f"{db.path.name}-wal holds changes not merged into the database (was the profiler "
-                     "still running?); they are not read, the file is left untouched")
+        notes.append(Note(f"{db.path.name}-wal holds changes not merged into the database (was the profiler "
+                          "still running?); they are not read, the file is left untouched"))
     reversed_rows = [f"{table} {n}" for table, n in db.ends_before_start.items() if n]
     if reversed_rows:
-        notes.append(f"rows that end before they start are counted as 0 ns: {', '.join(reversed_rows)}")
+        notes.append(Note(f"rows that end before they start are counted as 0 ns: {', '.join(reversed_rows)}"))
     if db.bad_text:  # checked last: any query above may have met the first bad cell
-        notes.append("some text in the Db is not valid UTF-8; shown with U+FFFD replacement characters")
+        notes.append(Note("some text in the Db is not valid UTF-8; shown with U+FFFD replacement characters"))
     return Profile(
         meta=meta,
         kernels=kernels,
@@ -211,7 +212,7 @@ def _memory(db: Db) -> pd.DataFrame:
     return frame(MEMORY, {c: df[c] for c in MEMORY}, n=len(df))
 
 
-def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def _op_memory(db: Db, queue: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     """OP_MEMORY rows, as the Text loader reads operator_memory.csv: ``cann::`` allocations happen
     on the device-side dequeue thread, so they are placed at the enqueue (host side) of the dequeue
     covering their allocation time and keep their name; other records are placed at their
@@ -236,8 +237,8 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
         unplaced += int((~ok).sum())
         df, place = df[keep].reset_index(drop=True), place[keep]
     if unplaced:
-        notes.append(f"{unplaced} OP_MEMORY rows dropped: no allocation time, or a cann:: allocation "
-                     "outside every Dequeue")
+        notes.append(Note(f"{unplaced} OP_MEMORY rows dropped: no allocation time, or a cann:: allocation "
+                          "outside every Dequeue"))
     names = df["name"].where(as_text(df["name"]).str.contains("cann::", regex=False), "")
     return frame(OP_MEMORY, {"name": names, "size_bytes": df["size_bytes"], "place_ns": place,
                              "alloc_ns": df["alloc_ns"], "release_ns": df["release_ns"]}, n=len(df))
@@ -274,7 +275,7 @@ def group_hash(group_id: str) -> str:
     return str(high << 32 | low)
 
 
-def _group_names(db: Db, notes: list[str]) -> dict[str, str]:
+def _group_names(db: Db, notes: list[Note]) -> dict[str, str]:
     """Process-group names (dp, tp …) from ``META_DATA.parallel_group_info``, keyed by the group id
     and by its hashed form (the spelling ``COMMUNICATION_OP.groupName`` uses)."""
     if not db.has("META_DATA", "name", "value"):
@@ -286,7 +287,7 @@ def _group_names(db: Db, notes: list[str]) -> dict[str, str]:
     try:
         info = orjson.loads(str(rows["value"].iloc[0]))
     except orjson.JSONDecodeError:
-        notes.append("META_DATA parallel_group_info is not valid JSON: group names unknown")
+        notes.append(Note("META_DATA parallel_group_info is not valid JSON: group names unknown"))
         return {}
     out: dict[str, str] = {}
     if isinstance(info, dict):

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..compat import as_text, factorize_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
+from ..notes import Note
 from ..timeline import nest
 from .common import is_module_name, is_step_name, per_name, steps_from_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
@@ -22,12 +23,12 @@ def _no_apis() -> pd.DataFrame:
                          **{c: pd.Series(dtype=object) for c in _API_TEXT}})
 
 
-def read_apis(db: Db, notes: list[str]) -> pd.DataFrame:
+def read_apis(db: Db, notes: list[Note]) -> pd.DataFrame:
     """All ``PYTORCH_API`` rows with their API type name (no rows when the table is absent)."""
     if not db.has("PYTORCH_API", "startNs", "endNs", "type"):
         return _no_apis()
     if not db.has("ENUM_API_TYPE", "id", "name"):
-        notes.append("PYTORCH_API present but ENUM_API_TYPE absent: host ops cannot be told apart, skipped")
+        notes.append(Note("PYTORCH_API present but ENUM_API_TYPE absent: host ops cannot be told apart, skipped"))
         return _no_apis()
     api = "PYTORCH_API"
     apis = (Select(db)
@@ -192,7 +193,7 @@ def fwdbwd_pairs(ops: pd.DataFrame, op_conns: pd.DataFrame, launch_ids: np.ndarr
     return out.sort_values(["start_ts_ns", "id"], kind="stable").reset_index(drop=True)
 
 
-def read_steps(db: Db, ops: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def read_steps(db: Db, ops: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     if db.has("STEP_TIME", "id", "startNs", "endNs"):
         df = (Select(db).col("S", "STEP_TIME", "id", "step", INT).col("S", "STEP_TIME", "startNs", "start_ns", INT)
               .col("S", "STEP_TIME", "endNs", "end_ns", INT).fetch("FROM STEP_TIME AS S ORDER BY S.startNs, S.id"))
@@ -200,6 +201,6 @@ def read_steps(db: Db, ops: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
         if len(df):
             return frame(STEPS, {c: df[c] for c in STEPS})
     if ops["is_step"].any():
-        notes.append("STEP_TIME absent or empty: steps taken from ProfilerStep#N ops")
+        notes.append(Note("STEP_TIME absent or empty: steps taken from ProfilerStep#N ops"))
         return steps_from_ops(ops["name"], ops["start_ns"], ops["end_ns"])
     return empty(STEPS)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OVERLAP, frame
+from ..notes import Note
 from ..timeline import innermost, thread_key
 from .common import assign_step
 from .npu_trace import Events, Layout, numbers
@@ -132,12 +133,12 @@ def communication(ev: Events, layout: Layout) -> Comm:
                 numbers(ev.arg_values(task_rows, "stream id")))
 
 
-def overlap(ev: Events, layout: Layout, notes: list[str]) -> pd.DataFrame:
+def overlap(ev: Events, layout: Layout, notes: list[Note]) -> pd.DataFrame:
     """Overlap Analysis events; the kind is the thread name (Computing, Free …), falling back to
     the event name on an unnamed thread."""
     if layout.overlap_pid is None:
-        notes.append("no Overlap Analysis process in trace_view.json: Computing, uncovered "
-                     "communication and E2E time are 0")
+        notes.append(Note("no Overlap Analysis process in trace_view.json: Computing, uncovered "
+                          "communication and E2E time are 0"))
         return frame(OVERLAP, n=0)
     rows = ev.complete(ev.pid == layout.overlap_pid)
     kinds = [layout.thread_names.get((layout.overlap_pid, t)) or n
@@ -276,7 +277,7 @@ def _fill(target: pd.DataFrame, details: pd.DataFrame, t: np.ndarray, d: np.ndar
 
 
 def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.DataFrame,
-                   notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                   notes: list[Note]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Fill trace rows from the kernel_details rows describing them.
 
     Compute rows describe an Ascend Hardware task with the same start and name (collective tasks
@@ -295,16 +296,16 @@ def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.Data
     lost_hccl = np.ones(len(hccl), dtype=bool)
     lost_hccl[e] = False
     if lost_compute.any() and not hw.empty:
-        notes.append(f"kernel_details.csv: {int(lost_compute.sum())} of {len(details)} row(s) match no "
-                     "Ascend Hardware task in trace_view.json (same start and name)")
+        notes.append(Note(f"kernel_details.csv: {int(lost_compute.sum())} of {len(details)} row(s) match no "
+                          "Ascend Hardware task in trace_view.json (same start and name)"))
     if lost_hccl.any() and not collectives.empty:
-        notes.append(f"kernel_details.csv: {int(lost_hccl.sum())} HCCL row(s) match no HCCL op in "
-                     f"trace_view.json (same name, start within {COLLECTIVE_START_TOLERANCE_NS // 1000} µs)")
+        notes.append(Note(f"kernel_details.csv: {int(lost_hccl.sum())} HCCL row(s) match no HCCL op in "
+                          f"trace_view.json (same name, start within {COLLECTIVE_START_TOLERANCE_NS // 1000} µs)"))
     return hw, collectives, pd.concat([compute[lost_compute], hccl[lost_hccl]], ignore_index=True)
 
 
 def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
-            steps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+            steps: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     """KERNELS: device tasks (merged with kernel_details, flowless tasks of a launch linked like
     its flowed one), HCCL ops as ``is_comm`` kernels of their host op, and kernel_details rows
     absent from the trace; sorted by start.

@@ -24,6 +24,7 @@ import orjson
 import pandas as pd
 
 from ..errors import InputError
+from ..notes import Note
 from .common import hccl_op_types, per_distinct, us_text_to_ns
 from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
@@ -154,13 +155,13 @@ def _op_types(types: pd.Series, names: pd.Series, hccl: pd.Series) -> pd.Series:
     return types.where(~(hccl & (types == "")), derived)
 
 
-def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
+def read_kernel_details(path: Path, notes: list[Note]) -> KernelDetails:
     """Parse kernel_details.csv; an unparsable start time is fatal because every later join
     (flows, trace tasks) depends on it, so silently dropping the file would hide the problem."""
     required = ("Name", "Type", "Start Time(us)", "Duration(us)")
     df = read_csv(path, required, _DETAIL_USED)
     if df is None:
-        notes.append(f"{path.name} is empty: no Computing breakdown and no KernelCompare")
+        notes.append(Note(f"{path.name} is empty: no Computing breakdown and no KernelCompare"))
         return KernelDetails(frame(KERNELS, n=0), False)
     start_ns = us_text_to_ns(df["Start Time(us)"])
     bad = np.flatnonzero(start_ns < 0)
@@ -170,11 +171,11 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
                                f"in data row {i + 1} (line {i + 2})")
     dur_us = _float(df["Duration(us)"])
     if dur_us.isna().any():
-        notes.append(f"{path.name}: {int(dur_us.isna().sum())} row(s) without a Duration(us) "
-                     "are counted as 0 µs")
+        notes.append(Note(f"{path.name}: {int(dur_us.isna().sum())} row(s) without a Duration(us) "
+                          "are counted as 0 µs"))
     if (dur_us < 0).any():
-        notes.append(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
-                     "are counted as 0 µs")
+        notes.append(Note(f"{path.name}: {int((dur_us < 0).sum())} row(s) with a negative Duration(us) "
+                          "are counted as 0 µs"))
     core = _text(_optional(df, "Accelerator Core"))
     names = _text(df["Name"])
     columns: dict[str, object] = {
@@ -197,8 +198,8 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
         columns[col] = _float(df[present]) if present else np.full(len(df), np.nan)
     has_pmu = any(h in df.columns for h in PMU_MARKERS)
     if not has_pmu:
-        notes.append(f"{path.name} has no PMU columns ({' / '.join(PMU_MARKERS)}; Level0 or "
-                     "aic_metrics other than PipeUtilization): Cube/Vector breakdown unavailable")
+        notes.append(Note(f"{path.name} has no PMU columns ({' / '.join(PMU_MARKERS)}; Level0 or "
+                          "aic_metrics other than PipeUtilization): Cube/Vector breakdown unavailable"))
     return KernelDetails(frame(KERNELS, columns, n=len(df)), has_pmu)
 
 
@@ -207,12 +208,12 @@ def read_kernel_details(path: Path, notes: list[str]) -> KernelDetails:
 # ------------------------------------------------------------------------------------------------
 
 
-def read_op_statistic(path: Path, notes: list[str]) -> pd.DataFrame:
+def read_op_statistic(path: Path, notes: list[Note]) -> pd.DataFrame:
     """op_statistic.csv → OP_STATISTIC (values as exported; used by KernelTypeCompare)."""
     df = read_csv(path, ("OP Type", "Count", "Total Time(us)"),
                   ("Core Type", "Avg Time(us)", "Max Time(us)", "Min Time(us)"))
     if df is None:
-        notes.append(f"{path.name} is empty")
+        notes.append(Note(f"{path.name} is empty"))
         return frame(OP_STATISTIC, n=0)
     return frame(OP_STATISTIC, {
         "op_type": _text(df["OP Type"]),
@@ -231,12 +232,12 @@ def _device_ids(col: pd.Series) -> pd.Series:
                                                       errors="coerce"))
 
 
-def read_memory_record(path: Path, notes: list[str]) -> pd.DataFrame:
+def read_memory_record(path: Path, notes: list[Note]) -> pd.DataFrame:
     """memory_record.csv → MEMORY (MB → bytes, µs → ns)."""
     df = read_csv(path, ("Total Reserved(MB)",),
                   ("Timestamp(us)", "Component", "Device Type", "Total Allocated(MB)"))
     if df is None:
-        notes.append(f"{path.name} is empty: Mem Usage is 0")
+        notes.append(Note(f"{path.name} is empty: Mem Usage is 0"))
         return frame(MEMORY, n=0)
     return frame(MEMORY, {
         "ts_ns": us_text_to_ns(_optional(df, "Timestamp(us)")),
@@ -277,7 +278,7 @@ def _placement_via_queue(alloc_ns: np.ndarray, queue: pd.DataFrame) -> tuple[np.
     return place, covered
 
 
-def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[str]) -> pd.DataFrame:
+def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[Note]) -> pd.DataFrame:
     """operator_memory.csv → OP_MEMORY (KB → bytes, µs → ns, ``cann::`` rows re-timed).
 
     Rows without an allocation time (empty, 0 or N/A) describe nothing we can place and are
@@ -291,7 +292,7 @@ def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[str
     """
     df = read_csv(path, ("Name", "Size(KB)", "Allocation Time(us)"), ("Release Time(us)",))
     if df is None:
-        notes.append(f"{path.name} is empty: MemoryCompare has no NPU records")
+        notes.append(Note(f"{path.name} is empty: MemoryCompare has no NPU records"))
         return frame(OP_MEMORY, n=0)
     alloc = us_text_to_ns(df["Allocation Time(us)"])
     release = us_text_to_ns(_optional(df, "Release Time(us)"))
@@ -307,8 +308,8 @@ def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[str
         uncovered = cann_rows[~covered]
         keep[uncovered] = False
         if len(uncovered):
-            notes.append(f"{path.name}: {len(uncovered)} cann:: record(s) lie in no dequeue event of "
-                         "the trace and are left out of MemoryCompare")
+            notes.append(Note(f"{path.name}: {len(uncovered)} cann:: record(s) lie in no dequeue event of "
+                              "the trace and are left out of MemoryCompare"))
         names = names.where(is_cann, "")
     size = _scaled_int(_float(df["Size(KB)"]), KB, 0)
     return frame(OP_MEMORY, {
@@ -330,7 +331,7 @@ def _num(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def read_bandwidth(path: Path, notes: list[str]) -> tuple[float, float]:
+def read_bandwidth(path: Path, notes: list[Note]) -> tuple[float, float]:
     """(RDMA, SDMA) bandwidth in GB/s from communication.json: size MB / time ms.
 
     Like the reference, the last step key that carries ``Communication Bandwidth Info`` wins.
@@ -339,7 +340,7 @@ def read_bandwidth(path: Path, notes: list[str]) -> tuple[float, float]:
     """
     data = read_json(path)
     if not data:
-        notes.append(f"{path.name} is empty: RDMA/SDMA bandwidth is 0")
+        notes.append(Note(f"{path.name} is empty: RDMA/SDMA bandwidth is 0"))
         return 0.0, 0.0
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object keyed by step")
@@ -358,8 +359,8 @@ def read_bandwidth(path: Path, notes: list[str]) -> tuple[float, float]:
             rates.append(size_mb / time_ms if time_ms > 0 else 0.0)
         found = (rates[0], rates[1])
     if found is None:
-        notes.append(f"{path.name} has no collective \"Communication Bandwidth Info\": "
-                     "RDMA/SDMA bandwidth is 0")
+        notes.append(Note(f"{path.name} has no collective \"Communication Bandwidth Info\": "
+                          "RDMA/SDMA bandwidth is 0"))
         return 0.0, 0.0
     return found
 
@@ -396,11 +397,11 @@ def _id(*values: object) -> int | None:
     return None
 
 
-def read_profiler_info(path: Path, notes: list[str]) -> ProfilerInfo:
+def read_profiler_info(path: Path, notes: list[Note]) -> ProfilerInfo:
     """profiler_info.json / profiler_info_<rank>.json → collection settings shown by ``info``."""
     data = read_json(path)
     if not isinstance(data, dict):
-        notes.append(f"{path.name} holds no settings object")
+        notes.append(Note(f"{path.name} holds no settings object"))
         return ProfilerInfo()
     config = _dict(data.get("config"))
     common = _dict(config.get("common_config"))
@@ -417,12 +418,12 @@ def read_profiler_info(path: Path, notes: list[str]) -> ProfilerInfo:
     )
 
 
-def read_group_names(path: Path, notes: list[str]) -> dict[str, str]:
+def read_group_names(path: Path, notes: list[Note]) -> dict[str, str]:
     """profiler_metadata.json → {``Group <id> Communication`` (the HCCL thread name): pg name}."""
     data = read_json(path)
     groups = _dict(data).get("parallel_group_info")
     if not isinstance(groups, dict):
-        notes.append(f"{path.name} has no parallel_group_info: group names unknown")
+        notes.append(Note(f"{path.name} has no parallel_group_info: group names unknown"))
         return {}
     out: dict[str, str] = {}
     for group_id, info in groups.items():
@@ -440,12 +441,12 @@ def read_group_names(path: Path, notes: list[str]) -> dict[str, str]:
 STEP_TIME_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Free")
 
 
-def read_step_trace_time(path: Path, notes: list[str]) -> pd.DataFrame:
+def read_step_trace_time(path: Path, notes: list[Note]) -> pd.DataFrame:
     """step_trace_time.csv → one row per step: ``step`` (-1 without a ``Step`` column) and the
     :data:`STEP_TIME_COLUMNS` in int64 ns (a missing or N/A cell is 0)."""
     df = read_csv(path, STEP_TIME_COLUMNS, ("Step", "Device_id", *STEP_TIME_COLUMNS))
     if df is None:
-        notes.append(f"{path.name} is empty: no per-step times")
+        notes.append(Note(f"{path.name} is empty: no per-step times"))
         return pd.DataFrame({"step": np.zeros(0, dtype="int64"),
                              **{c: np.zeros(0, dtype="int64") for c in STEP_TIME_COLUMNS}})
     out = {"step": _scaled_int(_float(_optional(df, "Step")), 1, -1)}

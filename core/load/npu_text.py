@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..compat import as_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
+from ..notes import Note
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from . import npu_device, npu_files
@@ -161,7 +162,7 @@ class _SideFiles:
     used: list[str] = field(default_factory=list)
 
 
-def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame | None, notes: list[str]) -> _SideFiles:
+def _side_files(src: Source, opts: LoadOptions, queue: pd.DataFrame | None, notes: list[Note]) -> _SideFiles:
     """Read the side files detect found. At trace level only profiler_metadata.json is read (the
     user asked for the bare trace; group names are harmless labels). ``queue`` None: the export
     has no timeline (operator_memory.csv records keep their own names, see
@@ -200,11 +201,11 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     notes = list(src.notes)
     ev = read_trace(src.trace)  # the collector is paused by the caller
     if ev.bad_dur:
-        notes.append(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
-                     "negative dur are counted as 0 µs")
+        notes.append(Note(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
+                          "negative dur are counted as 0 µs"))
     layout = read_layout(ev, notes)
     if layout.hardware_pid is None:
-        notes.append("no Ascend Hardware process in trace_view.json: no device tasks")
+        notes.append(Note("no Ascend Hardware process in trace_view.json: no device tasks"))
 
     ops = _ops(ev)
     steps = steps_from_ops(ops["name"], ops["start_ns"], ops["end_ns"])

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import COMM_OPS, KERNELS, OVERLAP, STEPS, Profile, ProfileMeta, empty, frame
+from ..notes import Note
 from ..options import LoadOptions
 from . import npu_files
 from .common import assign_step
@@ -41,11 +42,11 @@ from .variants import text_variants
 _NOT_OVERLAPPED = "Communication(Not Overlapped)"
 
 
-def missing_file_notes(src: Source) -> list[str]:
+def missing_file_notes(src: Source) -> list[Note]:
     """One note per missing file of a trace-less export: the file and what it disables."""
     names = {**TEXT_FILES, "trace_view": "trace_view.json", "profiler_info": "profiler_info*.json",
              "profiler_metadata": "profiler_metadata.json"}
-    return [f"{names.get(role, role)} missing: no {ENABLES[role]}" for role in src.missing if role in ENABLES]
+    return [Note(f"{names.get(role, role)} missing: no {ENABLES[role]}") for role in src.missing if role in ENABLES]
 
 
 def _step_windows(times: pd.DataFrame, kernels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -87,7 +88,7 @@ def _kernel_steps(kernels: pd.DataFrame) -> pd.DataFrame:
     return frame(STEPS, {c: window[c] for c in STEPS}).sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
-def _cross_check(times: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
+def _cross_check(times: pd.DataFrame, kernels: pd.DataFrame) -> list[Note]:
     """A note when the profiler's step_trace_time.csv and the kernel_details unions disagree (by
     more than 1 % of the step) on a step's Computing / Communication (Not Overlapped) / Free."""
     from ..timeline import Spans
@@ -106,10 +107,10 @@ def _cross_check(times: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
         theirs = (row[1], row[2], row[4])  # Computing, Communication(Not Overlapped), Free
         if any(abs(a - b) > 0.01 * max(e2e, 1) for a, b in zip(ours, theirs)):
             label = f"step {row.step}" if row.step >= 0 else "the step"
-            out.append(f"step_trace_time.csv: {label} reads Computing / Communication(Not Overlapped) / Free "
-                       f"{theirs[0] / 1e6:.3f} / {theirs[1] / 1e6:.3f} / {theirs[2] / 1e6:.3f} ms; the "
-                       f"kernel_details.csv rows give {ours[0] / 1e6:.3f} / {ours[1] / 1e6:.3f} / "
-                       f"{ours[2] / 1e6:.3f} ms (the figures shown)")
+            out.append(Note(f"step_trace_time.csv: {label} reads Computing / Communication(Not Overlapped) / Free "
+                            f"{theirs[0] / 1e6:.3f} / {theirs[1] / 1e6:.3f} / {theirs[2] / 1e6:.3f} ms; the "
+                            f"kernel_details.csv rows give {ours[0] / 1e6:.3f} / {ours[1] / 1e6:.3f} / "
+                            f"{ours[2] / 1e6:.3f} ms (the figures shown)"))
     return out
 
 

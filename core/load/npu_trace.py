@@ -24,6 +24,7 @@ import pandas as pd
 from ..compat import as_text
 from ..errors import InputError
 from . import npu_decode, pieces
+from ..notes import Note
 from .common import first_seen_codes, float_us_to_ns, us_text_to_ns
 
 #: Size of one parsed piece of the events (:data:`.pieces.PIECE_BYTES`; tests shrink it).
@@ -371,7 +372,7 @@ def _sort_index(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_layout(ev: Events, notes: list[str]) -> Layout:
+def read_layout(ev: Events, notes: list[Note]) -> Layout:
     """Map pids by ``process_name`` (last match wins, as in the reference) and walk the HCCL
     threads in ``thread_sort_index`` order: a thread whose name contains ``Communication`` opens
     a group, every later named thread is a plane of it."""
@@ -411,6 +412,6 @@ def read_layout(ev: Events, notes: list[str]) -> Layout:
     for tid in unsorted:
         out.group_threads[tid] = (out.thread_names[(hccl, tid)], len(out.group_threads))
     if unsorted:
-        notes.append(f"{len(unsorted)} HCCL group thread(s) have no thread_sort_index: their "
-                     "planes are unknown, so their Wait time is 0")
+        notes.append(Note(f"{len(unsorted)} HCCL group thread(s) have no thread_sort_index: their "
+                          "planes are unknown, so their Wait time is 0"))
     return out

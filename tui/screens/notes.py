@@ -13,17 +13,20 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from perfcmp_core.notes import Note
+
 from .vim_keys import VIM_BINDINGS, VimKeys
 
 
-def notes_text(by_screen: list[tuple[str, list[str]]]) -> Text:
-    """``by_screen``: (screen title, its notes) in screen order; a note repeated on several
-    screens is listed under the first and named again as ``(also: …)``."""
+def notes_text(by_screen: list[tuple[str, list[Note]]]) -> Text:
+    """``by_screen``: (screen title, the notes shown on it) in screen order; a note shown on
+    several screens is listed under the first and named again as ``(also: …)`` (one line is
+    said once, whichever records made it: a step's note and its table's own)."""
     text = Text("Notes of this run  (Esc / q / ! closes)\n", style="bold")
     seen: dict[str, list[str]] = {}
     for title, notes in by_screen:
         for note in notes:
-            seen.setdefault(note, []).append(title)
+            seen.setdefault(note.line, []).append(title)
     if not seen:
         text.append("\nno notes: every figure was computed from what the profiles hold")
         return text
@@ -38,7 +41,7 @@ def notes_text(by_screen: list[tuple[str, list[str]]]) -> Text:
 class NotesScreen(VimKeys[None]):
     BINDINGS = [Binding("escape,q,exclamation_mark", "close", "Close"), *VIM_BINDINGS]
 
-    def __init__(self, by_screen: list[tuple[str, list[str]]]) -> None:
+    def __init__(self, by_screen: list[tuple[str, list[Note]]]) -> None:
         super().__init__()
         self.by_screen = by_screen
 

@@ -16,6 +16,9 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from perfcmp_core.advisor.table import TABLE_NAME as ADVISOR
@@ -24,6 +27,7 @@ from perfcmp_core.compare.behind import ENTER_OPENS, enter_opens
 from perfcmp_core.compare.kernel_drill import detail_keys, op_kernels, rows_matching
 from perfcmp_core.compare.result import IS_TOTAL, Screen, Table
 from perfcmp_core.insight import Headline, time_parts
+from perfcmp_core.notes import Note
 from perfcmp_core.view import TableView, display_header
 
 from .frame_view import FrameView
@@ -54,14 +58,54 @@ def _set_line(widget: Static, content: RenderableType) -> None:
     widget.update(content, layout=False)
 
 
-class ExtraBox(VerticalScroll, can_focus=False):
+class ExtraBox(ScrollView, can_focus=False):
     """The panel above the table (headlines, the sentence reading it, the advisor's findings):
     scrolled by `[` / `]`, never focused (the table keeps the keys); when it holds more than it
-    shows, its border says which lines show and the keys."""
+    shows, its border says which lines show and the keys. One widget drawing its own lines
+    (not a scroll container around a Static): every pane has one, and each widget of the screen
+    costs every key a visit when the app goes idle."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._text = Text()
+        self._lines: list[Strip] = []
+        self._wrapped_at = -1  # the width ``_lines`` were wrapped at (-1: not yet)
+
+    @property
+    def text(self) -> Text:
+        """What the panel holds (all of it, not only the lines in view)."""
+        return self._text
+
+    def set_text(self, text: Text) -> None:
+        self._text = text
+        self._wrapped_at = -1
+        self.refresh(layout=True)  # its height follows its lines
+        self.call_after_refresh(self.hint)
+
+    def _wrap(self, width: int) -> list[Strip]:
+        """The text wrapped at ``width`` columns, one strip per line, in the panel's style."""
+        if width != self._wrapped_at:
+            console = self.app.console
+            self._lines = [Strip(line) for line in console.render_lines(
+                self._text, console.options.update_width(max(1, width)), style=self.rich_style)]
+            self._wrapped_at = width
+            self.virtual_size = Size(width, len(self._lines))
+        return self._lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._wrap(width))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        lines = self._wrap(width)
+        index = y + int(self.scroll_y)
+        if index < len(lines):
+            return lines[index].crop_extend(0, width, self.rich_style)
+        return Strip.blank(width, self.rich_style)
 
     def hint(self) -> None:
         self.border_subtitle = (f"[ / ] scroll ({int(self.scroll_y) + 1}–"
-                                f"{int(self.scroll_y) + self.size.height} of "
+                                f"{int(self.scroll_y) + self.scrollable_content_region.height} of "
                                 f"{self.virtual_size.height} lines)"
                                 if self.max_scroll_y > 0 else "")
 
@@ -91,13 +135,15 @@ class TablePane(Vertical):
         self._box_mode = "filter"
         self._find_from = 0  # the cursor when the search opened (Esc returns there)
         self._cursors: dict[str, int] = {}  # cursor per view, restored when it shows again
+        #: The filter / search box, mounted when first opened (:meth:`_box`).
+        self._filter_box: FilterBox | None = None
         #: The current view is not drawn yet (it arrived while the pane was hidden).
         self._stale = False
         #: The call-stack panel and its two texts, built when first opened.
         self._stacks: Horizontal | None = None
         self._stack_texts: dict[str, Static] = {}
         self._headlines: list[Headline] = []
-        self.notes: list[str] = []  # the run's notes that concern this screen
+        self.notes: list[Note] = []  # the run's notes shown on this screen
         #: The user's `p`: pictures on / off; None: shown when the terminal is tall enough.
         self.pictures: bool | None = None
         #: How long the comparison took (the status line's last part once it finished).
@@ -107,19 +153,14 @@ class TablePane(Vertical):
         yield Static(self.spec.title, id="pane-status", classes="status")
         # Scrolls when taller than its share of the screen ([ / ]): the advisor's later findings
         # were cut off, out of the keyboard's reach.
-        with ExtraBox(id="extra-box", classes="hidden"):
-            yield Static("", id="extra")
+        yield ExtraBox(id="extra-box", classes="hidden")
         if self.spec.headlines:  # the Overall screen
             yield OverallPicture(id="picture", classes="hidden")
         elif ADVISOR in self.spec.sheets:
             yield AdvisorPicture(id="picture", classes="hidden")
-        yield Static("", id="notes-line", classes="hidden")
         yield Static(f"{self.spec.title}: waiting for results…", id="message")
         yield FrameView(id="frame", classes="hidden")
         yield Static("", id="cell-line", classes="status hidden")
-        yield FilterBox(self.apply_filter,
-                        placeholder="filter: text, a|b or a regex; Enter keeps, Esc reverts",
-                        id="filter", classes="hidden")
 
     @property
     def frame(self) -> FrameView:
@@ -178,11 +219,9 @@ class TablePane(Vertical):
         text = headline_text(self._headlines)
         table = self.tables.get(self.current) if self.current else None
         text.append(table.lead if table is not None else "")
-        extra = self.query_one("#extra", Static)
-        extra.update(text if text.plain.strip() else "")
         box = self.query_one("#extra-box", ExtraBox)
+        box.set_text(text)
         box.set_class(not text.plain.strip(), "hidden")
-        self.call_after_refresh(box.hint)
 
     def scroll_extra(self, direction: int) -> bool:
         """`[` / `]`: the panel above the table (headlines, findings) a page up / down; False
@@ -190,8 +229,8 @@ class TablePane(Vertical):
         box = self.query_one("#extra-box", ExtraBox)
         if box.has_class("hidden") or box.max_scroll_y <= 0:
             return False
-        box.scroll_to(y=box.scroll_y + direction * max(1, box.size.height - 1), animate=False,
-                      immediate=True)
+        page = max(1, box.scrollable_content_region.height - 1)
+        box.scroll_to(y=box.scroll_y + direction * page, animate=False, immediate=True)
         box.hint()
         return True
 
@@ -237,22 +276,30 @@ class TablePane(Vertical):
         if self.pictures is None:
             self._show_picture()
 
-    def set_notes(self, notes: list[str]) -> None:
+    def set_notes(self, notes: list[Note]) -> None:
         """The run's notes about this screen: the first on one line above the table, all of
         them one key (``!``) away."""
         self.notes = notes
         self._show_notes()
 
     def _show_notes(self) -> None:
-        line = self.query_one("#notes-line", Static)
+        """The notes line, mounted when the screen first has a note to show (most have none)."""
         # Without a table the screen's message already says why (the absent-table notes).
         shown = bool(self.notes) and self.current is not None
-        line.set_class(not shown, "hidden")
+        found = self.query("#notes-line")
+        if not found and not shown:
+            return
         if shown:
             more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
             text = Text("note: ", style="bold")
-            text.append(self.notes[0])
+            text.append(self.notes[0].line)
             text.append(f"{more}  · ! lists every note", style="dim")
+        if not found:
+            self.mount(Static(text, id="notes-line"), before="#message")
+            return
+        line = found.first(Static)
+        line.set_class(not shown, "hidden")
+        if shown:
             line.update(text)
 
     def add_reason(self, reason: str) -> None:
@@ -548,8 +595,16 @@ class TablePane(Vertical):
         return self._open_box("search", "", "search: text, a|b or a regex; Enter keeps "
                                             "(n / N: next / previous), Esc ends; | filters")
 
+    def _box(self) -> FilterBox:
+        """The filter / search box, mounted the first time it opens: most screens are never
+        filtered, and every widget of the screen is visited when the app goes idle."""
+        if self._filter_box is None:
+            self._filter_box = FilterBox(self.apply_filter, id="filter", classes="hidden")
+            self.mount(self._filter_box)
+        return self._filter_box
+
     def _open_box(self, mode: str, value: str, placeholder: str) -> bool:
-        box = self.query_one("#filter", Input)
+        box = self._box()
         self._box_mode = mode
         self._filter_before = value
         box.placeholder = placeholder
@@ -570,7 +625,7 @@ class TablePane(Vertical):
         self._status()
 
     def filter_open(self) -> bool:
-        return not self.query_one("#filter", Input).has_class("hidden")
+        return self._filter_box is not None and not self._filter_box.has_class("hidden")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -589,7 +644,7 @@ class TablePane(Vertical):
         the app, which holds the keys behind it until here."""
         text = event.text.strip().splitlines()[0] if event.text.strip() else ""
         if text and not self.filter_open() and self.view is not None:
-            box = self.query_one("#filter", Input)
+            box = self._box()
             # Typing on goes after the pasted text (not over it: the box selects its text when
             # focused, unless told otherwise until that Focus event was handled).
             box.select_on_focus = False
@@ -601,7 +656,7 @@ class TablePane(Vertical):
     def apply_filter(self, text: str) -> None:
         """Enter: keep ``text`` as the filter (empty clears it) or as the search, and return to
         the table (focused at once, for the keys held behind an Enter or Esc)."""
-        self.query_one("#filter", Input).add_class("hidden")
+        self._box().add_class("hidden")
         if self.view is not None and self._box_mode == "search":
             self.view.set_find(text)
             self._status()

@@ -8,9 +8,10 @@ formats just the cells about to be drawn. It has no Textual dependency so it is 
 Everything a key needs that is costly to compute — each text column factorised into its distinct
 values (lower-cased for the search, cut to :data:`CLIP` characters for the screen), the numeric
 sort keys, which rows changed — is built once by :meth:`TableView.prepare`, which the app runs in
-its worker thread as each table arrives, so no key press pays for it. A detail table of the 8×
-real pair holds 44 MB of kernel lists (up to 290,000 characters in one cell): the screen only ever
-measures and cuts the clipped text.
+its worker thread as each table arrives, so no key press pays for it. The kernel lists of the
+detail tables (44 MB of text on the 8× real pair, up to 290,000 characters in one cell) are not
+text here: they are structured child tables (:class:`KernelIndex`), a cell rendered when its row
+is drawn and clipped, a filter testing each distinct kernel line once.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .compat import as_text
+from .compare.kernel_rows import KernelRows, join_runs
 from .compare.operators import screen_kernel_text
 from .compare.result import (IS_TOTAL, LEVEL, MATCH_ALL, NODE, PARENT, SHOWN, Column, Table,
                              change_percent, change_text, number_format, screen_format,
@@ -132,11 +134,17 @@ def screen_text(value: object, col: Column) -> str:
 def clip_text(text: str, limit: int = CLIP) -> str:
     """One screen line of at most ``limit`` characters: line breaks shown as ⏎, a longer text
     keeps its head and its tail around "…" (a path's first part and its last ones both matter)."""
-    if "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
+    text = _flat(text)
     if len(text) > limit:
         head = limit // 2
         text = text[:head] + "…" + text[len(text) - (limit - head - 1):]
+    return text
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line: line breaks as ⏎, tabs as spaces, carriage returns dropped."""
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "").replace("\n", "⏎").replace("\t", " ")
     return text
 
 
@@ -360,6 +368,57 @@ class TextIndex:
 
 
 @dataclass
+class KernelIndex:
+    """A column kept as a structured child table (``Kernel Details``,
+    :class:`~.compare.kernel_rows.KernelRows`) as the filter and the screen read it: a search
+    tests each distinct kernel line once (as the screen shows it, lower-cased) and a row matches
+    when one of its lines does; a cell's text is rendered when its row is drawn, and kept."""
+
+    kernels: KernelRows
+    _lines: tuple[np.ndarray, list[str]] | None = field(default=None, repr=False)
+    _clipped: dict[int, str] = field(default_factory=dict, repr=False)
+
+    def matches(self, search: Search) -> np.ndarray:
+        """Rows with a kernel line matching ``search``."""
+        if self._lines is None:
+            codes, lines = self.kernels.distinct_lines()
+            self._lines = codes, [screen_kernel_text(v).lower() for v in lines.tolist()]
+        codes, lowered = self._lines
+        out = np.zeros(self.kernels.rows, dtype=bool)
+        if lowered:
+            out[self.kernels.owner()[search.hits(lowered)[codes]]] = True
+        return out
+
+    def equals(self, value: str) -> np.ndarray:
+        """Rows whose whole cell is ``value`` (every cell rendered: no key asks this of a kernel
+        list, a focus names rows by their names)."""
+        return self.kernels.render(np.arange(self.kernels.rows, dtype="int64")) == value
+
+    def clipped(self, rows: Sequence[int]) -> list[str]:
+        """Screen text of the cells of ``rows``, one line of at most :data:`CLIP` characters
+        (:func:`clip_text` of the cell as the screen shows it). A cell of more kernel lines than
+        that has characters (each line is one at least, its ⏎) shows only its head and its tail:
+        only its first and last lines are rendered."""
+        missing = np.array(sorted({r for r in rows if r not in self._clipped}), dtype="int64")
+        if not len(missing):
+            return [self._clipped[r] for r in rows]
+        k = self.kernels
+        long = np.diff(k.ptr)[missing] > CLIP
+        short = missing[~long]
+        self._clipped.update(zip(short.tolist(), (clip_text(screen_kernel_text(t))
+                                                  for t in k.render(short).tolist())))
+        if long.any():
+            head, tail = CLIP // 2, CLIP - CLIP // 2 - 1
+            lo, hi = k.ptr[missing[long]], k.ptr[missing[long] + 1]
+            heads = join_runs(k.lines((lo[:, None] + np.arange(head)).reshape(-1)), np.full(len(lo), head))
+            tails = join_runs(k.lines((hi[:, None] - tail + np.arange(tail)).reshape(-1)), np.full(len(hi), tail))
+            self._clipped.update(
+                (r, _flat(screen_kernel_text(h))[:head] + "…" + _flat(screen_kernel_text(t))[-tail:])
+                for r, h, t in zip(missing[long].tolist(), heads.tolist(), tails.tolist()))
+        return [self._clipped[r] for r in rows]
+
+
+@dataclass
 class TableView:
     """Which rows of a :class:`Table` are shown, in which order, and which columns.
 
@@ -391,7 +450,7 @@ class TableView:
     _ppos: np.ndarray | None = field(default=None, repr=False)  # parent's row, -1 for roots
     _parents: frozenset[int] | None = field(default=None, repr=False)
     _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _texts: dict[str, TextIndex] = field(default_factory=dict, repr=False)
+    _texts: dict[str, TextIndex | KernelIndex] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
     _columns: tuple[Column, ...] | None = field(default=None, repr=False)
     _search: Search | None = field(default=None, repr=False)
@@ -432,7 +491,7 @@ class TableView:
         focus, clipped cells), which rows changed, and the sort keys of the `d` column. The app
         calls it off the UI thread, as the table arrives."""
         for c in self.columns:
-            if c.fmt in ("text", "bold"):
+            if c.fmt in ("text", "bold") and c.key not in self.table.children:  # kernel lists: on use
                 self.shown_index(c.key)
         self.changed()
         key = self.diff_key()
@@ -532,13 +591,16 @@ class TableView:
             return self.text_index(key).equals(value)
         return (as_text(self.table.data[key]) == value).to_numpy()
 
-    def text_index(self, key: str) -> TextIndex:
-        """The factorised text of data column ``key`` (built once per view)."""
+    def text_index(self, key: str) -> TextIndex | KernelIndex:
+        """The factorised text of data column ``key``, or the index of a child column (built once
+        per view)."""
         if key not in self._texts:
-            self._texts[key] = TextIndex.build(self.table.data[key])
+            child = self.table.children.get(key)
+            self._texts[key] = (KernelIndex(child) if child is not None
+                                else TextIndex.build(self.table.data[key]))
         return self._texts[key]
 
-    def shown_index(self, key: str) -> TextIndex:
+    def shown_index(self, key: str) -> TextIndex | KernelIndex:
         """The factorised text the screen shows for column ``key``: the row label as screens
         say it (:data:`~perfcmp_core.compare.result.SHOWN`) where the table has one."""
         if SHOWN in self.table.data and key == self.label_key:
@@ -561,7 +623,7 @@ class TableView:
     def _sort_keys(self, key: str) -> np.ndarray:
         """Numeric sort keys of a column, computed once per view (text ranks are costly)."""
         if key not in self._keys:
-            self._keys[key] = _sort_values(self.table.data[key])
+            self._keys[key] = _sort_values(self.table.values(key))
         return self._keys[key]
 
     def changed(self) -> np.ndarray | None:
@@ -758,15 +820,20 @@ class TableView:
     def cell(self, row: int, col: Column) -> str:
         """Screen text of one cell, at most :data:`CLIP` characters on one line."""
         if col.fmt in ("text", "bold"):
-            index = self.shown_index(col.key)
-            code = int(index.codes[row])
-            return index.clipped[code] if code >= 0 else ""
+            return self._clipped(col.key, [row])[0]
         return screen_text(self.table.data[col.key].iat[row], col)
+
+    def _clipped(self, key: str, rows: Sequence[int]) -> list[str]:
+        """Screen text of text column ``key`` on ``rows``, clipped to one line."""
+        index = self.shown_index(key)
+        if isinstance(index, KernelIndex):
+            return index.clipped(rows)
+        return [index.clipped[k] if k >= 0 else "" for k in index.codes[np.asarray(rows, dtype="int64")].tolist()]
 
     def full_text(self, row: int, col: Column) -> str:
         """One cell in full, numbers at their stored precision (what `y` copies)."""
         key = SHOWN if SHOWN in self.table.data and col.key == self.label_key else col.key
-        return exact_text(self.table.data[key].iat[row], col)
+        return exact_text(self.table.value(key, row), col)
 
     def cells(self, rows: np.ndarray, columns: tuple[Column, ...] | None = None) -> list[list[str]]:
         """Screen text of the given data rows, clipped (only what is about to be measured or
@@ -776,8 +843,7 @@ class TableView:
         sub = self.table.data.iloc[rows] if len(rows) else self.table.data.iloc[:0]
         for c in cols:
             if c.fmt in ("text", "bold"):
-                index = self.shown_index(c.key)
-                texts = [index.clipped[k] if k >= 0 else "" for k in index.codes[rows].tolist()]
+                texts = self._clipped(c.key, rows.tolist())
             else:
                 texts = [screen_text(v, c) for v in sub[c.key].tolist()]
             for line, text in zip(out, texts):

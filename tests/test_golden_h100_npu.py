@@ -78,7 +78,7 @@ def _pair(sheet: str, key: tuple[str, ...]) -> list[tuple[dict, dict]]:
     keys = [c.key for c in ours.columns]
     assert _golden()["sheets"][sheet]["header"] == [c.header for c in ours.sheet_columns()]
     ref = [dict(zip(keys, r)) for r in _golden()["sheets"][sheet]["rows"]]
-    mine = ours.data[keys].to_dict("records")
+    mine = ours.visible().to_dict("records")
 
     def k(row: dict) -> tuple[str, ...]:
         return tuple(_text(row[c]) for c in key)

@@ -221,7 +221,7 @@ def _cell(value: object, role: str) -> object:
 
 def _rows(table: Table, skip: tuple[str, ...] = ("order", "module_level")) -> list[tuple]:
     cols = [c for c in table.sheet_columns() if c.key not in skip]
-    return [tuple(_cell(rec[c.key], c.role) for c in cols) for rec in table.data.to_dict("records")]
+    return [tuple(_cell(rec[c.key], c.role) for c in cols) for rec in table.visible().to_dict("records")]
 
 
 def _golden(rows: list[tuple]) -> list[tuple]:
@@ -358,7 +358,7 @@ def _two_steps(durations: list[float]) -> dict:
 def test_repeated_instances_group_by_path():
     """Two base calls of the same module path: Number 2, summed times, kernel details merged."""
     res, _ = compare_modules(build(_two_steps([10, 12])), build(_two_steps([15])), CompareOptions())
-    st = res.statistic.data
+    st = res.statistic.visible()
     assert st["module_name"].tolist() == ["/ Net_0", "/ Net_0/ Linear_0", "/ Net_0/ Linear_0"]
     assert st["op"].tolist() == ["[ TOTAL ]", "[ TOTAL ]", "aten::linear"]
     net, lin, op = st.iloc[0], st.iloc[1], st.iloc[2]
@@ -389,7 +389,7 @@ def test_npu_kernel_details_format():
     base.kernels["task_type"] = ["AI_CORE", ""]
     base.kernels["input_shapes"] = ["8,16;16,32", ""]
     res, _ = compare_modules(base, build(spec), CompareOptions())
-    op_row = res.detail.data.iloc[1]
+    op_row = res.detail.visible().iloc[1]
     assert op_row["base_op"] == "aten::matmul"
     assert op_row["base_kernels"] == (
         "MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 30.0]\n"

@@ -123,7 +123,7 @@ def test_tree_levels_visit_every_row_once_by_depth() -> None:
 def test_float_text_is_python_repr() -> None:
     """Durations and sizes print as Python's repr, each distinct value formatted once (by its
     bits, so -0.0 and 0.0 keep their own text)."""
-    from perfcmp_core.compare.operators import float_text
+    from perfcmp_core.compare.kernel_rows import float_text
 
     values = np.array([333.0, 65.5, 0.1 + 0.2, 333.0, -0.0, 0.0, np.nan, np.inf, 1e16, 1e-05, 65.5])
     assert float_text(values).tolist() == [repr(float(v)) for v in values]
@@ -204,8 +204,10 @@ def test_detail_sheet_rows_one_sided_and_kernel_text() -> None:
     assert d["base_name"].tolist() == ["## forward ##", "## backward ##", ""]
     assert d["comp_name"].tolist() == ["## forward ##", "## backward ##", "aten::zeros"]
     assert d["base_shape"].tolist() == ["N/A", "N/A", ""]  # no Input Dims → N/A; absent → blank
-    assert d["base_details"].tolist()[0] == "gemm [duration: 50.0]\nrelu_k [duration: 10.0]\n"
-    assert d["comp_details"].tolist()[1] == "bwd_gemm [duration: 100.0]\n"
+    assert "base_details" not in d  # a child table, rendered where it is read
+    assert det.values("base_details").tolist()[0] == "gemm [duration: 50.0]\nrelu_k [duration: 10.0]\n"
+    assert det.values("comp_details").tolist()[1] == "bwd_gemm [duration: 100.0]\n"
+    assert det.values("base_details").tolist()[2] == ""  # no base op
     assert d["base_us"].tolist() == [60.0, 80.0, 0.0]
     assert d["diff"].tolist() == [22.0, 20.0, 0.0]
     assert d["ratio"].tolist()[2] == 1.0  # comparison-only op without device time
@@ -220,28 +222,41 @@ def test_kernel_details_breadth_first() -> None:
         kernels=[("x", 2, 1), ("y", 3, 2)],
     )
     _, tables = compare_operators(p, p, CompareOptions())
-    assert tables[1].data["base_details"].tolist() == ["y [duration: 2.0]\nx [duration: 1.0]\n"]
+    assert tables[1].values("base_details").tolist() == ["y [duration: 2.0]\nx [duration: 1.0]\n"]
     k = operator_kernels(p, 0)
     assert k["name"].tolist() == ["y", "x"] and k["launched_by"].tolist() == ["C", "B1"]
 
 
 @pytest.mark.parametrize("fixture", ["npu_text/comp_ascend_pt", "npu_db/base_ascend_pt", "gpu/base.pt.trace.json"])
-def test_subtree_texts_join_each_ops_subtree_items(fixture: str) -> None:
-    """The detail sheets gather every row's subtree kernels at once (subtree_texts); for every
-    op, and for absent rows (-1), that is the join of the drill-in's own walk (subtree_items)."""
-    from perfcmp_core.compare.operators import kernel_lines
+def test_subtree_gather_is_each_ops_subtree_items(fixture: str) -> None:
+    """The detail sheets gather every row's subtree kernels at once (subtree_gather); for every
+    op, and for absent rows (-1), that is the drill-in's own walk (subtree_items); rendered, each
+    row's cell is its kernels' lines (written here from the kernels table) in that order."""
     from perfcmp_core.compare.optree import forest_of
     from perfcmp_core.load import load_profile
     from perfcmp_core.options import LoadOptions
 
     profile = load_profile(str(Path(__file__).parents[1] / "fixtures" / fixture), LoadOptions(use_cache=False))
     forest = forest_of(profile)
-    lines = kernel_lines(profile)
     rows = np.r_[np.arange(len(profile.ops)), -1, 0]
-    expected = ["".join(lines[forest.subtree_items(forest.kernels, r)].tolist()) if r >= 0 else ""
-                for r in rows.tolist()]
-    assert forest.subtree_texts(forest.kernels, rows, lines).tolist() == expected
-    assert any(e.count("\n") > 1 for e in expected)  # some ops hold several kernels
+    picked, counts = forest.subtree_gather(forest.kernels, rows)
+    expected = [forest.subtree_items(forest.kernels, r).tolist() if r >= 0 else [] for r in rows.tolist()]
+    assert counts.tolist() == [len(e) for e in expected]
+    assert picked.tolist() == [k for e in expected for k in e]
+    assert any(len(e) > 1 for e in expected)  # some ops hold several kernels
+    _, tables = compare_operators(profile, profile, CompareOptions())
+    k, det = profile.kernels, tables[1]
+
+    def line(r: int) -> str:
+        if not profile.meta.is_npu:
+            return f"{k['name'].iat[r]} [duration: {float(k['dur_ns'].iat[r]) / 1000.0!r}]\n"
+        shapes = k["input_shapes"].iat[r]
+        return (f"{k['name'].iat[r]}, {k['task_id'].iat[r] or 'None'}, {k['task_type'].iat[r] or 'None'}"
+                f"{f', [input shapes: {shapes}]' if shapes else ''} [duration: {float(k['dur_ns'].iat[r]) / 1000.0!r}]\n")
+
+    b = det.data["_base_row"].to_numpy()
+    want = ["".join(line(i) for i in forest.subtree_items(forest.kernels, r)) if r >= 0 else "" for r in b.tolist()]
+    assert det.values("base_details").tolist() == want
 
 
 def test_npu_kernel_details_format() -> None:
@@ -251,11 +266,11 @@ def test_npu_kernel_details_format() -> None:
     p.kernels["task_type"] = ["AI_CORE", ""]
     p.kernels["input_shapes"] = ["8,16;16,32", ""]
     _, tables = compare_operators(p, p, CompareOptions())
-    assert tables[1].data["base_details"].tolist() == [
+    assert tables[1].values("base_details").tolist() == [
         "MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 30.0]\n"
         "hcom_allReduce_, None, None [duration: 5.0]\n"]
     # The workbook keeps the reference's placeholders; a screen drops them (issue 16).
-    assert screen_kernel_text(tables[1].data["base_details"].iat[0]) == (
+    assert screen_kernel_text(tables[1].value("base_details", 0)) == (
         "MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 30.0]\n"
         "hcom_allReduce_ [duration: 5.0]\n")
 

@@ -38,7 +38,8 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for event in pipeline.comparison_events(request):
         if isinstance(event, TableReady):
-            out.append(("table", (event.table.name, event.table.data)))
+            t = event.table  # its kernel lists (child tables) compared as the workbook writes them
+            out.append(("table", (t.name, t.data.assign(**{k: t.values(k) for k in t.children}))))
         elif isinstance(event, Skipped):
             out.append(("skipped", (event.names, event.reason)))
         elif isinstance(event, Phase):

@@ -194,7 +194,8 @@ async def test_enter_collapses_and_expands_an_overall_group() -> None:
 @aio
 async def test_operator_statistic_sort_drill_and_back() -> None:
     stat = tables("npu_ops")["OperatorCompareStatistic"].data
-    detail = tables("npu_ops")["OperatorCompare"].data
+    detail_table = tables("npu_ops")["OperatorCompare"]
+    detail = detail_table.data
     app = make_app("npu_ops")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
@@ -231,7 +232,7 @@ async def test_operator_statistic_sort_drill_and_back() -> None:
         base_text = text_of(app.screen.query_one("#drill-base", Static))
         first = want.iloc[0]
         assert "Kernel Details" in base_text
-        assert first["base_details"].splitlines()[0].strip() in base_text
+        assert detail_table.value("base_details", int(want.index[0])).splitlines()[0].strip() in base_text
         await pilot.press("escape")
         assert not isinstance(app.screen, DrillScreen)
         await pilot.press("q")  # back to the statistic, on the row drilled from

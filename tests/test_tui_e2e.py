@@ -325,9 +325,9 @@ def test_search_next_unchanged_notes_step_and_kernels(terminal_factory) -> None:
     # core's kernel drill makes them from the operator's matched rows.
     term.keys("2")
     term.wait(f"Operator Name: {order[0]}")
-    pairs = core["OperatorCompare"].data
-    rows = pairs[pairs["base_name"] == order[0]]
-    want = op_kernels(rows["base_details"], rows["comp_details"], order[0])
+    pairs = core["OperatorCompare"]
+    rows = np.flatnonzero(pairs.data["base_name"].to_numpy() == order[0])
+    want = op_kernels(pairs, ("base_details", "comp_details"), rows, order[0])
     term.keys("K")
     screen = term.wait(f"Kernels of {order[0]}: {len(want.data)} kernel names")
     diff_col = want.column("diff_us")

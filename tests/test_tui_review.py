@@ -683,7 +683,8 @@ async def test_K_on_an_operator_shows_its_call_stacks_names_whole_and_y_copies(
     `y` copies the kernel table."""
     from perfcmp_tui.screens.kernels import KernelScreen
 
-    detail = tables("gpu")["OperatorCompare"].data
+    pairs = tables("gpu")["OperatorCompare"]
+    detail = pairs.data.assign(base_details=pairs.values("base_details"))
     app = make_app("gpu")
     copied: list[str] = []
     monkeypatch.setattr(app, "copy_to_clipboard", copied.append)

@@ -285,7 +285,7 @@ async def test_filter_alternatives_and_regex() -> None:
 @aio
 async def test_match_in_hidden_kernel_text_is_hinted_and_n_goes_there() -> None:
     """MEMCPY_ASYNC is a kernel of aten::to: it is in the Kernel Details columns only."""
-    data = tables("npu_ops")["OperatorCompare"].data
+    data = tables("npu_ops")["OperatorCompare"].visible()
     app = make_app("npu_ops")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)

@@ -319,3 +319,53 @@ def test_large_table_sort_and_filter_are_exact(rows: int) -> None:
     assert set(data["name"].to_numpy()[view.order()]) == {"op_12", *(f"op_12{i}" for i in range(10))}
     shown = data["diff"].to_numpy()[view.order()]
     assert (np.diff(shown) <= 0).all()
+
+
+def _kernel_table() -> Table:
+    """Three NPU operator rows whose kernels are child rows: a short list, none, and a long run
+    of 300 launches (more lines than a screen cell shows characters) with placeholders, a name
+    holding a tab and one holding a carriage return."""
+    from perfcmp_core.compare.kernel_rows import LAUNCH, Coded, KernelRows, offsets
+
+    names = (["MatMulV2", "hcom_allReduce_"] + [f"Add\t{i % 7}" if i % 11 else f"Mul\r{i}" for i in range(300)])
+    ids = ["11", ""] + [str(100 + i) if i % 5 else "" for i in range(300)]
+    types = ["AI_CORE", ""] + ["AI_VECTOR_CORE" if i % 3 else "" for i in range(300)]
+    shapes = ["8,16;16,32", ""] + ["" if i % 4 else "4,4" for i in range(300)]
+    kernels = KernelRows(LAUNCH, offsets(np.array([2, 0, 300])), Coded.of(np.array(names, dtype=object)),
+                         np.ones(302, dtype="int64"), np.arange(302, dtype="int64") * 250 + 1000,
+                         tuple(Coded.of(np.array(v, dtype=object)) for v in (ids, types, shapes)))
+    data = pd.DataFrame({"name": ["aten::mm", "aten::zero_", "aten::add"]})
+    return Table("OperatorCompare", (NAME, Column("details", "Kernel Details", "base", "text")), data,
+                 (0, 1), (1, 1), children={"details": kernels})
+
+
+def test_kernel_cells_are_rendered_when_drawn_and_clipped_as_text_would_be() -> None:
+    """A child column's screen cell is clip_text of its rendered text without placeholders —
+    the long row's too, though only its first and last lines are rendered for it."""
+    from perfcmp_core.compare.operators import screen_kernel_text
+    from perfcmp_core.view import clip_text
+
+    table = _kernel_table()
+    full = table.values("details").tolist()
+    assert full[0] == ("MatMulV2, 11, AI_CORE, [input shapes: 8,16;16,32] [duration: 1.0]\n"
+                       "hcom_allReduce_, None, None [duration: 1.25]\n")
+    assert full[1] == "" and full[2].count("\n") == 300
+    view = TableView(table).prepare()
+    col = table.column("details")
+    assert view.cells(np.array([2, 0, 1]), (col,)) == [[clip_text(screen_kernel_text(full[r]))] for r in (2, 0, 1)]
+    assert view.cell(2, col) == clip_text(screen_kernel_text(full[2])) and len(view.cell(2, col)) == 240
+    assert view.full_text(0, col) == screen_kernel_text(full[0])
+
+
+def test_filter_on_kernel_lists_matches_a_line() -> None:
+    """A kernel list matches when one of its lines (as shown: no placeholders) does."""
+    view = TableView(_kernel_table())
+    view.set_filter("hcom_allreduce_ [duration")  # the placeholders are not on screen
+    assert view.order().tolist() == [0]
+    view.set_filter("^mul\r")
+    assert view.order().tolist() == [2]
+    view.set_filter("aten::zero_|v2, 11")
+    assert view.order().tolist() == [0, 1]
+    view.set_filter("duration: 1.0]")
+    assert view.order().tolist() == [0]
+    assert view.matched_in("details").tolist() == [True, False, False]

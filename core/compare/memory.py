@@ -29,8 +29,8 @@ from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from ..timeline import innermost, thread_key
-from .operators import (MATCHED_AS, OperatorMatch, float_text, grouped, match_operators, rank_rows, side_text,
-                        take_rows)
+from .kernel_rows import float_text
+from .operators import MATCHED_AS, OperatorMatch, grouped, match_operators, rank_rows, side_text, take_rows
 from .optree import Items, OpForest
 from .result import Column, Table, diff, ratio
 from .step_column import STEP, step_labels

@@ -33,7 +33,7 @@ import pandas as pd
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
-from .operators import kernel_lines
+from .kernel_rows import KernelRows, launches
 from .optree import UNCOUNTED_TASK_TYPES, children_csr
 from .py_stacks import STACK_SEP, frame_stacks
 
@@ -70,18 +70,6 @@ def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype="int64"), np.zeros(0, dtype="int64")
     lo = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     return lo, np.r_[lo[1:], len(keys)]
-
-
-def concat_runs(keys: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The texts of each run of equal consecutive ``keys``, concatenated: (run keys, object
-    array of texts); a run of one keeps its text, longer runs take one join each."""
-    lo, hi = _runs(keys)
-    texts = np.asarray(texts, dtype=object)
-    out = texts[lo]
-    many = np.flatnonzero(hi - lo > 1)
-    items = texts.tolist()
-    out[many] = ["".join(items[a:b]) for a, b in zip(lo[many].tolist(), hi[many].tolist())]
-    return keys[lo], out
 
 
 def _per_distinct(values: np.ndarray, text: Callable[[pd.Series], pd.Series]) -> np.ndarray:
@@ -129,12 +117,13 @@ class ModuleSide:
     op_key: np.ndarray  # the op's pairing key (:func:`.names.pairing_keys`)
     op_label: np.ndarray  # the op's pairing name (what rows are labelled with)
     op_cls: np.ndarray  # label of the equivalence class behind the key, ""
-    op_details: np.ndarray  # Kernel Details text of the op's own kernels
     op_dev: np.ndarray  # device ns of the op's kernels
     op_stack: np.ndarray  # "Call stack" arg, "N/A" when absent
     op_lo: np.ndarray
     op_hi: np.ndarray
-    op_kernels: pd.DataFrame  # kernels credited to top-layer ops: op (index above), kernel, dur_ns
+    #: The kernels credited to each top-layer op (launch entries, row ``i`` = op ``i`` above, by
+    #: launch): its ``Kernel Details``
+    op_kernels: KernelRows
     notes: list[str]
 
 
@@ -320,13 +309,11 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     top_pos[top_rows] = np.arange(len(top_rows))
     kop = top_pos[top_of[lrow[credited]]]
     order = np.lexsort((k["start_ns"].to_numpy()[credited], lts[credited], kop))  # by op, launch, start
-    kc = pd.DataFrame({"op": kop[order], "kernel": k["name"].to_numpy()[credited][order],
-                       "dur_ns": kdur[credited][order]})
+    kc_op = kop[order]
     op_dev = np.zeros(len(top_rows), dtype="int64")
-    np.add.at(op_dev, kc["op"].to_numpy(), kc["dur_ns"].to_numpy())
-    op_details = np.full(len(top_rows), "", dtype=object)
-    ops_with, texts = concat_runs(kc["op"].to_numpy(), kernel_lines(profile)[linked][credited][order])
-    op_details[ops_with] = texts
+    np.add.at(op_dev, kc_op, kdur[credited][order])
+    op_kernels = launches(profile, np.bincount(kc_op, minlength=len(top_rows)),
+                          np.flatnonzero(linked)[credited][order])
     stacks = ops["call_stack"].to_numpy(dtype=object)[top_rows]
     mods = placed[top_rows]
     lo, hi = _runs(mods)
@@ -349,6 +336,6 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
                       stack=stack, child_ptr=child_ptr, child_idx=child_idx, name=names,
                       op_name=ops["name"].to_numpy(dtype=object)[top_rows], op_key=op_keys.key[top_rows],
                       op_label=op_keys.name[top_rows], op_cls=op_keys.cls[top_rows],
-                      op_details=op_details, op_dev=op_dev,
+                      op_dev=op_dev,
                       op_stack=np.where(stacks == "", "N/A", stacks).astype(object), op_lo=op_lo, op_hi=op_hi,
-                      op_kernels=kc, notes=notes)
+                      op_kernels=op_kernels, notes=notes)

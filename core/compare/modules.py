@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
-from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side, concat_runs
+from .kernel_rows import SUMMARY, Coded, KernelRows, offsets
+from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .optree import children_csr, preorder, subtree_sizes, tree_levels
@@ -156,7 +156,7 @@ def _walk_order(pairs: _Pairs, b: ModuleSide, c: ModuleSide) -> list[int]:
 
 def ordered(df: pd.DataFrame, columns: tuple[Column, ...]) -> pd.DataFrame:
     """``df`` with the visible columns first, in sheet order, then the hidden ``_`` columns."""
-    visible = [c.key for c in columns]
+    visible = [c.key for c in columns if c.key in df]
     return df[visible + [c for c in df.columns if c not in visible]]
 
 
@@ -364,13 +364,14 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
     def pick(field: str, fill: object) -> np.ndarray:
         return np.where(pb >= 0, take_rows(getattr(b, field), pb, fill), take_rows(getattr(c, field), pc, fill))
 
+    children: dict[str, KernelRows] = {}
     cols: dict[str, object] = {"order": np.arange(1, len(rp) + 1), "module_class": pick("cls", ""),
                                "module_level": pick("depth", 0).astype("int64") + 1,
                                "module_name": pick("shown", "")}
     for prefix, side, mod, op in (("base", b, pb, rb), ("comp", c, pc, rc)):
         op_self = take_rows(np.asarray(side.op_dev, dtype="float64"), op, 0.0)
         cols[f"{prefix}_op"] = np.where(total, "TOTAL", take_rows(np.asarray(side.op_name, dtype=object), op, ""))
-        cols[f"{prefix}_kernels"] = np.where(total, "", take_rows(np.asarray(side.op_details, dtype=object), op, ""))
+        children[f"{prefix}_kernels"] = side.op_kernels.take(np.where(total, -1, op))
         cols[f"{prefix}_self"] = np.where(total, take_rows(side.self_ns.astype("float64"), mod, 0.0), op_self) / _US
         cols[f"{prefix}_total"] = np.where(total, take_rows(side.total_ns.astype("float64"), mod, 0.0) / _US, np.nan)
     df = pd.DataFrame(cols)
@@ -392,7 +393,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
     df["matched_as"] = np.where(total, np.where(pos, BY_POSITION, ""), op_matched)
     df["step"] = step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1))
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
-                 title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes))
+                 title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes), children=children)
 
 
 def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: _OpSteps,
@@ -413,27 +414,30 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSi
     paths = list(bg) + [p for p in cg if p not in bg]
     by_pos = op_steps.positional & (op_steps.base >= 0) & (op_steps.comp >= 0)
     override = dict(zip(op_steps.comp[by_pos].tolist(), b.op_key[op_steps.base[by_pos]].tolist()))
-    bops, cops = _op_groups(b, bg), _op_groups(c, cg, override)
+    (bops, b_kernels), (cops, c_kernels) = _op_groups(b, bg), _op_groups(c, cg, override)
     rows: list[dict[str, object]] = []
+    groups: list[tuple[int, int]] = []  # per row, the base and comparison op group (-1: none)
     for path in paths:
         bm, cm = bg.get(path, []), cg.get(path, [])
         side, first = (b, bm[0]) if bm else (c, cm[0])
         head = {"module_class": side.cls[first], "module_level": int(side.depth[first]) + 1,
                 "module_name": side.shown[first]}
+        groups.append((-1, -1))
         rows.append({**head, "op": "[ TOTAL ]", IS_TOTAL: True,
-                     "base_kernels": "", "base_self": b.self_ns[bm].sum() / _MS, "base_number": len(bm),
+                     "base_self": b.self_ns[bm].sum() / _MS, "base_number": len(bm),
                      "base_total": b.total_ns[bm].sum() / _MS,
-                     "comp_kernels": "", "comp_self": c.self_ns[cm].sum() / _MS, "comp_number": len(cm),
+                     "comp_self": c.self_ns[cm].sum() / _MS, "comp_number": len(cm),
                      "comp_total": c.total_ns[cm].sum() / _MS,
                      "base_stack": b.stack[bm[0]] if bm else "", "comp_stack": c.stack[cm[0]] if cm else "",
                      "matched_as": f"{BY_POSITION}: {by_position[path]}" if path in by_position else ""})
         bo, co = bops.get(path, {}), cops.get(path, {})
         for op in list(bo) + [o for o in co if o not in bo]:
             bs, cs = bo.get(op), co.get(op)
+            groups.append((bs.group if bs else -1, cs.group if cs else -1))
             rows.append({**head, "op": bs.label if bs else cs.label, IS_TOTAL: False,
-                         "base_kernels": bs.details if bs else "", "base_self": bs.dev_ns / _MS if bs else 0.0,
+                         "base_self": bs.dev_ns / _MS if bs else 0.0,
                          "base_number": bs.number if bs else 0, "base_total": np.nan,
-                         "comp_kernels": cs.details if cs else "", "comp_self": cs.dev_ns / _MS if cs else 0.0,
+                         "comp_self": cs.dev_ns / _MS if cs else 0.0,
                          "comp_number": cs.number if cs else 0, "comp_total": np.nan,
                          "base_stack": "", "comp_stack": "", "matched_as": _op_matched(bs, cs)})
     df = pd.DataFrame(rows)
@@ -443,9 +447,11 @@ def _statistic_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSi
     df["diff_self"] = diff(df["base_self"], df["comp_self"])
     df["ratio"] = np.where(total, ratio(df["base_total"], df["comp_total"]),
                            ratio(df["base_self"], df["comp_self"]))
+    group_of = np.asarray(groups, dtype="int64").reshape(-1, 2)
+    children = {"base_kernels": b_kernels.take(group_of[:, 0]), "comp_kernels": c_kernels.take(group_of[:, 1])}
     return Table("ModuleCompareStatistic", MODULE_STATISTIC_COLUMNS, ordered(df, MODULE_STATISTIC_COLUMNS),
                  (5, 8), (9, 12),
-                 title="Modules (by path, ms)", default_sort="diff_total", notes=list(notes))
+                 title="Modules (by path, ms)", default_sort="diff_total", notes=list(notes), children=children)
 
 
 def _group(side: ModuleSide, walk: list[int], path_of: dict[int, str] | None = None) -> dict[str, list[int]]:
@@ -465,7 +471,7 @@ class _OpGroup:
 
     dev_ns: int
     number: int
-    details: str  # each distinct kernel name once with its count and Σ ms
+    group: int  # its row of the side's per-group kernels (each kernel name once, count, Σ)
     label: str  # the first op's pairing name
     cls: str  # its equivalence class label, ""
     positional: bool  # some op of the group was paired by position
@@ -482,15 +488,19 @@ def _op_matched(bs: _OpGroup | None, cs: _OpGroup | None) -> str:
 
 
 def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
-               key_of: dict[int, str] | None = None) -> dict[str, dict[str, _OpGroup]]:
-    """Per path, per top-layer op pairing key (first-seen order): an :class:`_OpGroup`.
+               key_of: dict[int, str] | None = None) -> tuple[dict[str, dict[str, _OpGroup]], KernelRows]:
+    """Per path, per top-layer op pairing key (first-seen order): an :class:`_OpGroup`; and the
+    groups' kernels, one summary entry per kernel name (first-seen, by op sequence) with its count
+    and Σ duration, row ``g`` = group ``g``.
     ``key_of`` overrides the key of some ops (comparison ops paired by position take the base op's)."""
     mods = np.fromiter((m for ms in groups.values() for m in ms), dtype="int64")
     mod_path = np.repeat(np.arange(len(groups)), [len(ms) for ms in groups.values()])
     has_ops = side.op_hi[mods] > side.op_lo[mods]
     mods, mod_path = mods[has_ops], mod_path[has_ops]
     if not len(mods):
-        return {}
+        none = np.zeros(0, dtype="int32")
+        return {}, KernelRows(SUMMARY, np.zeros(1, dtype="int64"), Coded(none, side.op_kernels.name.values[:0]),
+                              none, np.zeros(0, dtype="int64"))
     # Group number per path with ops (first-seen), so a path's instances aggregate together.
     used, path_of_mod = np.unique(mod_path, return_inverse=True)
     lo = side.op_lo[mods]
@@ -516,24 +526,26 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     # The kernels of the grouped ops, by op sequence (each op is grouped once).
     group_of, seq_of = np.full(len(all_keys), -1, dtype="int64"), np.full(len(all_keys), -1, dtype="int64")
     group_of[rows], seq_of[rows] = ops["group"].to_numpy(), ops["seq"].to_numpy()
-    k_op = side.op_kernels["op"].to_numpy()
+    k = side.op_kernels
+    k_op = k.owner()
     picked = np.flatnonzero(group_of[k_op] >= 0)
     picked = picked[np.argsort(seq_of[k_op[picked]], kind="stable")]
-    kern = pd.DataFrame({"group": group_of[k_op[picked]], "kernel": side.op_kernels["kernel"].to_numpy()[picked],
-                         "dur_ns": side.op_kernels["dur_ns"].to_numpy()[picked]})
-    per_kernel = kern.groupby(["group", "kernel"], sort=False).agg(
+    kern = pd.DataFrame({"group": group_of[k_op[picked]], "code": k.name.codes[picked],
+                         "dur_ns": k.dur_ns[picked]})
+    per_kernel = kern.groupby(["group", "code"], sort=False).agg(
         n=("dur_ns", "size"), ns=("dur_ns", "sum")).reset_index()
     per_kernel = per_kernel.sort_values("group", kind="stable")
-    per_kernel["line"] = (per_kernel["kernel"] + ", [number: " + as_text(per_kernel["n"])
-                          + "], [duration_ms: " + (per_kernel["ns"] / _MS).map("{:.3f}".format) + "]\n")
-    details = dict(zip(*(x.tolist() for x in concat_runs(per_kernel["group"].to_numpy(), per_kernel["line"]))))
+    group_kernels = KernelRows(
+        SUMMARY, offsets(np.bincount(per_kernel["group"].to_numpy(), minlength=len(agg))),
+        Coded(per_kernel["code"].to_numpy(dtype="int32"), k.name.values),
+        per_kernel["n"].to_numpy(dtype="int32"), per_kernel["ns"].to_numpy(dtype="int64"))
     names = list(groups)
     paths = [names[u] for u in used.tolist()]
     out: dict[str, dict[str, _OpGroup]] = {}
     for g, rec in zip(agg.index.tolist(), agg.itertuples(index=False)):
         out.setdefault(paths[rec.path], {})[rec.name] = _OpGroup(
-            int(rec.dev_ns), int(rec.number), details.get(g, ""), str(rec.label), str(rec.cls), bool(rec.moved))
-    return out
+            int(rec.dev_ns), int(rec.number), int(g), str(rec.label), str(rec.cls), bool(rec.moved))
+    return out, group_kernels
 
 
 def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],

@@ -36,8 +36,9 @@ from ..options import CompareOptions
 from ..timeline import thread_key
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
+from .kernel_rows import KernelRows, launches
 from .names import matched_as, side_keys
-from .optree import OpForest, derived, forest_of, segment_pairs
+from .optree import OpForest, forest_of, segment_pairs
 from .py_stacks import frame_stacks
 from .result import Column, Table, diff, ratio
 from .step_column import STEP, step_labels
@@ -298,34 +299,6 @@ def rank_rows(data: pd.DataFrame) -> pd.DataFrame:
     return data
 
 
-def kernel_lines(profile: Profile) -> np.ndarray:
-    """One ``Kernel Details`` line per kernel row (object array of str, each ending in ``\\n``).
-
-    GPU: ``<name> [duration: <µs>]``; NPU: ``<name>, <task id>, <task type>[, [input shapes:
-    <shapes>]] [duration: <µs>]`` with ``None`` for a missing task id/type (HCCL ops), as the
-    reference prints them. Built once per profile (the operator and module sheets both use it).
-    """
-    return derived(profile, "kernel_lines", _kernel_lines)
-
-
-def _kernel_lines(profile: Profile) -> np.ndarray:
-    k = profile.kernels
-    # Durations repeat (a few hundred distinct in 75k kernels): build each tail once.
-    durations, inverse = np.unique(k["dur_ns"].to_numpy(), return_inverse=True)
-    tail = (" [duration: " + float_text(durations / 1000.0) + "]\n")[inverse.reshape(-1)]
-    name = k["name"].to_numpy(dtype=object)
-    if not profile.meta.is_npu:
-        return name + tail
-    # One f-string per kernel: task ids are nearly all distinct, and one pass over Python lists
-    # costs a third of chained object-array additions.
-    lines = [f"{n}, {i or 'None'}, {t or 'None'}{f', [input shapes: {s}]' if s else ''}{e}"
-             for n, i, t, s, e in zip(name.tolist(), k["task_id"].tolist(), k["task_type"].tolist(),
-                                      k["input_shapes"].tolist(), tail.tolist())]
-    out = np.empty(len(lines), dtype=object)
-    out[:] = lines
-    return out
-
-
 #: The reference's placeholder for an NPU kernel line's missing task id / type (HCCL ops):
 #: ``hcom_allReduce__101_0_1, None, None [duration: 390.21]``.
 _PLACEHOLDERS = re.compile(r"(?:, None)+(?=, \[input shapes: | \[duration: )")
@@ -337,22 +310,10 @@ def screen_kernel_text(text: str) -> str:
     return _PLACEHOLDERS.sub("", text) if "None" in text and "[duration: " in text else text
 
 
-def float_text(values: np.ndarray) -> np.ndarray:
-    """Shortest round-trip text of floats, as Python's ``repr`` prints them (``333.0``, ``65.5``),
-    which is how the reference writes durations and sizes into detail cells.
-
-    Kernel durations repeat (a few hundred distinct values in 75k kernels), so each distinct
-    value is formatted once; values are told apart by their bits, so ``-0.0`` and NaNs keep
-    their own text.
-    """
-    bits, inverse = np.unique(np.asarray(values, dtype="float64").view("int64"), return_inverse=True)
-    text = np.array([float.__repr__(v) for v in bits.view("float64").tolist()], dtype=object)
-    return text[inverse.reshape(-1)]
-
-
-def _details(forest: OpForest, rows: np.ndarray, lines: np.ndarray) -> list[str]:
-    """Concatenated subtree kernel lines per op row ("" for absent rows and ops without kernels)."""
-    return forest.subtree_texts(forest.kernels, rows, lines).tolist()
+def _kernels(forest: OpForest, rows: np.ndarray) -> KernelRows:
+    """The subtree kernels of each op row (none for absent rows), one launch entry each."""
+    kernel_rows, counts = forest.subtree_gather(forest.kernels, rows)
+    return launches(forest.profile, counts, kernel_rows)
 
 
 def side_text(ops: pd.DataFrame, rows: np.ndarray, column: str) -> np.ndarray:
@@ -370,18 +331,15 @@ def detail_table(match: OperatorMatch) -> Table:
     bops, cops = match.base.profile.ops, match.comp.profile.ops
     base_us = p["base_device_ns"].to_numpy(dtype="float64") / 1000.0
     comp_us = p["comp_device_ns"].to_numpy(dtype="float64") / 1000.0
-    b_lines, c_lines = kernel_lines(match.base.profile), kernel_lines(match.comp.profile)
     data = pd.DataFrame({
         "order": np.arange(1, len(p) + 1, dtype="int64"),
         "base_name": as_text(p["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),
         "base_type": side_text(bops, b, "input_types"),
-        "base_details": _details(match.base, b, b_lines),
         "base_us": base_us,
         "comp_name": as_text(p["comp_name"]),
         "comp_shape": side_text(cops, c, "input_dims"),
         "comp_type": side_text(cops, c, "input_types"),
-        "comp_details": _details(match.comp, c, c_lines),
         "comp_us": comp_us,
         "diff": diff(base_us, comp_us),
         "ratio": ratio(base_us, comp_us),
@@ -396,6 +354,7 @@ def detail_table(match: OperatorMatch) -> Table:
     return Table(
         name=DETAIL_SHEET, columns=DETAIL_COLUMNS, data=data, base_span=(1, 5), comp_span=(6, 10),
         title="Operators: matched pairs", absent_reason=no_ops_reason(match),
+        children={"base_details": _kernels(match.base, b), "comp_details": _kernels(match.comp, c)},
     )
 
 

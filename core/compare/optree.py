@@ -27,6 +27,7 @@ import numpy as np
 
 from ..model import Profile
 from ..timeline import thread_groups
+from .kernel_rows import join_runs
 
 #: Kernel task types that never count as operator device time (the reference ignores memsets).
 UNCOUNTED_TASK_TYPES = ("gpu_memset",)
@@ -76,28 +77,26 @@ class OpForest:
         order = np.argsort(self.depth[items.op[lo:hi]], kind="stable")
         return items.rows[lo:hi][order]
 
-    def subtree_texts(self, items: Items, rows: np.ndarray, lines: np.ndarray) -> np.ndarray:
-        """Per op row (-1: none), the ``lines`` of its subtree's items (``lines[item row]``)
-        concatenated in :meth:`subtree_items` order; "" without items. All rows' items are
-        gathered and ordered at once (by row, depth, preorder), leaving one join per row that
-        has more than one item."""
+    def subtree_gather(self, items: Items, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per op row (-1: none), its subtree's items in :meth:`subtree_items` order: (item
+        rows, row after row; items per row). All rows' items are gathered and ordered at once
+        (by row, depth, preorder)."""
         rows = np.asarray(rows, dtype="int64")
-        out = np.full(len(rows), "", dtype=object)
         if len(self.pre) == 0:  # no ops: every row is absent
-            return out
+            return np.zeros(0, dtype="int64"), np.zeros(len(rows), dtype="int64")
         r = np.maximum(rows, 0)
         lo = np.where(rows >= 0, items.ptr[self.pre[r]], 0)
         counts = np.where(rows >= 0, items.ptr[self.pre[r] + self.size[r]], 0) - lo
         first = np.cumsum(counts) - counts  # each row's first slot in the gathered items
         group = np.repeat(np.arange(len(rows)), counts)
         pos = np.arange(len(group)) + np.repeat(lo - first, counts)
-        picked = lines[items.rows[pos[np.lexsort((pos, self.depth[items.op[pos]], group))]]]
-        one = counts == 1
-        out[one] = picked[first[one]]
-        many = np.flatnonzero(counts > 1)
-        texts = picked.tolist()
-        out[many] = ["".join(texts[a:b]) for a, b in zip(first[many].tolist(), (first + counts)[many].tolist())]
-        return out
+        return items.rows[pos[np.lexsort((pos, self.depth[items.op[pos]], group))]], counts
+
+    def subtree_texts(self, items: Items, rows: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        """Per op row (-1: none), the ``lines`` of its subtree's items (``lines[item row]``)
+        concatenated in :meth:`subtree_items` order; "" without items."""
+        picked, counts = self.subtree_gather(items, rows)
+        return join_runs(lines[picked], counts)
 
     def subtree_sum(self, per_op: np.ndarray) -> np.ndarray:
         """Σ of a per-op value over each op's subtree (vectorised prefix-sum difference)."""

@@ -3,6 +3,9 @@
 A comparison produces a :class:`Table`: a DataFrame whose visible columns are described by
 :class:`Column` (exact workbook header, role, number format, unit, width) plus optional hidden
 columns whose names start with ``_`` (tree links, indentation level, raw values used for sorting).
+A column whose cells list a row's kernels (``Kernel Details``) is no DataFrame column but a
+structured child table (:attr:`Table.children`), rendered to text by :meth:`Table.values` only
+where text is read.
 What a table *is* — its help line, whether the workbook holds it, how its rows nest, where Enter
 leads, which columns hold call stacks, the screen that shows it — is declared once per table as
 a :class:`Sheet` (registered in :data:`perfcmp_core.compare.STEPS`) and carried by the Table.
@@ -19,12 +22,15 @@ a ratio reads as the change in percent there), and both ask :func:`tone` whether
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..notes import Note
+
+if TYPE_CHECKING:
+    from .kernel_rows import KernelRows
 
 #: ``flag``: a short verdict on the row ("slowest", "only in base"), shown next to its name.
 Role = Literal["key", "base", "comparison", "diff", "ratio", "text", "flag"]
@@ -233,10 +239,47 @@ class Table:
     #: drop-in) does not hold: absolute differences where the sheet has only ratios. Their data
     #: keys start with ``_`` (see :func:`screen_diffs`).
     screen_columns: tuple[Column, ...] = ()
+    #: Columns kept as structured child tables instead of text in ``data`` (the ``Kernel
+    #: Details`` cells: :class:`~.kernel_rows.KernelRows`, one entry slice per row): their text
+    #: is rendered where it is read (:meth:`values`), never stored.
+    children: dict[str, KernelRows] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, child in self.children.items():
+            if key in self.data.columns or child.rows != len(self.data):
+                raise ValueError(f"{self.name}: child table {key!r} does not fit the rows "
+                                 f"({child.rows} for {len(self.data)}, or also a data column)")
 
     @property
     def empty(self) -> bool:
         return self.data.empty
+
+    def values(self, key: str, rows: np.ndarray | None = None) -> pd.Series:
+        """Column ``key`` at row positions ``rows`` (all rows when None), as the workbook holds
+        it: a child table's column is rendered to the reference's text here."""
+        child = self.children.get(key)
+        if child is None:
+            column = self.data[key]
+            return column if rows is None else column.iloc[rows]
+        pos = np.arange(len(self.data), dtype="int64") if rows is None else np.asarray(rows, dtype="int64")
+        return pd.Series(child.render(pos), index=self.data.index[pos], dtype=object, name=key)
+
+    def value(self, key: str, row: int) -> object:
+        """One cell (row position ``row``) of column ``key``, rendered as :meth:`values` does."""
+        child = self.children.get(key)
+        if child is None:
+            return self.data[key].iat[row]
+        return child.render(np.array([row], dtype="int64"))[0]
+
+    def keys(self) -> list[str]:
+        """Every column key in order: ``data``'s, with each child column where its
+        :class:`Column` stands (after the column declared before it)."""
+        keys = list(self.data.columns)
+        for i, col in enumerate(self.columns):
+            if col.key in self.children:
+                before = [c.key for c in self.columns[:i] if c.key in keys]
+                keys.insert(keys.index(before[-1]) + 1 if before else 0, col.key)
+        return keys
 
     def column(self, key: str) -> Column:
         for c in (*self.columns, *self.screen_columns):
@@ -253,8 +296,8 @@ class Table:
         return self.columns[:n]
 
     def visible(self) -> pd.DataFrame:
-        """The data restricted to the visible columns, in order."""
-        return self.data[[c.key for c in self.columns]]
+        """The visible columns, in order (child columns rendered: for small tables and tests)."""
+        return pd.DataFrame({c.key: self.values(c.key) for c in self.columns}, index=self.data.index)
 
 
 @dataclass

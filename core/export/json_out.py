@@ -66,8 +66,11 @@ def write_json(
 
 def _table_document(table: Table) -> dict[str, Any]:
     """One table: its description and its rows as objects keyed by column key (all columns)."""
-    keys = [str(k) for k in table.data.columns]
-    columns = [_json_values(table.data.iloc[:, i]) for i in range(len(keys))]
+    keys = table.keys()  # data's columns in order, child columns (Kernel Details) among them
+    position = iter(range(table.data.shape[1]))
+    columns = [_json_values(table.values(k) if k in table.children else table.data.iloc[:, next(position)])
+               for k in keys]
+    keys = [str(k) for k in keys]
     return {
         "name": table.name,
         "title": table.title,

@@ -37,8 +37,8 @@ def view_rows(view: TableView) -> tuple[list[str], list[list[object]]]:
     """Headers (as the workbook names them) and the visible rows in screen order: numbers as
     numbers, text as text (formula-safe)."""
     cols = view_columns(view)
-    data = view.table.data.iloc[view.order()]
-    columns = [[_cell(v) for v in data[c.key].tolist()] for c in cols]
+    order = view.order()
+    columns = [[_cell(v) for v in view.table.values(c.key, order).tolist()] for c in cols]
     return [c.header for c in cols], [list(r) for r in zip(*columns)] if columns else []
 
 

@@ -185,15 +185,24 @@ def _table_sheet(
     xml.add_rows(rows)
 
     levels = _levels(table, data)
+    values = [_values(table, data, col.key) for col in columns]
     xml.add_columns(
         [
-            DataColumn(letter, data[col.key], _styles(col, data[col.key], levels, i == 0, palette))
-            for i, (letter, col) in enumerate(zip(letters, columns))
+            DataColumn(letter, value, _styles(col, value, levels, i == 0, palette))
+            for i, (letter, col, value) in enumerate(zip(letters, columns, values))
         ],
         FIRST_DATA_ROW,
         len(data),
     )
     return xml
+
+
+def _values(table: Table, data: pd.DataFrame, key: str) -> pd.Series:
+    """Column ``key`` of the rows written: a child table's text (the ``Kernel Details`` cells)
+    is rendered here, the one place the workbook needs it."""
+    if key in table.children:
+        return table.values(key, np.arange(len(data), dtype="int64"))
+    return data[key]
 
 
 def _levels(table: Table, data: pd.DataFrame) -> np.ndarray | None:

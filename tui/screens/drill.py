@@ -42,7 +42,7 @@ def _cells(table: Table, row: int, columns: list[Column], title: str = "") -> Te
     """``Header: value`` per column; multi-line values start on their own line."""
     text = Text(title + "\n" if title else "", style="bold underline")
     for i, c in enumerate(columns):
-        value = screen_text(table.data[c.key].iat[row], c).replace("\r", "")
+        value = screen_text(table.value(c.key, row), c).replace("\r", "")
         text.append(("\n" if i else "") + screen_header(c), style="bold")
         shown, more = _shown(value)
         text.append(("\n" if "\n" in value else ": ") + (shown or "—"), style="")

@@ -742,8 +742,7 @@ class TablePane(Vertical):
             rows = list(rows_matching(source.data, conditions))
         if keys is None:
             return None
-        df = source.data
-        kernels = op_kernels(df[keys[0]].iloc[rows], df[keys[1]].iloc[rows], label)
+        kernels = op_kernels(source, keys, np.asarray(rows, dtype="int64"), label)
         stacks = None
         if table.stacks is not None:
             stacks = (_text(table.data[table.stacks[0]].iat[row]),

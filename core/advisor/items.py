@@ -78,7 +78,7 @@ def _framework_rows(profile: Profile, host: np.ndarray) -> np.ndarray:
     ops = profile.ops
     if len(ops) == 0:
         return np.full(len(host), -1, dtype="int64")
-    return climb(host, ops["parent"].to_numpy(), _matches(ops["name"], _FRAMEWORK_OP))
+    return climb(host, ops["parent"].to_numpy(), _matches(profile, "ops", "name", _FRAMEWORK_OP))
 
 
 def _keys(start: np.ndarray, dur: np.ndarray) -> pd.MultiIndex:
@@ -181,7 +181,8 @@ def work_items(profile: Profile) -> pd.DataFrame:
     k = profile.kernels
     compute = ~k["is_comm"].to_numpy() & (k["in_trace"].to_numpy() | k["has_details"].to_numpy())
     compute &= ~_collective_tasks(profile)
-    compute &= ~(_matches(k["task_type"], _NOT_WORK) | _matches(k["name"], _NOT_WORK))
+    compute &= ~(_matches(profile, "kernels", "task_type", _NOT_WORK)
+                 | _matches(profile, "kernels", "name", _NOT_WORK))
     compute &= ~_envelopes(k, compute)
     collectives = _collectives(profile)
     # kernel_row: the row in ``Profile.kernels`` (-1 for collectives, which come from comm_ops),
@@ -196,12 +197,12 @@ def work_items(profile: Profile) -> pd.DataFrame:
     return out.iloc[np.argsort(out["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
 
 
-def _matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """``pattern`` searched in every cell, evaluated once per distinct value."""
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
-    if len(uniques) == 0:
-        return np.zeros(len(column), dtype=bool)
-    hit = pd.Series(uniques, dtype=object).str.contains(pattern, regex=True).to_numpy(dtype=bool)
+def _matches(profile: Profile, table: str, column: str, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern`` searched in every cell of ``profile.<table>[column]``, once per distinct text."""
+    codes, distinct = profile.codes(table, column)
+    if len(distinct) == 0:
+        return np.zeros(len(codes), dtype=bool)
+    hit = pd.Series(distinct, dtype=object).str.contains(pattern, regex=True).to_numpy(dtype=bool)
     return hit[codes]
 
 

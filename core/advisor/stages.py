@@ -80,12 +80,6 @@ def _which(texts: pd.Series, pattern: re.Pattern[str] | None, last: bool) -> np.
     return out
 
 
-def _distinct(values: np.ndarray) -> tuple[np.ndarray, pd.Series]:
-    """Codes into the distinct values (texts are matched once each, then broadcast back)."""
-    codes, uniques = pd.factorize(values)
-    return codes, pd.Series(uniques, dtype=object)
-
-
 def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str] | None,
                    opaque: Keywords) -> tuple[np.ndarray, np.ndarray]:
     """Per item: the stage of the outermost stage-named ``nn.Module`` frame around its launching
@@ -96,7 +90,8 @@ def _module_stages(profile: Profile, op_row: np.ndarray, pattern: re.Pattern[str
     if not pf["is_module"].any() or (pattern is None and opaque.pattern is None):
         return out, hidden
     is_module = pf["is_module"].to_numpy()
-    codes, names = _distinct(pf["name"].to_numpy(dtype=object))
+    codes, distinct = profile.codes("pyfuncs", "name")
+    names = pd.Series(distinct, dtype=object)
     own = _which(names, pattern, last=False)[codes]
     own[~is_module] = -1
     wraps = opaque.matches(names.str.lower())[codes] & is_module
@@ -140,14 +135,17 @@ def _stack_rows(profile: Profile, op_row: np.ndarray) -> np.ndarray:
     return climb(op_row, ops["parent"].to_numpy(), has)
 
 
-def _text_stages(values: np.ndarray, rows: np.ndarray, pattern: re.Pattern[str] | None, last: bool) -> np.ndarray:
-    """Stage of the outermost match in the text of op ``rows`` (-1 rows and misses → -1)."""
+def _text_stages(profile: Profile, column: str, rows: np.ndarray, pattern: re.Pattern[str] | None,
+                 last: bool) -> np.ndarray:
+    """Stage of the outermost match in ``ops.<column>`` of op ``rows`` (-1 rows and misses → -1),
+    each distinct text matched once."""
     out = np.full(len(rows), -1, dtype="int64")
     linked = rows >= 0
     if pattern is None or not linked.any():
         return out
-    codes, texts = _distinct(values[rows[linked]])
-    out[linked] = _which(texts, pattern, last)[codes]
+    codes, distinct = profile.codes("ops", column)
+    used, back = np.unique(codes[rows[linked]], return_inverse=True)
+    out[linked] = _which(pd.Series(distinct[used], dtype=object), pattern, last)[back.ravel()]
     return out
 
 
@@ -162,13 +160,12 @@ def _by_names(profile: Profile, items: Items, cfg: AdvisorConfig) -> tuple[np.nd
     if not (codes[(codes >= 0)] < other).any():
         stack_rows = _stack_rows(profile, op_row)
         # Call stacks list the innermost frame first, so the outermost match is the last one.
-        stacks = _text_stages(profile.ops["call_stack"].to_numpy(dtype=object), stack_rows, pattern, last=True)
+        stacks = _text_stages(profile, "call_stack", stack_rows, pattern, last=True)
         codes = np.where(codes >= 0, codes, stacks)
         method = "call stacks"
     if not (codes[(codes >= 0)] < other).any() and profile.meta.framework == "mindspore":
         # Scopes run outermost first: Default/network/…/0-TransformerLayer/MatMul-op12.
-        scopes = _text_stages(profile.ops["name"].to_numpy(dtype=object), items.frame["host_row"].to_numpy(),
-                              pattern, last=False)
+        scopes = _text_stages(profile, "name", items.frame["host_row"].to_numpy(), pattern, last=False)
         codes = np.where(codes >= 0, codes, scopes)
         method = "MindSpore scopes"
     return codes, method, hidden & (codes < 0)

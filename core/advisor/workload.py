@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..compat import as_text
@@ -96,6 +97,15 @@ def _distinct(values: pd.Series) -> pd.Series:
     return as_text(pd.unique(values.to_numpy(dtype=object)))
 
 
+def _distinct_of(profile: Profile, table: str, column: str, rows: np.ndarray | None = None) -> pd.Series:
+    """The distinct texts of ``profile.<table>[column]`` (of ``rows`` only: a bool mask), in
+    first-seen order, from the profile's codes (no text hashed again)."""
+    codes, distinct = profile.codes(table, column)
+    if rows is not None:
+        distinct = distinct[pd.unique(codes[rows])]
+    return pd.Series(distinct, dtype=object)
+
+
 def _examples(names: pd.Series) -> str:
     shown = names.head(_EXAMPLES).tolist()
     more = len(names) - len(shown)
@@ -107,7 +117,7 @@ def _module_names(profile: Profile) -> pd.Series:
     py = profile.pyfuncs
     if len(py) == 0:
         return pd.Series(dtype=object)
-    names = _distinct(py["name"][py["is_module"].to_numpy(dtype=bool)])
+    names = _distinct_of(profile, "pyfuncs", "name", py["is_module"].to_numpy(dtype=bool))
     return _distinct(names.str.replace(_MODULE_PREFIX, "", regex=True).str.replace(_INSTANCE, "", regex=True))
 
 
@@ -115,8 +125,8 @@ def _stack_models(profile: Profile) -> pd.Series:
     """Model names from call stacks: a Hugging Face ``models/llama/modeling_llama.py`` frame reads
     as ``llamaModel`` (so the class-name patterns apply), a diffusers source file as its path (the
     ``[stage.*] names`` know ``models/transformers/`` and ``models/autoencoders/``)."""
-    stacks = profile.ops["call_stack"]
-    stacks = _distinct(stacks[stacks.to_numpy(dtype=object) != ""])
+    stacks = _distinct_of(profile, "ops", "call_stack")
+    stacks = stacks[stacks.to_numpy(dtype=object) != ""].reset_index(drop=True)
     if stacks.empty:
         return pd.Series(dtype=object)
     models = stacks.str.extractall(_STACK_FILE)[0] + "Model"
@@ -223,7 +233,7 @@ def _kernel_mix(classes: pd.DataFrame) -> str:
 def detect_workload(profile: Profile, cfg: AdvisorConfig, classes: pd.DataFrame | None = None) -> Workload:
     """Training or inference, the model family and its evidence (see the module docstring);
     ``classes``: the profile's kernel classification, quoted as evidence of what it computes."""
-    op_names = _distinct(profile.ops["name"]) if len(profile.ops) else pd.Series(dtype=object)
+    op_names = _distinct_of(profile, "ops", "name")
     mode, mode_evidence = _mode(profile, op_names, cfg)
     family, detail, evidence, source = UNKNOWN, "", [], ""
     for what, names in (("module names", _module_names(profile)), ("call stacks", _stack_models(profile))):

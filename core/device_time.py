@@ -176,7 +176,7 @@ def _classify(profile: Profile) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     start = k["start_ns"].to_numpy()
     end = start + k["dur_ns"].to_numpy()
 
-    sync = in_trace & ~is_comm & _matches(task_type, SYNC_TASK)
+    sync = in_trace & ~is_comm & _matches(profile, "task_type", SYNC_TASK)
     # Collective rows: NPU HCCL ops (``is_comm`` with no task type). Their tasks lie inside them.
     collective = in_trace & is_comm & (task_type == "")
     part = in_trace & is_comm & ~collective & _inside(start, end, start[collective], end[collective])
@@ -209,12 +209,13 @@ def _reasons(profile: Profile, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _matches(values: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
-    """``pattern`` matched against each distinct value once (task types repeat a lot)."""
-    if not len(values):
+def _matches(profile: Profile, column: str, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern`` matched against each distinct value of ``kernels[column]`` once (task types
+    repeat a lot)."""
+    codes, distinct = profile.codes("kernels", column)
+    if not len(codes):
         return np.zeros(0, dtype=bool)
-    codes, uniq = pd.factorize(values)
-    hit = np.array([bool(pattern.match(str(u))) for u in uniq] + [False], dtype=bool)
+    hit = np.array([bool(pattern.match(str(u))) for u in distinct.tolist()] + [False], dtype=bool)
     return hit[codes]
 
 

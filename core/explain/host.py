@@ -106,7 +106,7 @@ def ranges(profile: Profile) -> np.ndarray:
     and ``record_function`` ranges, which torch_npu records as ops (``DistributedDataParallel.forward``,
     ``Optimizer.step#SGD.step``, ``enumerate(DataLoader)#…``: a dotted or ``#`` name without ``::``)."""
     ops = profile.ops
-    named = _matches(ops["name"].to_numpy(dtype=object), _RANGE_NAME)
+    named = _matches(profile, "ops", "name", _RANGE_NAME)
     return ops["is_step"].to_numpy(dtype=bool) | (ops["cat"].to_numpy(dtype=object) == "user_annotation") | named
 
 
@@ -151,7 +151,7 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
     rows = np.arange(n, dtype="int64")
 
     is_runtime = np.isin(cat, list(LAUNCH_CATEGORIES))
-    calls = _sync_calls(profile, key, is_runtime & _matches(names, SYNC_CALL))
+    calls = _sync_calls(profile, key, is_runtime & _matches(profile, "ops", "name", SYNC_CALL))
     threads = np.unique(np.concatenate([key[launched_from], calls.key]))
     outer = np.isin(key, threads) & (top == rows) & ~is_runtime
 
@@ -245,7 +245,7 @@ def _frames(profile: Profile, threads: np.ndarray) -> Layer:
     key = thread_key(f["pid"].to_numpy(), f["tid"].to_numpy())
     keep = np.isin(key, threads)
     names = f["name"].to_numpy(dtype=object)
-    internal = _matches(names, _INTERNAL_FRAME)
+    internal = _matches(profile, "pyfuncs", "name", _INTERNAL_FRAME)
     rows = np.flatnonzero(keep & ~internal)
     if not len(rows):
         rows = np.flatnonzero(keep & (f["depth"].to_numpy() == 0))
@@ -273,10 +273,10 @@ def _deepest(start: np.ndarray, end: np.ndarray, depth: np.ndarray, label: np.nd
                  np.concatenate([p.label for p in parts])[order])
 
 
-def _matches(text: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
-    """``pattern`` searched in each distinct text once."""
-    if not len(text):
+def _matches(profile: Profile, table: str, column: str, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern`` searched in each distinct text of ``profile.<table>[column]`` once."""
+    codes, distinct = profile.codes(table, column)
+    if not len(codes):
         return np.zeros(0, dtype=bool)
-    codes, uniq = pd.factorize(text)
-    hit = pd.Series(uniq, dtype=object).str.contains(pattern).to_numpy(dtype=bool)
+    hit = pd.Series(distinct, dtype=object).str.contains(pattern).to_numpy(dtype=bool)
     return hit[codes]

@@ -14,8 +14,9 @@ the run is left out, and said so:
 * ``docProps/core.xml`` of the workbook (openpyxl's created/modified timestamps);
 * the ``Generated (UTC)`` row of the README sheet (``sheet<N>.xml`` of the last sheet): that one
   cell's text is replaced by ``<time>`` before comparing;
-* the workbook's file name (``performance_comparison_result_<time>.xlsx``) and the output
-  folder in the terminal output; the checkout's folder in the JSON documents (the advisor
+* the workbook's file name (``performance_comparison_result_<time>.xlsx``) and the time stamp
+  its timeline files' names share (``…_<time>_timeline.svg``), in file names and in the terminal
+  output, and the output folder in the terminal output; the checkout's folder in the JSON documents (the advisor
   names its rules file by path), so two checkouts compare;
 * zip container metadata (member dates): members are compared by name and content.
 
@@ -63,6 +64,10 @@ PROFILES = ["gpu/base.pt.trace.json", "npu_text/comp_ascend_pt", "npu_db/base_as
             "npu_ms/comp_ascend_ms", "npu_infer/dit_vae_ascend_pt",
             "npu_infer/dit_vae_fa_ascend_pt"]
 _BOOK = re.compile(r"performance_comparison_result_\d{14}(_\d+)?\.xlsx")
+#: The time-stamped stem the workbook's companion files share (``<stem>_timeline.svg``/``.txt``):
+#: names and the terminal output's mentions of them are compared with it replaced.
+_STEM = re.compile(r"performance_comparison_result_\d{14}(_\d+)?")
+_STEM_BYTES = re.compile(_STEM.pattern.encode())
 _GENERATED = re.compile(rb"(Generated \(UTC\)</t></is></c><c [^>]*><is><t[^>]*>)[^<]*")
 
 
@@ -70,7 +75,7 @@ def _run(args: list[str], out: Path, root: Path) -> None:
     """Run one command; keep its exit code and output, with the output folder named ``<out>``."""
     proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, cwd=ROOT)
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
-    out.write_text(_BOOK.sub("<workbook>", text).replace(str(root), "<out>"))
+    out.write_text(_STEM.sub("<workbook>", _BOOK.sub("<workbook>", text)).replace(str(root), "<out>"))
     for doc in out.parent.glob("*.json"):  # the advisor names its rules file by install path
         doc.write_text(doc.read_text().replace(str(ROOT), "<checkout>"))
 
@@ -117,8 +122,8 @@ def compare(a: Path, b: Path) -> int:
     parts_checked = 0
     for name in cases:
         fa, fb = _files(a / name), _files(b / name)
-        books_a = {_BOOK.sub("<workbook>", k): v for k, v in fa.items()}
-        books_b = {_BOOK.sub("<workbook>", k): v for k, v in fb.items()}
+        books_a = {_STEM.sub("<workbook>", _BOOK.sub("<workbook>", k)): v for k, v in fa.items()}
+        books_b = {_STEM.sub("<workbook>", _BOOK.sub("<workbook>", k)): v for k, v in fb.items()}
         if books_a.keys() != books_b.keys():
             print(f"{name}: files differ: {sorted(books_a)} vs {sorted(books_b)}")
             bad += 1
@@ -135,7 +140,7 @@ def compare(a: Path, b: Path) -> int:
                     if xa[part] != xb[part]:
                         print(f"{name}/{rel}: part {part} differs")
                         bad += 1
-            elif pa.read_bytes() != pb.read_bytes():
+            elif _STEM_BYTES.sub(b"<workbook>", pa.read_bytes()) != _STEM_BYTES.sub(b"<workbook>", pb.read_bytes()):
                 print(f"{name}/{rel} differs")
                 bad += 1
     print(f"{len(cases)} cases, {parts_checked} workbook parts compared: "

@@ -106,7 +106,10 @@ def texts_of(values: np.ndarray) -> np.ndarray:
     rest = values[other].tolist()
     if set(map(type, rest)) <= {int, type(None)}:  # ids: each distinct one converted once
         codes, distinct = first_seen_codes(rest)
-        out[other] = np.array([text_of(v) for v in distinct], dtype=object)[codes]
+        texts = list(map(str, distinct))  # text_of's str(), without a Python call per value
+        if None in distinct:
+            texts[distinct.index(None)] = ""
+        out[other] = np.array(texts, dtype=object)[codes]
     else:  # no hashing: 1, 1.0 and True are one key and three texts
         out[other] = [text_of(v) for v in rest]
     return out

@@ -9,7 +9,8 @@
 What a change costs end to end is only measurable side by side on one host: the rounds alternate
 which checkout goes first, so load from other processes hits both alike. Each run is
 ``perfcmp-tui export BASE COMP -o TMP --no-cache`` (``--command summary`` for the terminal
-report only) with the packages imported from that checkout's ``core/`` and ``tui/`` (no install
+report only; ``--command info`` loads BASE alone, ``perfcmp-tui info BASE --no-cache``, and adds
+its MB per CPU-second: the loading rate of one side) with the packages imported from that checkout's ``core/`` and ``tui/`` (no install
 needed: this venv's dependencies serve both). Per pair it prints the median wall and CPU time of
 each checkout (CPU: the run's process and every process it started and reaped) and B ÷ A.
 
@@ -60,7 +61,8 @@ def run_once(checkout: Path, command: str, base: str, comp: str,
     """Wall and CPU seconds of one run (``python``: the interpreter, and so the environment, it
     runs in)."""
     with tempfile.TemporaryDirectory() as out:
-        args = [python, "-c", LAUNCH, str(checkout), command, base, comp, "--no-cache"]
+        paths = [base] if command == "info" else [base, comp]
+        args = [python, "-c", LAUNCH, str(checkout), command, *paths, "--no-cache"]
         if command == "export":
             args += ["-o", out]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -75,12 +77,18 @@ def run_once(checkout: Path, command: str, base: str, comp: str,
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def _size(path: Path) -> int:
+    """Bytes of a profile: the file, or every file under the folder."""
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--a", type=Path, required=True, help="checkout A (before)")
     ap.add_argument("--b", type=Path, required=True, help="checkout B (after)")
     ap.add_argument("--runs", type=int, default=5, help="runs per checkout and pair (default 5)")
-    ap.add_argument("--command", choices=("export", "summary"), default="export")
+    ap.add_argument("--command", choices=("export", "summary", "info"), default="export",
+                    help="info: load BASE alone (COMP unused) and print its MB per CPU-second")
     ap.add_argument("--a-python", default=sys.executable,
                     help="interpreter of checkout A's runs (another virtual environment: e.g. one "
                          "with pyarrow installed); default this one")
@@ -106,6 +114,10 @@ def main() -> int:
             print(f"  {name} {label}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
                   f"CPU {med[name][1]:.3f} s")
         print(f"  B / A: wall {med['B'][0] / med['A'][0]:.3f}, CPU {med['B'][1] / med['A'][1]:.3f}")
+        if ns.command == "info":
+            mb = _size(Path(base)) / 1e6
+            print(f"  {Path(base).name}: {mb:.0f} MB; MB per CPU-second: A {mb / med['A'][1]:.0f}, "
+                  f"B {mb / med['B'][1]:.0f}")
     return 0
 
 

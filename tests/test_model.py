@@ -115,3 +115,31 @@ def test_us_texts_convert_exactly_as_one_by_one(texts: list[str], copies: int) -
     texts = texts + texts[:1] * copies  # make one form the most common
     want = [v if (v := _one_us_to_ns(t)) <= _INT64_MAX else -1 for t in texts]
     assert us_text_to_ns(texts).tolist() == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 17), st.integers(-1, 4), st.sampled_from(["", "\t", " \t", "\n"]),
+       st.lists(st.integers(0, 10**17 - 1), min_size=1, max_size=30),
+       st.lists(st.tuples(st.integers(0, 29), st.integers(0, 30), _US_CHARS), max_size=2))
+def test_us_texts_written_alike_convert_exactly_as_one_by_one(
+        whole_digits: int, frac_digits: int, tail: str, numbers: list[int],
+        edits: list[tuple[int, int, str]]) -> None:
+    """The conversion of texts all written like the first (the usual case, converted without a
+    pass over their lengths) gives what the value-by-value parse gives, also when a few texts are
+    changed in one character, made longer or shorter: texts of unequal lengths that add up to as
+    many characters as equal ones (``1.5``, ``12.55``, ``3``) must not be read as rows."""
+    from perfcmp_core.load.common import _INT64_MAX, _one_us_to_ns, us_text_to_ns
+
+    def text(n: int) -> str:
+        whole = f"{n % 10**whole_digits:0{whole_digits}d}"
+        frac = "" if frac_digits < 0 else "." + f"{n:05d}"[-frac_digits:] if frac_digits else "."
+        return whole + frac + tail
+
+    texts = [text(n) for n in numbers]
+    for row, at, char in edits:
+        if row < len(texts):
+            t = texts[row]
+            texts[row] = t[:at] + char + t[at + 1:] if at % 3 else t[:at] + char + t[at:]
+    want = [v if (v := _one_us_to_ns(t)) <= _INT64_MAX else -1 for t in texts]
+    assert us_text_to_ns(texts).tolist() == want
+    assert us_text_to_ns(["1.5", "12.55", "3"]).tolist() == [1_500, 12_550, 3_000]

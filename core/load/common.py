@@ -32,6 +32,13 @@ def steps_from_ops(names: pd.Series, start: pd.Series, end: pd.Series) -> pd.Dat
     return frame(STEPS, {c: df[c] for c in STEPS})
 
 
+def steps_of_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """The STEPS table of an OPS table whose ``is_step`` marks its ``ProfilerStep#N`` ops: only
+    those rows are parsed (the regex per op of a 0.5M-op trace cost 0.4 s)."""
+    markers = ops[ops["is_step"].to_numpy()]  # the only rows steps_from_ops would keep
+    return steps_from_ops(markers["name"], markers["start_ns"], markers["end_ns"])
+
+
 def per_distinct(col: pd.Series, convert: Callable[[pd.Series], pd.Series]) -> pd.Series:
     """``convert`` (a vectorised conversion of text: to numbers, stripped, …) of every cell of
     ``col``, run once per distinct text: the columns of a Text export's CSV files repeat a few
@@ -137,6 +144,9 @@ def us_text_to_ns(values: Iterable[object]) -> np.ndarray:
     out = np.full(len(values), -1, dtype="int64")
     todo: Iterable[int] = range(len(values))
     if values and set(map(type, values)) == {str}:
+        uniform = _uniform_us_to_ns(values)
+        if uniform is not None:
+            return uniform
         ns, ok = _plain_us_to_ns(values)
         out[ok] = ns[ok]
         todo = np.flatnonzero(~ok).tolist()
@@ -148,6 +158,54 @@ def us_text_to_ns(values: Iterable[object]) -> np.ndarray:
 
 #: Largest whole µs whose ns (with three decimals) fits int64.
 _MAX_WHOLE_US = (_INT64_MAX - 999) // 1000
+
+
+def _uniform_us_to_ns(texts: list[str]) -> np.ndarray | None:
+    """ns of texts that are all written like the first one (see :func:`_plain_us_to_ns`), or None
+    when any is not (the caller then sorts them out).
+
+    The usual case, at half the cost: the texts are joined with a newline after each, so that
+    the bytes are one row per text exactly when every row holds the first text's characters and
+    ends in that newline — the row checks below cannot pass otherwise, since a valid row has no
+    newline before its last byte — and no pass over the texts' lengths is needed. The digits are
+    summed row by row (Horner), which numpy runs faster than an integer matrix product."""
+    n = len(texts)
+    model = texts[0]
+    body = model.rstrip(" \t")
+    point = body.find(".")
+    digits_end = len(body)
+    whole_end = point if point >= 0 else digits_end
+    width = len(model) + 1
+    if not 0 < whole_end <= 16:
+        return None
+    joined = "\n".join(texts).encode("ascii", "replace") + b"\n"
+    if len(joined) != n * width:
+        return None
+    t = np.frombuffer(joined, dtype=np.uint8).reshape(n, width).T.copy()
+    d = t - np.uint8(48)  # digits become 0..9, anything else > 9
+    good = (d[:whole_end].max(axis=0) <= 9) & (t[width - 1] == 10)
+    if point >= 0:
+        good &= t[point] == 46
+        if digits_end > point + 1:
+            good &= d[point + 1:digits_end].max(axis=0) <= 9
+    if digits_end < width - 1:
+        tail = t[digits_end:width - 1]
+        good &= ((tail == 9) | (tail == 32)).all(axis=0)
+    if not good.all():
+        return None
+    whole = np.zeros(n, dtype=np.int64)
+    for row in d[:whole_end]:
+        whole *= 10
+        whole += row
+    if whole_end == 16 and int(whole.max()) > _MAX_WHOLE_US:
+        return None
+    frac = np.zeros(n, dtype=np.int64)
+    frac_rows = d[point + 1:min(point + 4, digits_end)] if point >= 0 else d[:0]
+    for k in range(3):
+        frac *= 10
+        if k < len(frac_rows):
+            frac += frac_rows[k]
+    return whole * 1000 + frac
 
 
 def _plain_us_to_ns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -198,4 +256,4 @@ def hccl_op_types(names: pd.Series) -> pd.Series:
     """The collective type an HCCL op name spells (``hcom_allReduce__868_0_1`` → ``hcom_allReduce_``):
     what level 1 writes as the op's type, and the only trace of it at level 0 (``N/A`` there), in
     both exports."""
-    return as_text(names).str.replace(_HCCL_INSTANCE, "", regex=True)
+    return per_distinct(names, lambda distinct: as_text(distinct).str.replace(_HCCL_INSTANCE, "", regex=True))

@@ -34,7 +34,7 @@ from ..model import (
 from ..notes import Note
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
-from .common import assign_step, is_module_name, is_step_name, per_name, steps_from_ops
+from .common import assign_step, is_module_name, is_step_name, per_name, steps_of_ops
 from .detect import Source
 from .gpu_events import FLOW, FWDBWD as _FWDBWD, KERNEL, LAUNCH_CATS, MEMORY as _MEMORY, OP, PYFUNC, Events
 from .gpu_events import factorize, ints
@@ -49,8 +49,7 @@ def load_gpu(src: Source, opts: LoadOptions) -> Profile:
     doc, ev = read_trace(path, opts, notes)
 
     ops = _ops(ev)
-    markers = ops[ops["is_step"].to_numpy()]  # the only rows steps_from_ops would keep
-    steps = steps_from_ops(markers["name"], markers["start_ns"], markers["end_ns"])
+    steps = steps_of_ops(ops)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     kernels = _kernels(ev, ops, steps)
     comm = kernels[kernels["is_comm"].to_numpy()]

@@ -10,7 +10,7 @@ from ..compat import as_text, factorize_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
 from ..notes import Note
 from ..timeline import nest
-from .common import is_module_name, is_step_name, per_name, steps_from_ops
+from .common import is_module_name, is_step_name, per_name, steps_of_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
 
 
@@ -202,5 +202,5 @@ def read_steps(db: Db, ops: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
             return frame(STEPS, {c: df[c] for c in STEPS})
     if ops["is_step"].any():
         notes.append(Note("STEP_TIME absent or empty: steps taken from ProfilerStep#N ops"))
-        return steps_from_ops(ops["name"], ops["start_ns"], ops["end_ns"])
+        return steps_of_ops(ops)
     return empty(STEPS)

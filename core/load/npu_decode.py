@@ -6,18 +6,19 @@ becomes a msgspec struct of the keys :mod:`.npu_trace` reads — top-level ``ph`
 every other value (call-stack-sized ``args`` of other keys, counter samples) is skipped without
 building an object. Text fields are ``str`` and numbers ``int | float | str`` (the exporter writes
 ``ts`` as a µs string with ns digits; MindSpore writes ``dur`` as text too); anything else fails
-validation and the piece is read by orjson into dicts. Integers beyond 64 bits are turned into
-the floats orjson makes of them.
+validation and the piece is read by orjson into dicts. So does an integer beyond int64 (msgspec
+keeps it exact where orjson makes it a float or an unsigned int): the schema bounds every integer,
+so a decoded piece needs no pass over its numbers to match orjson (≈ 0.4 s of a 0.9 GB trace).
 """
 
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Optional, Union
 
 import msgspec
 
-from .pieces import Structs, decode_typed, orjson_ints
+from .pieces import Structs, decode_typed
 
 #: ``args`` keys the loader reads, by the kind of event that carries them.
 META_ARGS = ("name", "sort_index")  # process_name / thread_name / thread_sort_index
@@ -30,7 +31,9 @@ TEXT_ARGS = frozenset({"name", "Input Dims", "Input type", "Call stack", "Task T
 TOP_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
 _TEXT_TOP = frozenset({"ph", "cat", "name"})
 
-_Num = Optional[Union[int, float, str]]
+#: int64 only: a wider integer fails validation (see the module's docstring).
+_Int = Annotated[int, msgspec.Meta(ge=-2**63, le=2**63 - 1)]
+_Num = Optional[Union[_Int, float, str]]
 
 
 def _attr(key: str) -> str:
@@ -51,16 +54,11 @@ _GETTERS = {k: attrgetter(_attr(k)) for k in (*TOP_KEYS, *ARG_KEYS)}
 
 
 class StructView(Structs):
-    """NPU events decoded into structs; number fields come out as orjson reads them."""
+    """NPU events decoded into structs: number fields hold what orjson reads (int64 integers,
+    floats, strings), text fields ``str`` or None."""
 
     getters = _GETTERS
     empty_args = _EMPTY_ARGS
-    #: Fields holding numbers: msgspec keeps integers beyond 64 bits exact, orjson makes floats.
-    numeric = frozenset(k for k in (*TOP_KEYS, *ARG_KEYS) if k not in _TEXT_TOP | TEXT_ARGS | {"args"})
-
-    def top(self, key: str) -> list[Any]:
-        values = list(map(self.getters[key], self.objs))
-        return orjson_ints(values) if key in self.numeric else values
 
 
 def decode(text: bytes | bytearray) -> StructView | None:

@@ -115,15 +115,16 @@ def communication(ev: Events, layout: Layout) -> Comm:
     }, n=len(op_rows))
 
     task_rows = task_rows[np.argsort(ev.ts_ns[task_rows], kind="stable")]
+    threads, thread_of = np.unique(ev.tid[task_rows], return_inverse=True)  # a plane per thread
     planes = [layout.plane_threads.get(t, ("", layout.thread_names.get((layout.hccl_pid, t), ""), -1))
-              for t in ev.tid[task_rows].tolist()]
-    task_group = np.array([p[0] for p in planes], dtype=object)
+              for t in threads.tolist()]
+    task_group = np.array([p[0] for p in planes], dtype=object)[thread_of]
     task_start = ev.ts_ns[task_rows]
     tasks = frame(COMM_TASKS, {
         "name": ev.name[task_rows],
         "group": task_group,
-        "plane": [p[1] for p in planes],
-        "plane_order": [p[2] for p in planes],
+        "plane": np.array([p[1] for p in planes], dtype=object)[thread_of],
+        "plane_order": np.array([p[2] for p in planes], dtype="int64")[thread_of],
         "start_ns": task_start,
         "dur_ns": ev.dur_ns[task_rows],
         "op_row": _assign_tasks(ops, task_group, task_start),

@@ -24,7 +24,7 @@ from ..notes import Note
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
 from . import npu_device, npu_files
-from .common import assign_step, is_module_name, is_step_name, steps_from_ops
+from .common import assign_step, is_module_name, is_step_name, steps_of_ops
 from .detect import Source
 from .npu_trace import Events, Layout, numbers, read_layout, read_trace
 from .variants import text_variants
@@ -208,7 +208,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         notes.append(Note("no Ascend Hardware process in trace_view.json: no device tasks"))
 
     ops = _ops(ev)
-    steps = steps_from_ops(ops["name"], ops["start_ns"], ops["end_ns"])
+    steps = steps_of_ops(ops)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     queue = _queue(ev)
     fwdbwd, backward_tid = _fwdbwd(ev)

@@ -287,6 +287,9 @@ class Dicts:
     in order, as ``dict.get`` gives them (``defaults`` where a key is absent, else None)."""
 
     defaults: dict[str, Any] = {}
+    #: Whether every value has its field's declared type (text fields str or None): no, any
+    #: JSON value may stand anywhere.
+    typed = False
 
     def __init__(self, objs: list[dict[str, Any]]) -> None:
         self.objs = objs
@@ -319,6 +322,8 @@ class Structs:
     getters: dict[str, attrgetter] = {}
     #: Stands for ``"args": null``.
     empty_args: Any = None
+    #: Every value has its field's declared type (the decoder validated it).
+    typed = True
 
     def __init__(self, objs: list[Any]) -> None:
         self.objs = objs
@@ -330,8 +335,7 @@ class Structs:
         return list(map(self.getters[key], self.objs))
 
     def subset(self, rows: list[int]) -> Structs:
-        objs = self.objs
-        return type(self)([objs[i] for i in rows])
+        return type(self)(list(map(self.objs.__getitem__, rows)))
 
     def args(self) -> Structs:
         args = list(map(self.getters["args"], self.objs))

@@ -162,8 +162,10 @@ class TextIndexes:
     """The :class:`TextIndex` of each text column of one profile, built on first use.
 
     Factorising a column touches every cell's string object, which is the costliest part of
-    OverallMetrics and ApiCompare on a large trace (half a million host-op names); steps that
-    share one instance (through :class:`~perfcmp_core.compare.Context`) pay for it once.
+    OverallMetrics and ApiCompare on a large trace (half a million host-op names): the codes are
+    the profile's (:meth:`~perfcmp_core.model.Profile.codes`, made once, or stored by the cache);
+    steps that share one instance (through :class:`~perfcmp_core.compare.Context`) also share
+    the lower-cased distinct values.
     """
 
     def __init__(self, profile: Profile) -> None:

@@ -24,6 +24,7 @@ from textual.widgets import Static
 from perfcmp_core.compare.result import Column, Table, tone
 from perfcmp_core.view import display_header, screen_text
 
+from ..widgets.frame_view import ROW_CURSOR_BINDINGS
 from ..widgets.pane import stack_text
 from ..widgets.pictures import cells, draws_colour
 from .drill import DrillScreen
@@ -101,12 +102,7 @@ def _cell(value: object, col: Column) -> str:
 
 class KernelScreen(VimKeys[None]):
     BINDINGS = [Binding("escape,q,K", "close", "Close"),
-                Binding("j,down", "move(1)", "Down", show=False),
-                Binding("k,up", "move(-1)", "Up", show=False),
-                Binding("g,home", "jump(0)", "Top", show=False),
-                Binding("G,end", "jump(-1)", "Bottom", show=False),
-                Binding("pagedown", "page(1)", "PgDn", show=False),
-                Binding("pageup", "page(-1)", "PgUp", show=False),
+                *ROW_CURSOR_BINDINGS,
                 Binding("f,enter", "full", "The kernel's row in full"),
                 Binding("y", "copy('name')", "Copy the kernel's name"),
                 Binding("Y", "copy('row')", "Copy the kernel's row"),
@@ -156,7 +152,7 @@ class KernelScreen(VimKeys[None]):
         text.append(str(self.table.data["kernel"].iat[self.cursor]))
         return text
 
-    def action_move(self, step: int) -> None:
+    def action_cursor(self, step: int) -> None:
         self._goto(self.cursor + step)
 
     def action_jump(self, where: int) -> None:

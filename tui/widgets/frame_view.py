@@ -180,6 +180,18 @@ class Slot(NamedTuple):
     width: int
 
 
+#: A row cursor's keys (VisiData's habits), for every view with one: the tables and `K`'s list
+#: (``action_cursor(step)``, ``action_page(direction)``, ``action_jump(0 | -1)``).
+ROW_CURSOR_BINDINGS = [
+    Binding("j,down", "cursor(1)", "Down", show=False),
+    Binding("k,up", "cursor(-1)", "Up", show=False),
+    Binding("pagedown", "page(1)", "PgDn", show=False),
+    Binding("pageup", "page(-1)", "PgUp", show=False),
+    Binding("g,home", "jump(0)", "Top", show=False),
+    Binding("G,end", "jump(-1)", "Bottom", show=False),
+]
+
+
 class FrameView(ScrollView, can_focus=True):
     """Render a TableView: a sticky header of one or two lines, the label column pinned, whole
     columns beside it, a row cursor and a cell cursor."""
@@ -203,12 +215,7 @@ class FrameView(ScrollView, can_focus=True):
     FrameView > .frame-view--total { text-style: bold; }
     """
     BINDINGS = [
-        Binding("j,down", "cursor(1)", "Down", show=False),
-        Binding("k,up", "cursor(-1)", "Up", show=False),
-        Binding("pagedown", "page(1)", "PgDn", show=False),
-        Binding("pageup", "page(-1)", "PgUp", show=False),
-        Binding("g,home", "jump(0)", "Top", show=False),
-        Binding("G,end", "jump(-1)", "Bottom", show=False),
+        *ROW_CURSOR_BINDINGS,
         Binding("l,right", "column(1)", "Right", show=False),
         Binding("h,left", "column(-1)", "Left", show=False),
         Binding("less_than_sign", "label_width(-1)", "Narrower names", show=False),

@@ -337,6 +337,27 @@ def test_load_profile_uses_the_cache(gpu_trace: Path) -> None:
     assert sorted(p.name for p in gpu_trace.parent.iterdir()) == ["base.pt.trace.json", "xdg"]
 
 
+def test_a_cached_profile_keeps_the_stored_text_codes(gpu_trace: Path) -> None:
+    """A profile read from the cache starts with every text column's codes as the cache stored
+    them, and they are the column's own first-seen numbering (computed here from the text); a
+    parsed profile starts with none, and a step cut of a cached one starts without them."""
+    from perfcmp_core.load.steps import select_step
+
+    assert load_profile(str(gpu_trace), LoadOptions()).text_codes == {}  # parsed, then stored
+    warm = load_profile(str(gpu_trace), LoadOptions())
+    text = [(name, col) for name, df in warm.tables().items() for col in df.columns
+            if df[col].dtype == object]
+    assert text and set(warm.text_codes) == set(text)
+    for name, col in text:
+        values = getattr(warm, name)[col].tolist()
+        distinct = list(dict.fromkeys(values))
+        codes, stored = warm.text_codes[(name, col)]
+        assert stored.tolist() == distinct  # first-seen order
+        assert (stored[codes] == np.asarray(values, dtype=object)).all()
+    step = int(warm.steps["step"].iloc[0])
+    assert select_step(warm, step).text_codes == {}
+
+
 def test_cli_no_cache_flag(gpu_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = gpu_trace.parent / "xdg" / "perfcmp-tui"
     assert main(["info", str(gpu_trace), "--no-cache"]) == 0

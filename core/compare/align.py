@@ -38,6 +38,9 @@ import pandas as pd
 #: Largest edit distance searched exactly by one Myers run (work ≈ MAX_D² / 2 steps).
 MAX_D = 2000
 
+#: Stands for "no diagonal here" beside the outermost diagonals of a Myers round.
+_NOWHERE = -(2**62)
+
 #: Search budget of each round of the last-resort greedy fallback (see module docstring).
 GREEDY_D = 128
 
@@ -291,39 +294,47 @@ def _myers(a: list[int], b: list[int], max_d: int) -> tuple[bool, list[tuple[int
     Returns ``(complete, matches, end)``: when complete, ``matches`` is an LCS of the whole
     sequences and ``end == (n, m)``; otherwise ``matches`` is an optimal alignment of
     ``a[:end[0]]`` and ``b[:end[1]]`` where ``end`` is the furthest point reached at ``max_d``.
+
+    Round ``d`` reads only round ``d - 1``'s points, so each round is a few array operations over
+    its ``d + 1`` diagonals; only the diagonals whose point starts a snake (equal items) step in
+    Python. Sequences that differ a lot — the case that runs up to ``max_d`` rounds — start a
+    snake almost nowhere (one in two million steps on a real training-step pair), so such a
+    search costs ``max_d`` small array rounds instead of ``max_d² / 2`` Python steps.
     """
     n, m = len(a), len(b)
     limit = min(n + m, max_d)
-    off = limit + 1
-    v = [0] * (2 * limit + 3)  # v[off + k]: furthest x reached on diagonal k = x - y
-    trace: list[list[int]] = []  # trace[d][(k + d) // 2]: v after round d, for k of d's parity
+    av, bv = np.asarray(a, dtype="int64"), np.asarray(b, dtype="int64")
+    # trace[d][i]: the furthest x reached on diagonal k = x - y = 2i - d after round d.
+    trace: list[np.ndarray] = []
+    x = np.zeros(1, dtype="int64")
     for d in range(limit + 1):
-        for k in range(-d, d + 1, 2):
-            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
-                x = v[off + k + 1]
-            else:
-                x = v[off + k - 1] + 1
-            y = x - k
-            if x < n and y < m and a[x] == b[y]:
-                x += _common_run(a, b, x, y, n, m)
-            v[off + k] = x
-        trace.append(v[off - d : off + d + 1 : 2])
+        if d:
+            # From diagonal k + 1 (a step down) unless k - 1 got further (a step right, x + 1);
+            # the outermost diagonals have one neighbour each (the sentinel is never taken).
+            left = np.concatenate(([_NOWHERE], x))
+            right = np.concatenate((x, [_NOWHERE]))
+            x = np.where(left < right, right, left + 1)
+        y = x - np.arange(-d, d + 1, 2)
+        inside = np.flatnonzero((x < n) & (y < m))
+        for i in inside[av[x[inside]] == bv[y[inside]]].tolist():
+            x[i] += _common_run(a, b, int(x[i]), int(y[i]), n, m)
+        trace.append(x)
         kk = n - m
-        if -d <= kk <= d and (kk + d) % 2 == 0 and v[off + kk] >= n:
+        if -d <= kk <= d and (kk + d) % 2 == 0 and x[(kk + d) // 2] >= n:
             return True, _backtrack(trace, n, m), (n, m)
     # Cut: the on-grid point of the latest round that got furthest along the diagonals. Points
     # that stepped off the grid (x > n or y > m) are not paths; round 1 always has on-grid points.
     d = len(trace) - 1
     while True:  # ends at the latest at round 0, whose point (v, v) is always on the grid
         ks = range(-d, d + 1, 2)
-        on_grid = [(x + x - k, k, x) for k, x in zip(ks, trace[d]) if x <= n and x - k <= m]
+        on_grid = [(x + x - k, k, x) for k, x in zip(ks, trace[d].tolist()) if x <= n and x - k <= m]
         if on_grid:
             _, k, x = max(on_grid)
             return False, _backtrack(trace[: d + 1], x, x - k), (x, x - k)
         d -= 1
 
 
-def _backtrack(trace: list[list[int]], x: int, y: int) -> list[tuple[int, int]]:
+def _backtrack(trace: list[np.ndarray], x: int, y: int) -> list[tuple[int, int]]:
     """Recover the matched pairs of the path ending at (x, y) from the per-round snapshots."""
     matches: list[tuple[int, int]] = []
     d = len(trace) - 1
@@ -332,11 +343,11 @@ def _backtrack(trace: list[list[int]], x: int, y: int) -> list[tuple[int, int]]:
         k = x - y
         if k == -d or (k != d and prev[(k - 1 + d - 1) // 2] < prev[(k + 1 + d - 1) // 2]):
             pk = k + 1
-            px = prev[(pk + d - 1) // 2]
+            px = int(prev[(pk + d - 1) // 2])
             mx, my = px, px - pk + 1  # vertical move: insertion of b[px - pk]
         else:
             pk = k - 1
-            px = prev[(pk + d - 1) // 2]
+            px = int(prev[(pk + d - 1) // 2])
             mx, my = px + 1, px - pk  # horizontal move: deletion of a[px]
         for t in range(x - mx - 1, -1, -1):
             matches.append((mx + t, my + t))

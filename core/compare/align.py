@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from itertools import chain
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -91,17 +92,21 @@ def align_runs(b_codes: np.ndarray, b_lo: Sequence[int] | np.ndarray, b_n: Seque
     identical[cand[np.bincount(owner[differs], minlength=len(cand)) > 0]] = False
     # Matches (run, base offset, comp offset) in run order: identical runs one to one, the others by LCS.
     t, m_run = _offsets(np.where(identical, b_n, 0))
-    runs, mb, mc = [m_run], [t], [t]
-    for p in np.flatnonzero(~identical).tolist():
-        found = np.array(_solve(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(),
-                                c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist(), max(1, max_d)),
-                         dtype="int64").reshape(-1, 2)
-        runs.append(np.full(len(found), p, dtype="int64"))
-        mb.append(found[:, 0])
-        mc.append(found[:, 1])
-    m_run = np.concatenate(runs)
+    # The other runs' matches gathered as plain lists (thousands of small runs: no arrays per run).
+    solved_runs: list[int] = []
+    solved: list[int] = []  # base offset, comp offset of each match, flattened
+    todo = np.flatnonzero(~identical).tolist()
+    b_list, c_list = (b_codes.tolist(), c_codes.tolist()) if todo else ([], [])
+    for p in todo:
+        lo_b, lo_c = int(b_lo[p]), int(c_lo[p])
+        found = _solve(b_list[lo_b : lo_b + int(b_n[p])], c_list[lo_c : lo_c + int(c_n[p])], max(1, max_d))
+        solved_runs.extend([p] * len(found))
+        solved.extend(chain.from_iterable(found))
+    pairs = np.array(solved, dtype="int64").reshape(-1, 2)
+    m_run = np.concatenate((m_run, np.array(solved_runs, dtype="int64")))
     order = np.argsort(m_run, kind="stable")
-    bi, cj, run = _layout(m_run[order], np.concatenate(mb)[order], np.concatenate(mc)[order], b_n, c_n)
+    bi, cj, run = _layout(m_run[order], np.concatenate((t, pairs[:, 0]))[order],
+                          np.concatenate((t, pairs[:, 1]))[order], b_n, c_n)
     flags = np.zeros(len(bi), dtype=bool)
     if structural:
         bi, cj, flags, run = _fill(bi, cj, run)

@@ -47,13 +47,24 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, 
     lifetime.child_started()
     if nice:
         os.nice(nice)
+    sending: threading.Thread | None = None
     try:
         if parts == 1:
             q.put((True, fn(*args)))
         else:
+            # A part waits in the pipe until the parent reads it, which may be long after (the
+            # parent still analyses its own side): each part but the last is sent by a thread,
+            # so making the next one goes on meanwhile (this child starts no process after).
             for value in fn(*args):
-                q.put((True, value))
+                if sending is not None:
+                    sending.join()
+                sending = threading.Thread(target=q.put, args=((True, value),), daemon=True)
+                sending.start()
+            if sending is not None:
+                sending.join()
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
+        if sending is not None:
+            sending.join()
         q.put((False, exc))
 
 

@@ -53,15 +53,19 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, 
             q.put((True, fn(*args)))
         else:
             # A part waits in the pipe until the parent reads it, which may be long after (the
-            # parent still analyses its own side): each part but the last is sent by a thread,
-            # so making the next one goes on meanwhile (this child starts no process after).
+            # parent still analyses its own side): each part is sent by a thread, so making the
+            # next one goes on meanwhile (this child starts no process after).
+            sent = 0
             for value in fn(*args):
                 if sending is not None:
                     sending.join()
                 sending = threading.Thread(target=q.put, args=((True, value),), daemon=True)
                 sending.start()
+                sent += 1
             if sending is not None:
                 sending.join()
+            if sent != parts:  # the parent would wait for a part that never comes
+                raise RuntimeError(f"{getattr(fn, '__name__', fn)} made {sent} parts, not {parts}")
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
         if sending is not None:
             sending.join()

@@ -61,6 +61,17 @@ def test_worker_parts_come_in_order_and_the_next_is_made_before_the_first_is_rea
         worker.stop()
 
 
+def _one_part() -> Iterator[object]:
+    yield "only"
+
+
+def test_worker_parts_missing_is_an_error_not_a_wait() -> None:
+    worker = Worker(_one_part, name="t", parts=2)
+    assert worker.result() == "only"
+    with pytest.raises(RuntimeError, match="made 1 parts, not 2"):
+        worker.result()
+
+
 def test_worker_parts_then_the_childs_error() -> None:
     worker = Worker(_two_then_fail, "x.json", name="t", parts=2)
     assert worker.result() == "first"

@@ -56,11 +56,6 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
             yield Phase(f"load {side}", done=True, seconds=seconds)
         ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                       kernel_masks=request.masks, equivalence=request.equivalence)
-        # The steps declared ``beside`` run in workers that share the loaded profiles with this
-        # process: those reading only the profiles start now, while an analysis may still be
-        # being made (a larger comparison side's, in its load worker), the others once both
-        # analyses are here.
-        _start_beside(groups, [s for s in steps if s.beside and not s.reads_analyses], ctx)
         if steps and steps[0].name == OPENING_STEP and not any(a.ready for a in pending.values()):
             # Both sides came from the cache and their analyses are still being made: the Overall
             # screen, which needs only the profiles, is shown first (reopening a pair is then an
@@ -69,6 +64,11 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
             steps_left = steps[1:]
         else:
             steps_left = steps
+        # The steps declared ``beside`` run in workers that share the loaded profiles with this
+        # process: those reading only the profiles start now, while an analysis may still be
+        # being made (a larger comparison side's, in its load worker), the others once both
+        # analyses are here.
+        _start_beside(groups, [s for s in steps_left if s.beside and not s.reads_analyses], ctx)
         for side, analysis in pending.items():
             analyses[side] = analysis()
         pair.close()  # no worker left making an analysis

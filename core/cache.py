@@ -8,10 +8,23 @@ while the inputs are unchanged.
 
 Design points, each answering a way a cache goes wrong:
 
-* **No code runs on read.** One ``.npz`` per profile, read with ``allow_pickle=False``: numeric
-  columns as plain arrays, text columns dictionary-encoded (int codes + the distinct values as one
-  UTF-8 blob with int64 offsets), metadata as JSON bytes. No pickle anywhere, so a planted or
-  damaged file can at worst be ignored.
+* **Reading an entry costs little more than its text.** One file per profile (``<key>.pfcol``),
+  a columnar layout of our own (the role of Arrow IPC, without needing pyarrow, which is
+  optional here): a header (:data:`MAGIC`, :data:`FORMAT`, where the manifest is), the column
+  buffers each aligned to :data:`ALIGN` bytes, and a JSON manifest at the end naming every
+  table, column, dtype and buffer (offset, count). The file is mapped read-only
+  (``mmap``) and numeric columns become frames without a copy (``np.frombuffer`` +
+  ``copy=False``): their pages are the page cache's, read when first touched and shared by every
+  process reading the entry. Text columns are dictionary-encoded (int codes + the distinct values
+  as one UTF-8 blob with int64 offsets); the codes are mapped too and become the profile's
+  :attr:`~perfcmp_core.model.Profile.text_codes`, so no text is hashed again.
+* **No code runs on read, and no file is trusted.** No pickle anywhere: a file is bytes, JSON and
+  plain little-endian numbers of an allowed dtype. Before a buffer is used its offset, length,
+  alignment and dtype are checked against the file (no entry, however made, makes the reader
+  look outside its own buffers); text offsets must rise within their blob, codes stay within
+  their dictionary, bools are 0 or 1; the file must end exactly where the manifest does (a
+  truncated entry is refused). A planted or damaged file can at worst be ignored (and deleted).
+  Mapped columns are read-only: nothing may write into a loaded profile's tables in place.
 * **Stale entries are impossible to hit.** The key hashes the given path, every file the input
   resolves to (absolute path, size, mtime in ns), the load options that change the result (not
   the step: an entry holds the whole profile and a chosen step is cut from it after reading, so
@@ -30,7 +43,11 @@ Design points, each answering a way a cache goes wrong:
   first one's entry (a per-entry ``flock``, see :func:`_loading`) instead of parsing again.
 * **Bounded.** After each write, the least recently used entries beyond :data:`MAX_BYTES` go.
 * **Never written inside input folders**, and never trusted unless the directory and the file are
-  owned by the current user.
+  owned by the current user; an entry is opened without following a link (``O_NOFOLLOW``) or
+  waiting on a FIFO, and must be a regular file.
+* **Entries are never changed in place** (written once, then replaced by a rename or deleted), so
+  a mapped entry never shrinks under its reader. Entries of earlier layouts (``.npz``, format 3)
+  are never read: the next write deletes them.
 """
 
 from __future__ import annotations

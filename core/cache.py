@@ -59,6 +59,7 @@ import mmap
 import os
 import stat
 import struct
+import sys
 import time
 from contextlib import contextmanager, nullcontext
 from functools import cache
@@ -304,8 +305,8 @@ MAGIC = b"PFCMPCOL"
 ALIGN = 64
 _HEADER = struct.Struct("<8sIIQQ")
 _HEADER_BYTES = ALIGN
-#: Buffer dtypes an entry may declare: little-endian integers, floats and bools only (nothing
-#: that could hold Python objects or need byte swapping on the writer's side).
+#: Buffer dtypes an entry may declare: little-endian integers, floats and bools, nothing else
+#: (no Python objects, no dtype that numpy would have to interpret from the file).
 _NUMERIC = frozenset({"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8"})
 _CODES = frozenset({"<i4", "<i8"})
 
@@ -513,8 +514,10 @@ def _map(fd: int, size: int) -> mmap.mmap | bytes:
     mapping never shrinks."""
     if size == 0:
         raise _Damaged("empty")
+    # Python 3.13+ need not keep a duplicate descriptor per mapping (a cluster maps many entries).
+    no_fd: dict[str, Any] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
     try:
-        return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ, **no_fd)
     except (OSError, ValueError):
         chunks = []
         while chunk := os.read(fd, 1 << 24):

@@ -375,6 +375,24 @@ def test_numeric_columns_are_mapped_not_copied(tmp_path: Path, inputs: tuple[Sou
         warm.kernels["start_ns"].to_numpy()[0] = 1
 
 
+def test_file_system_without_mapping_reads_the_entry(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a file cannot be mapped, the entry is read whole instead: the same profile."""
+    src, files = inputs
+    original = _profile(files)
+    read = Reader(original)
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(cache.mmap, "mmap", refuse)
+    got = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+    _assert_same(original, got)
+
+
 def test_planted_symlink_is_not_followed(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
     """An entry name that is a symbolic link (to a valid entry, even) is not read through, and
     the file it points to is left as it was; the input is read and a real entry replaces the

@@ -675,3 +675,22 @@ def test_a_step_is_a_view_of_the_cached_profile(tmp_path: Path, monkeypatch: pyt
         for name, table in fresh.tables().items():
             pd.testing.assert_frame_equal(getattr(cached, name), table, check_dtype=False, obj=name)
         assert len(cached.steps) == 1 and int(cached.steps["step"].iloc[0]) == step
+
+
+@pytest.mark.parametrize("kind", ["npu_text", "npu_db"])
+def test_every_comparison_reads_a_mapped_profile_unchanged(kind: str, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every comparison and the advisor run on profiles read from the cache, whose columns are
+    read-only views of the mapped entries (nothing writes into a table in place), and report
+    exactly what they report on freshly parsed profiles."""
+    import perfcmp_core.load as load
+
+    pair = [str(ROOT / "fixtures" / kind / f"{side}_ascend_pt") for side in ("base", "comp")]
+    assert main(["summary", *pair, "--no-cache"]) == 0
+    parsed = capsys.readouterr().out
+    assert main(["summary", *pair]) == 0  # parsed, then stored
+    assert capsys.readouterr().out == parsed
+    assert len(list(cache.cache_dir().glob("*" + cache.SUFFIX))) == 2
+    monkeypatch.setattr(load, "_read_kind", lambda *a: pytest.fail("parsed instead of read from the cache"))
+    assert main(["summary", *pair]) == 0
+    assert capsys.readouterr().out == parsed

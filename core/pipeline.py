@@ -14,11 +14,12 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Generator, Iterator
+from typing import Callable, Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
+from .held import Held
 from .info import profile_info
 from .model import Profile
 from .notes import Note
@@ -31,8 +32,11 @@ from .side import SideAnalysis, analyse_side
 OPENING_STEP = "OverallMetrics"
 
 
-def comparison_events(request: RunRequest) -> Iterator[Event]:
-    """Run a whole comparison, yielding progress and results as they become available."""
+def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator[Event]:
+    """Run a whole comparison, yielding progress and results as they become available.
+
+    ``held``: what a serving child keeps between runs (:mod:`perfcmp_core.held`); the sides
+    are then cut from the profiles it holds where the request names the same inputs."""
     t_start = time.perf_counter()
     steps = [s for s in STEPS if request.compare.enables(s.switch)]
     yield Planned(("load base", "load comparison", *(s.name for s in steps), "summary", "advisor"))
@@ -45,8 +49,9 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # What each side's comparisons read of it alone (kernel classes, step explanation, the
     # advisor's analysis) is made where it loads: the comparison side's in its load worker, at
     # the same time as the base side's here.
-    pair = iter_pair(*request.inputs, request.base_opts, request.comp_opts,
-                     analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+    analyse = partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)
+    pair = (iter_pair(*request.inputs, request.base_opts, request.comp_opts, analyse=analyse)
+            if held is None else held.pair(request, analyse))
     try:
         pending = {}
         for side, profile, analysis, seconds in islice(pair, 2):
@@ -93,6 +98,12 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
         if later is not None:
             later.stop()
+
+
+def held_comparisons() -> Callable[..., Iterator[Event]]:
+    """The run function of a serving comparison child (:class:`perfcmp_core.runner.ChildRun`):
+    :func:`comparison_events` on what the child holds between its runs."""
+    return partial(comparison_events, held=Held())
 
 
 def _step_events(steps: list[Step], ctx: Context,

@@ -52,37 +52,42 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
     analyse = partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)
     pair = (iter_pair(*request.inputs, request.base_opts, request.comp_opts, analyse=analyse)
             if held is None else held.pair(request, analyse))
+    #: The workers running the steps declared ``beside``: (their step names, their results).
+    beside: list[tuple[tuple[str, ...], Later[list[Ran]]]] = []
     try:
-        pending = {}
-        for side, profile, analysis, seconds in islice(pair, 2):
-            loaded[side], pending[side] = profile, analysis
-            yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
-            yield Phase(f"load {side}", done=True, seconds=seconds)
-        ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
-                      kernel_masks=request.masks, equivalence=request.equivalence)
-        if steps and steps[0].name == OPENING_STEP and not all(a.ready for a in pending.values()):
-            # Both sides came from the cache and their analyses are still being made: the Overall
-            # screen, which needs only the profiles, is shown first (reopening a pair is then an
-            # Overall screen in the time of reading the cache and this one step).
-            first = yield from _step_events(steps[:1], ctx, None)
-            steps_left = steps[1:]
-        else:
-            steps_left = steps
-        for side, analysis in pending.items():
-            analyses[side] = analysis()
-    finally:  # the worker making an analysis is not left behind
-        pair.close()
+        try:
+            pending = {}
+            for side, profile, analysis, seconds in islice(pair, 2):
+                loaded[side], pending[side] = profile, analysis
+                yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
+                yield Phase(f"load {side}", done=True, seconds=seconds)
+            ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
+                          kernel_masks=request.masks, equivalence=request.equivalence)
+            if steps and steps[0].name == OPENING_STEP and not all(a.ready for a in pending.values()):
+                # Both sides came from the cache (or a serving child's held profiles) and their
+                # analyses are still being made: the beside steps that do not read them start
+                # now, and the Overall screen, which needs only the profiles, is shown first
+                # (reopening a pair is then an Overall screen in the time of reading the cache
+                # and this one step).
+                beside += _started([s for s in steps if s.beside and not s.analysed], ctx)
+                first = yield from _step_events(steps[:1], ctx, beside)
+                steps_left = steps[1:]
+            else:
+                steps_left = steps
+            for side, analysis in pending.items():
+                analyses[side] = analysis()
+        finally:  # the worker making an analysis is not left behind
+            pair.close()
 
-    from .advisor import advisor_tables
+        from .advisor import advisor_tables
 
-    base, comp = analyses["base"], analyses["comparison"]
-    ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
-    # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
-    # profiles and both sides' analyses with this process.
-    beside = [s for s in steps_left if s.beside]
-    later = in_background(_run_steps, beside, ctx) if beside else None
-    try:
-        notes = first + (yield from _step_events(steps_left, ctx, later))
+        base, comp = analyses["base"], analyses["comparison"]
+        ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
+        # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
+        # profiles and both sides' analyses with this process.
+        started = {name for names, _ in beside for name in names}
+        beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx)
+        notes = first + (yield from _step_events(steps_left, ctx, beside))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)
@@ -96,8 +101,13 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
         yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
-        if later is not None:
+        for _, later in beside:
             later.stop()
+
+
+def _started(steps: list[Step], ctx: Context) -> list[tuple[tuple[str, ...], Later[list[Ran]]]]:
+    """``steps`` started on the second core (:func:`in_background`), none when empty."""
+    return [(tuple(s.name for s in steps), in_background(_run_steps, steps, ctx))] if steps else []
 
 
 def held_comparisons() -> Callable[..., Iterator[Event]]:
@@ -107,19 +117,20 @@ def held_comparisons() -> Callable[..., Iterator[Event]]:
 
 
 def _step_events(steps: list[Step], ctx: Context,
-                 beside: Later[list[Ran]] | None) -> Generator[Event, None, list[Note]]:
+                 beside: list[tuple[tuple[str, ...], Later[list[Ran]]]]) -> Generator[Event, None, list[Note]]:
     """Every step's events in workbook order; the steps declared ``beside`` come from the
-    ``beside`` worker, this process runs the others (those after a beside step first, then it
-    waits). Returns the run's notes in step order, wherever each step ran."""
+    ``beside`` workers (each one's step names and results), this process runs the others (those
+    after a beside step first, then it waits). Returns the run's notes in step order, wherever
+    each step ran."""
     done: dict[str, Ran] = {}
     for i, step in enumerate(steps):
         yield Phase(step.name)
         if step.name not in done:
             if step.beside:
-                assert beside is not None
-                here = [s for s in steps[i:] if not s.beside]
+                here = [s for s in steps[i:] if not s.beside and s.name not in done]
                 done.update(zip((s.name for s in here), _run_steps(here, ctx)))
-                done.update(zip((s.name for s in steps if s.beside), beside()))
+                names, later = next((names, later) for names, later in beside if step.name in names)
+                done.update(zip(names, later()))
             else:
                 done[step.name] = _run_steps([step], ctx)[0]
         ran = done[step.name]

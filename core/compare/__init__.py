@@ -150,6 +150,11 @@ class Step:
     #: to its cache among themselves only (the operator match), and what they add to
     #: ``Context.notes`` comes back with their outcome.
     beside: bool = False
+    #: Reads the sides' analyses (kernel classes, step explanations: :mod:`perfcmp_core.side`).
+    #: Where they are still being made when the run starts (profiles from the cache, or held by
+    #: a serving child), the beside steps that do not read them start at once, the others once
+    #: they are made.
+    analysed: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -355,7 +360,7 @@ STEPS: tuple[Step, ...] = (
     # One step of each side as lanes: screens and --json only.
     # Beside: the app opens it on request only, and it reads the analyses made before the fork.
     Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),),
-         beside=True),
+         beside=True, analysed=True),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),

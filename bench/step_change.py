@@ -38,7 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import IMPORT_CHECKOUT  # noqa: E402
 
-#: One session in a child interpreter: argv = checkout, way, views, base, comp, steps (JSON).
+#: One session in a child interpreter: argv = checkout, way, views, base, comp, steps (JSON),
+#: both, pause.
 SESSION = IMPORT_CHECKOUT + """
 import json, time
 from dataclasses import replace
@@ -48,15 +49,17 @@ from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import prepare, start_comparison
 from perfcmp_core.view import TableView
 
-way, views, base, comp, wanted = sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5], json.loads(sys.argv[6])
+way, views, base, comp, wanted, both = (sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5],
+                                        json.loads(sys.argv[6]), sys.argv[7] == "1")
+pause = float(sys.argv[8])
 
 def read(run):
-    steps = []
+    steps = {}
     for event in run.events():
         if isinstance(event, TableReady) and views:
             TableView(event.table).prepare()
-        elif isinstance(event, Loaded) and event.side == "comparison":
-            steps = [int(s["step"]) for s in event.info.get("steps", ())]
+        elif isinstance(event, Loaded):
+            steps[event.side] = [int(s["step"]) for s in event.info.get("steps", ())]
         elif isinstance(event, Failed):
             raise SystemExit(f"the run failed: {event.message}")
         elif isinstance(event, Finished):
@@ -68,9 +71,14 @@ request = RunRequest.read(base, comp, LoadOptions(), LoadOptions(), CompareOptio
 first = start_comparison(request, serve=True) if way == "served" else start_comparison(request)
 _, steps = read(first)
 samples = []
+comp_steps = wanted or steps["comparison"][:3]
+# --both: each side's step at the same position (the picker's `j j Enter`), else every base step
+base_steps = [steps["base"][steps["comparison"].index(s)] for s in comp_steps] if both else [None] * len(comp_steps)
 try:
-    for step in wanted or steps[:3]:
-        cut = replace(request, comp_opts=replace(request.comp_opts, step=step))
+    for base_step, step in zip(base_steps, comp_steps):
+        time.sleep(pause)
+        cut = replace(request, base_opts=replace(request.base_opts, step=base_step),
+                      comp_opts=replace(request.comp_opts, step=step))
         t0 = time.perf_counter()
         if way == "served":
             if not first.again(request=cut):
@@ -85,13 +93,14 @@ print(json.dumps(samples))
 """
 
 
-def session(side: str, views: bool, base: str, comp: str, steps: list[int]) -> list[float]:
+def session(side: str, views: bool, base: str, comp: str, steps: list[int], both: bool,
+            pause: float) -> list[float]:
     """One session's samples; ``side`` is ``CHECKOUT:WAY``."""
     checkout, _, way = side.rpartition(":")
     if way not in ("fresh", "served"):
         raise SystemExit(f"{side}: the way is fresh or served")
     out = subprocess.run([sys.executable, "-c", SESSION, str(Path(checkout).resolve()), way,
-                          "1" if views else "0", base, comp, json.dumps(steps)],
+                          "1" if views else "0", base, comp, json.dumps(steps), "1" if both else "0", str(pause)],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{side}: exit {out.returncode}\n{out.stderr}")
@@ -108,13 +117,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="*", default=[],
                         help="comparison steps to visit, in order")
     parser.add_argument("--no-views", action="store_true", help="do not prepare the tables' views")
+    parser.add_argument("--both", action="store_true",
+                        help="cut the base side too, to its step at the same position (the "
+                             "picker's j j Enter); default: the base side on every step")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds between step changes (the user reading the screen)")
     ns = parser.parse_args()
     views = not ns.no_views
     samples: dict[str, list[float]] = {ns.a: [], ns.b: []}
     for r in range(ns.rounds):
         for side in ((ns.a, ns.b) if r % 2 == 0 else (ns.b, ns.a)):
-            samples[side] += session(side, views, ns.base, ns.comp, ns.steps)
-    print(f"S on {Path(ns.comp).name}: {ns.rounds} rounds alternating, views {'on' if views else 'off'}")
+            samples[side] += session(side, views, ns.base, ns.comp, ns.steps, ns.both, ns.pause)
+    print(f"S on {Path(ns.comp).name}: {ns.rounds} rounds alternating, views {'on' if views else 'off'}, "
+          f"base {'on the same position' if ns.both else 'every step'}, pause {ns.pause} s")
     for name, side in (("A", ns.a), ("B", ns.b)):
         got = samples[side]
         print(f"  {name} {side}: median {statistics.median(got):.3f} s  ({' '.join(f'{s:.2f}' for s in got)})")

@@ -24,11 +24,11 @@ from functools import partial
 from typing import Callable, Iterator, TypeVar
 
 from .load import Source, load_profile, load_source
-from .load.steps import select_step
+from .load.steps import select_step, step_ids
 from .model import Profile
 from .options import LoadOptions
 from .pair import Analysis, iter_pair
-from .processes import BACKGROUND_NICE, Worker, start_method
+from .processes import BACKGROUND_NICE, Producer, Worker, start_method
 from .request import RunRequest
 
 A = TypeVar("A")
@@ -46,14 +46,14 @@ class _Side:
     key: tuple[object, ...]
     whole: Profile | None = None
     cuts: OrderedDict[int | None, Profile] = field(default_factory=OrderedDict)
+    #: step → its analysis, every one made so far (far smaller than the cuts: all are kept)
     analyses: dict[int | None, object] = field(default_factory=dict)
 
     def keep(self, step: int | None, profile: Profile) -> None:
         self.cuts[step] = profile
         self.cuts.move_to_end(step)
         while len(self.cuts) > KEPT_CUTS:
-            old, _ = self.cuts.popitem(last=False)
-            self.analyses.pop(old, None)
+            self.cuts.popitem(last=False)
 
 
 class Held:
@@ -61,6 +61,33 @@ class Held:
 
     def __init__(self) -> None:
         self._sides: dict[str, _Side] = {}
+        self._ahead: Producer[tuple[str, int, object]] | None = None
+
+    def prefetch(self, analyse: Callable[[Profile], A]) -> None:
+        """Start making the analyses of the steps not analysed yet, while the child waits for
+        its next run: in a forked worker at the background's priority (the app's screens come
+        first), steps in order, the two sides in turn (the step picker pairs steps by
+        position). The next run takes those made by then and stops the rest
+        (:meth:`pair`): a step change then analyses neither side."""
+        wholes = {side: s.whole for side, s in self._sides.items() if s.whole is not None}
+        todo = [(side, step) for side, whole in wholes.items() for step in step_ids(whole)
+                if step not in self._sides[side].analyses]
+        todo.sort(key=lambda t: (step_ids(wholes[t[0]]).index(t[1]), t[0]))
+        if todo and start_method() == "fork":
+            self._ahead = Producer(_analysed_steps, wholes, todo, analyse, name="perfcmp-ahead",
+                                   method="fork", nice=BACKGROUND_NICE)
+
+    def take_ahead(self, *, stop: bool = False) -> None:
+        """Keep the analyses made ahead so far (the worker waits for them to be taken: call
+        this while waiting for the next run), and with ``stop`` stop making more."""
+        if self._ahead is None:
+            return
+        for side, step, analysis in self._ahead.made():
+            if side in self._sides:
+                self._sides[side].analyses.setdefault(step, analysis)
+        if stop:
+            self._ahead.stop()
+            self._ahead = None
 
     def pair(self, request: RunRequest,
              analyse: Callable[[Profile], A]) -> Iterator[tuple[str, Profile, Analysis[A], float]]:
@@ -68,6 +95,7 @@ class Held:
         :func:`~perfcmp_core.pair.iter_pair` yields them, from what is held where the request
         names the same inputs, load options and configuration; else read as any run does (and
         held for the next run). Close it to stop a worker still making an analysis."""
+        self.take_ahead(stop=True)
         config = _config_key(request)
         opts = {"base": request.base_opts, "comparison": request.comp_opts}
         keys = {side: (_input_key(given), replace(opts[side], step=None), config)
@@ -148,6 +176,13 @@ class Held:
             return held.analyses[step]  # type: ignore[return-value]
 
         return Analysis(value, ready=False)
+
+
+def _analysed_steps(wholes: dict[str, Profile], todo: list[tuple[str, int]],
+                    analyse: Callable[[Profile], A]) -> Iterator[tuple[str, int, A]]:
+    """``(side, step, analysis)`` of each step in ``todo``, cut from that side's whole profile."""
+    for side, step in todo:
+        yield side, step, analyse(select_step(wholes[side], step))
 
 
 def _input_key(given: str | Source) -> object:

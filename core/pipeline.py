@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Callable, Generator, Iterator
+from typing import Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
@@ -110,10 +110,21 @@ def _started(steps: list[Step], ctx: Context) -> list[tuple[tuple[str, ...], Lat
     return [(tuple(s.name for s in steps), in_background(_run_steps, steps, ctx))] if steps else []
 
 
-def held_comparisons() -> Callable[..., Iterator[Event]]:
+class HeldComparisons:
     """The run function of a serving comparison child (:class:`perfcmp_core.runner.ChildRun`):
-    :func:`comparison_events` on what the child holds between its runs."""
-    return partial(comparison_events, held=Held())
+    :func:`comparison_events` on what the child holds between its runs (:class:`Held`)."""
+
+    def __init__(self) -> None:
+        self.held = Held()
+
+    def __call__(self, request: RunRequest) -> Iterator[Event]:
+        yield from comparison_events(request, self.held)
+        # Finished: the analyses of the other steps are made while the user looks at this run.
+        self.held.prefetch(partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+
+    def idle(self) -> None:
+        """Called while the child waits for its next run: take the analyses made ahead."""
+        self.held.take_ahead()
 
 
 def _step_events(steps: list[Step], ctx: Context,

@@ -15,7 +15,7 @@ import multiprocessing as mp
 import os
 import sys
 import threading
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from . import lifetime
 
@@ -52,6 +52,19 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int =
         q.put((False, exc))
 
 
+def _produce_into(q: Any, fn: Callable[..., Iterator[Any]], args: tuple[Any, ...], nice: int = 0) -> None:
+    """:class:`Producer` body: send each item of ``fn(*args)`` as it is made (an exception ends
+    the items: what was made stays usable, and the parent wanted only those anyway)."""
+    lifetime.child_started()
+    if nice:
+        os.nice(nice)
+    try:
+        for item in fn(*args):
+            q.put(item)
+    except Exception:  # noqa: BLE001 - the items are a speed-up: the parent makes what is missing
+        pass
+
+
 class Worker(Generic[T]):
     """``fn(*args)`` started at construction in a child process (see :func:`start_method`).
 
@@ -59,11 +72,15 @@ class Worker(Generic[T]):
     shared as they are.
     """
 
-    def __init__(self, fn: Callable[..., T], *args: Any, name: str,
+    _body: Callable[..., None] = staticmethod(_run_into)
+    _daemon = False
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str,
                  method: str | None = None, nice: int = 0) -> None:
         ctx = mp.get_context(method or start_method())
         self._queue = ctx.SimpleQueue()
-        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice), name=name)
+        self._proc = ctx.Process(target=self._body, args=(self._queue, fn, args, nice), name=name,
+                                 daemon=self._daemon)
         lifetime.start(self._proc)
 
     def result(self) -> T:
@@ -81,6 +98,24 @@ class Worker(Generic[T]):
         if self._proc.is_alive():
             self._proc.terminate()
         self._proc.join()
+
+
+class Producer(Worker[T]):
+    """A :class:`Worker` whose ``fn`` yields items, each sent back as soon as it is made: the
+    parent takes those made so far (:meth:`made`) whenever it wants them, never waiting, then
+    :meth:`stop`s it. For work made ahead of a request that may never come."""
+
+    _body = staticmethod(_produce_into)
+    #: Its parent, ending, ends it rather than waiting for items nobody will take (it starts
+    #: no process of its own, which a daemon may not).
+    _daemon = True
+
+    def made(self) -> list[T]:
+        """The items made since the last call (none waited for)."""
+        out = []
+        while not self._queue.empty():
+            out.append(self._queue.get())
+        return out
 
 
 class Later(Generic[T]):

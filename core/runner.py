@@ -34,7 +34,9 @@ _POLL_S = 0.1
 GRACE_S = 0.4
 PIPELINE = "perfcmp_core.pipeline:comparison_events"
 #: The factory of a serving child's run function (see :class:`ChildRun`).
-SERVER = "perfcmp_core.pipeline:held_comparisons"
+SERVER = "perfcmp_core.pipeline:HeldComparisons"
+#: How often a serving child, waiting for its next run, lets its run function use the wait.
+IDLE_S = 0.05
 
 
 #: What a child runs: a generator function, or its ``"module:function"`` name. A name is
@@ -57,13 +59,17 @@ def _child(conn: Any, target: Target, kwargs: dict[str, Any], serve: bool) -> No
         os.setpgid(0, 0)
     lifetime.child_started()
     # Serving, the target makes the function that runs each request: what that function keeps
-    # between requests (the loaded profiles) lives as long as this process.
+    # between requests (the loaded profiles) lives as long as this process; its ``idle()``, if
+    # it has one, is called every IDLE_S while no request waits.
     run = _resolve(target)() if serve else _resolve(target)
     while True:
         _send_events(conn, run, kwargs)
         if not serve:
             return
+        idle = getattr(run, "idle", None)  # work made ahead, taken while waiting
         try:
+            while idle is not None and not conn.poll(IDLE_S):
+                idle()
             kwargs = conn.recv()  # the next run's arguments (ChildRun.again)
         except EOFError:  # the parent closed its end: nothing more will come
             return
@@ -261,7 +267,7 @@ def start_comparison(request: RunRequest, *, serve: bool = False) -> ChildRun:
     """Start a whole comparison (:func:`perfcmp_core.pipeline.comparison_events`) in a child.
 
     ``serve``: the child then stays after its run, holding both loaded profiles, for the same
-    comparison on other steps (:meth:`ChildRun.again`, :func:`perfcmp_core.pipeline.held_comparisons`).
+    comparison on other steps (:meth:`ChildRun.again`, :class:`perfcmp_core.pipeline.HeldComparisons`).
 
     Forked, the child inherits the pipeline (and pandas) imported here first; the app needs
     pandas anyway. Spawned, the pipeline is named, not imported: importing it here would only

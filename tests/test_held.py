@@ -10,16 +10,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from perfcmp_core import held as held_module
 from perfcmp_core import pipeline, runner
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
 from perfcmp_core.load import load_profile
-from perfcmp_core.load.steps import select_step
+from perfcmp_core.load.steps import select_step, step_ids
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.request import RunRequest
+from test_pipeline import _same
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 BASE, COMP = str(FIX / "npu_text/base_ascend_pt"), str(FIX / "npu_text/comp_ascend_pt")
@@ -51,14 +51,6 @@ def _results(stream: Any) -> list[tuple[str, Any]]:
         elif isinstance(event, Failed):
             raise AssertionError(event.message)
     return out
-
-
-def _same(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> None:
-    assert [(kind, v[0] if kind == "table" else v) for kind, v in a] == \
-           [(kind, v[0] if kind == "table" else v) for kind, v in b]
-    for (kind, va), (_, vb) in zip(a, b):
-        if kind == "table":
-            pd.testing.assert_frame_equal(va[1], vb[1])
 
 
 def _gone(pid: int, seconds: float = 3.0) -> bool:
@@ -94,7 +86,7 @@ def test_held_runs_give_what_fresh_runs_of_those_steps_give(monkeypatch: pytest.
         return real(*args, **kwargs)
 
     monkeypatch.setattr(held_module, "iter_pair", counted)
-    serve = pipeline.held_comparisons()
+    serve = pipeline.HeldComparisons()
     for request in (_request(), _request(None, 2), _request(3, 3), _request(None, 2), _request()):
         _same(_results(serve(request=request)), _results(pipeline.comparison_events(request)))
     assert len(reads) == 1
@@ -103,14 +95,14 @@ def test_held_runs_give_what_fresh_runs_of_those_steps_give(monkeypatch: pytest.
 def test_a_run_on_a_step_first_reads_the_whole_profiles_at_the_first_change() -> None:
     """The first run was on a step (``--comparison-step``): the whole profile is read when
     another step is asked for, and the results are still those of a fresh run."""
-    serve = pipeline.held_comparisons()
+    serve = pipeline.HeldComparisons()
     for request in (_request(None, 1), _request(None, 3), _request()):
         _same(_results(serve(request=request)), _results(pipeline.comparison_events(request)))
 
 
 def test_other_inputs_or_options_are_read_again() -> None:
     """A request naming other load options is not served from what is held."""
-    serve = pipeline.held_comparisons()
+    serve = pipeline.HeldComparisons()
     _results(serve(request=_request()))
     other = replace(_request(), comp_opts=LoadOptions(use_cache=False, load_memory=False))
     _same(_results(serve(request=other)), _results(pipeline.comparison_events(other)))
@@ -186,3 +178,30 @@ def test_a_child_that_does_not_serve_ends_with_its_run(prepared: None) -> None:
     assert isinstance(_read(run)[-1], Finished)
     assert pid is not None and _gone(pid)
     assert not run.again(request=_request(None, 2))
+
+
+def test_analyses_of_the_other_steps_are_made_while_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a finished run, the serving child makes every step's analysis of both sides ahead
+    (taken while it waits); a step change then analyses neither side, with the same results."""
+    from perfcmp_core.processes import start_method
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing is made ahead")
+    serve = pipeline.HeldComparisons()
+    for _ in serve(request=_request()):  # to its end: the analyses ahead start after Finished
+        pass
+    sides = serve.held._sides
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not all(
+            set(step_ids(s.whole)) <= set(s.analyses) for s in sides.values() if s.whole is not None):
+        serve.idle()
+        time.sleep(0.05)
+    assert set(sides["comparison"].analyses) == {None, 1, 2, 3}
+
+    def not_again(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("analysed again")
+
+    request = _request(2, 3)
+    fresh = _results(pipeline.comparison_events(request))
+    monkeypatch.setattr(pipeline, "analyse_side", not_again)
+    _same(_results(serve(request=request)), fresh)

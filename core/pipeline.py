@@ -4,7 +4,8 @@
 sides (in parallel processes, :mod:`perfcmp_core.side`), then every enabled comparison, reported
 in workbook order (the steps declared ``beside`` computed on the second core meanwhile), then the
 summary and the advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
-TUI consumes it from a child process (:mod:`perfcmp_core.runner`); both fold it with
+TUI consumes it from a child process (:mod:`perfcmp_core.runner`), which stays to run the same
+comparison on other steps from the profiles it holds (:class:`HeldComparisons`); both fold it with
 :class:`perfcmp_core.collect.ResultBuilder`.
 """
 

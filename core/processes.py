@@ -1,9 +1,11 @@
 """Child processes of a run: when they fork, when they spawn, and the one worker that sends a
 result back.
 
-Three places start processes: the app's comparison child (:mod:`.runner`), the parse and
-analysis of the comparison side beside the base side's (:mod:`.pair`) and the steps the pipeline
-runs on the second core (:func:`in_background`: those declared ``beside``). They follow one
+Four places start processes: the app's comparison child (:mod:`.runner`), the parse and
+analysis of the comparison side beside the base side's (:mod:`.pair`), the steps the pipeline
+runs on the second core (:func:`in_background`: those declared ``beside``) and the analyses of
+every step that the app's comparison child makes ahead while it waits (:class:`Producer`,
+:mod:`.held`). They follow one
 policy, :func:`start_method`: fork where it is safe, because a forked child shares the modules
 already imported (no second interpreter importing pandas, ≈ 0.5 s of CPU) and the loaded
 profiles (nothing pickled on the way in); spawn elsewhere.

@@ -9,6 +9,13 @@ signal reaches all of them; and each of them dies with its parent (:mod:`perfcmp
 Stopping a run (:meth:`ChildRun.close`) sends the group SIGTERM, lets it end for at most
 :data:`GRACE_S` (each process removes its temporary files and leaves), then SIGKILLs what is left:
 a run is gone within a second whatever it was doing.
+
+A child started with ``serve=True`` outlives a finished run: it waits for the next run's
+arguments over its pipe (:meth:`ChildRun.again`), keeping what its run function holds (the app's
+comparison child keeps both loaded profiles, :mod:`perfcmp_core.held`, so a step change reads
+nothing again). Everything else stays as above: a run stopped half way or failed ends the child,
+an idle child is in :data:`_live` like a running one (a signal reaches it), dies with its parent,
+and ends when its owner closes it or closes its end of the pipe.
 """
 
 from __future__ import annotations

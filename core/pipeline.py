@@ -64,16 +64,13 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
                 yield Phase(f"load {side}", done=True, seconds=seconds)
             ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                           kernel_masks=request.masks, equivalence=request.equivalence)
-            # A step change cut from held profiles: a small run, all of it what the user waits
-            # for, so the largest beside step (operators / modules) alone sets its length.
-            apart = held is not None and held.cut
             if steps and steps[0].name == OPENING_STEP and not all(a.ready for a in pending.values()):
                 # Both sides came from the cache (or a serving child's held profiles) and their
                 # analyses are still being made: the beside steps that do not read them start
                 # now, and the Overall screen, which needs only the profiles, is shown first
                 # (reopening a pair is then an Overall screen in the time of reading the cache
                 # and this one step).
-                beside += _started([s for s in steps if s.beside and not s.analysed], ctx, apart)
+                beside += _started([s for s in steps if s.beside and not s.analysed], ctx)
                 first = yield from _step_events(steps[:1], ctx, beside)
                 steps_left = steps[1:]
             else:
@@ -90,7 +87,7 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
         # profiles and both sides' analyses with this process.
         started = {name for names, _ in beside for name in names}
-        beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx, apart)
+        beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx)
         notes = first + (yield from _step_events(steps_left, ctx, beside))
         yield Phase("summary")
         t0 = time.perf_counter()
@@ -109,12 +106,9 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
             later.stop()
 
 
-def _started(steps: list[Step], ctx: Context,
-             apart: bool = False) -> list[tuple[tuple[str, ...], Later[list[Ran]]]]:
-    """``steps`` started on the second core (:func:`in_background`), none when empty; ``apart``:
-    each in a worker of its own (the ones that share the operator match then make it each)."""
-    groups = [[s] for s in steps] if apart else [steps] if steps else []
-    return [(tuple(s.name for s in group), in_background(_run_steps, group, ctx)) for group in groups]
+def _started(steps: list[Step], ctx: Context) -> list[tuple[tuple[str, ...], Later[list[Ran]]]]:
+    """``steps`` started on the second core (:func:`in_background`), none when empty."""
+    return [(tuple(s.name for s in steps), in_background(_run_steps, steps, ctx))] if steps else []
 
 
 class HeldComparisons:

@@ -61,6 +61,9 @@ class Held:
 
     def __init__(self) -> None:
         self._sides: dict[str, _Side] = {}
+        #: Whether the last :meth:`pair` cut both sides from what is held (a step change) or
+        #: read the inputs.
+        self.cut = False
         self._ahead: Producer[tuple[str, int, object]] | None = None
 
     def prefetch(self, analyse: Callable[[Profile], A]) -> None:
@@ -100,7 +103,8 @@ class Held:
         opts = {"base": request.base_opts, "comparison": request.comp_opts}
         keys = {side: (_input_key(given), replace(opts[side], step=None), config)
                 for side, given in zip(_SIDES, request.inputs)}
-        if not all(side in self._sides and self._sides[side].key == keys[side] for side in _SIDES):
+        self.cut = all(side in self._sides and self._sides[side].key == keys[side] for side in _SIDES)
+        if not self.cut:
             yield from self._read(request, analyse, keys)
             return
         yield from self._from_held(request, analyse, opts)

@@ -136,14 +136,15 @@ class Later(Generic[T]):
             self._worker.stop()
 
 
-def in_background(fn: Callable[..., T], *args: Any) -> Later[T]:
+def in_background(fn: Callable[..., T], *args: Any, nice: int = BACKGROUND_NICE) -> Later[T]:
     """Start ``fn(*args)`` on the other core now; call the returned :class:`Later` for its result.
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
-    same behaviour everywhere. The child runs at a lower priority (:data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
+    same behaviour everywhere. The child runs at a lower priority (``nice``, by default
+    :data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
     app's Overall screen), and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
         return Later(fn, args, None)
-    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=BACKGROUND_NICE))
+    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=nice))

@@ -205,3 +205,23 @@ def test_analyses_of_the_other_steps_are_made_while_waiting(monkeypatch: pytest.
     fresh = _results(pipeline.comparison_events(request))
     monkeypatch.setattr(pipeline, "analyse_side", not_again)
     _same(_results(serve(request=request)), fresh)
+
+
+def test_a_step_change_runs_the_steps_beside_at_full_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run's steps beside run below this process's priority (its Overall screen comes
+    first); a step change cut from the held profiles is all waited for: at this priority."""
+    from perfcmp_core.processes import BACKGROUND_NICE, Later
+
+    asked: list[int] = []
+
+    def inline(fn: Any, *args: Any, nice: int) -> Any:
+        asked.append(nice)
+        return Later(fn, args, None)
+
+    monkeypatch.setattr(pipeline, "in_background", inline)
+    serve = pipeline.HeldComparisons()
+    _results(serve(request=_request()))
+    assert asked and set(asked) == {BACKGROUND_NICE}
+    asked.clear()
+    _results(serve(request=_request(2, 2)))
+    assert asked and set(asked) == {0}

@@ -73,7 +73,8 @@ _, steps = read(first)
 samples = []
 comp_steps = wanted or steps["comparison"][:3]
 # --both: each side's step at the same position (the picker's `j j Enter`), else every base step
-base_steps = [steps["base"][steps["comparison"].index(s)] for s in comp_steps] if both else [None] * len(comp_steps)
+base_steps = ([steps["base"][min(steps["comparison"].index(s), len(steps["base"]) - 1)] for s in comp_steps]
+              if both else [None] * len(comp_steps))
 try:
     for base_step, step in zip(base_steps, comp_steps):
         time.sleep(pause)

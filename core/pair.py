@@ -30,7 +30,10 @@ class Analysis(Generic[A]):
     the profiles are there long before their analyses, and the caller may use the profiles first
     (the Overall screen) before it asks."""
 
-    def __init__(self, value: Callable[[], A | None], ready: bool) -> None:
+    def __init__(self, value: Callable[[], A | None], ready: bool, after_parse: bool = False) -> None:
+        #: Being made right after its side's parse, in the worker that parsed it (not a cached
+        #: or held profile's, which lags seconds behind it): the Overall figures wait for it.
+        self.after_parse = after_parse
         self._value, self.ready = value, ready
 
     @classmethod
@@ -109,7 +112,7 @@ def iter_pair(
             raise _with_other(exc, worker.result) from None
         yield "base", b, Analysis.made(analyse(b) if analyse else None), time.perf_counter() - t0
         c = worker.result()
-        yield "comparison", c, Analysis(worker.result, ready=False), time.perf_counter() - t0
+        yield "comparison", c, Analysis(worker.result, ready=False, after_parse=True), time.perf_counter() - t0
     finally:
         worker.stop()
 

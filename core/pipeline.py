@@ -4,7 +4,8 @@
 sides (in parallel processes, :mod:`perfcmp_core.side`), then every enabled comparison, reported
 in workbook order (the steps declared ``beside`` computed on the second core meanwhile), then the
 summary and the advisor. The headless commands (:mod:`perfcmp_core.headless`) consume the stream in-process; the
-TUI consumes it from a child process (:mod:`perfcmp_core.runner`); both fold it with
+TUI consumes it from a child process (:mod:`perfcmp_core.runner`), which stays to run the same
+comparison on other steps from the profiles it holds (:class:`HeldComparisons`); both fold it with
 :class:`perfcmp_core.collect.ResultBuilder`.
 """
 
@@ -19,11 +20,12 @@ from typing import Generator, Iterator
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
+from .held import Held
 from .info import profile_info
 from .model import Profile
 from .notes import Note
 from .pair import iter_pair
-from .processes import Later, in_background
+from .processes import BACKGROUND_NICE, Later, in_background
 from .request import RunRequest
 from .side import SideAnalysis, analyse_side
 
@@ -31,8 +33,11 @@ from .side import SideAnalysis, analyse_side
 OPENING_STEP = "OverallMetrics"
 
 
-def comparison_events(request: RunRequest) -> Iterator[Event]:
-    """Run a whole comparison, yielding progress and results as they become available."""
+def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator[Event]:
+    """Run a whole comparison, yielding progress and results as they become available.
+
+    ``held``: what a serving child keeps between runs (:mod:`perfcmp_core.held`); the sides
+    are then cut from the profiles it holds where the request names the same inputs."""
     t_start = time.perf_counter()
     steps = [s for s in STEPS if request.compare.enables(s.switch)]
     yield Planned(("load base", "load comparison", *(s.name for s in steps), "summary", "advisor"))
@@ -45,40 +50,52 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # What each side's comparisons read of it alone (kernel classes, step explanation, the
     # advisor's analysis) is made where it loads: the comparison side's in its load worker, at
     # the same time as the base side's here.
-    pair = iter_pair(*request.inputs, request.base_opts, request.comp_opts,
-                     analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
-    groups: list[tuple[list[Step], Later[list[Ran]]]] = []
+    analyse = partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)
+    pair = (iter_pair(*request.inputs, request.base_opts, request.comp_opts, analyse=analyse)
+            if held is None else held.pair(request, analyse))
+    #: The workers running the steps declared ``beside``: (their step names, their results).
+    beside: list[tuple[tuple[str, ...], Later[list[Ran]]]] = []
     try:
-        pending = {}
-        for side, profile, analysis, seconds in islice(pair, 2):
-            loaded[side], pending[side] = profile, analysis
-            yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
-            yield Phase(f"load {side}", done=True, seconds=seconds)
-        ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
-                      kernel_masks=request.masks, equivalence=request.equivalence)
-        if steps and steps[0].name == OPENING_STEP and not any(a.ready for a in pending.values()):
-            # Both sides came from the cache and their analyses are still being made: the Overall
-            # screen, which needs only the profiles, is shown first (reopening a pair is then an
-            # Overall screen in the time of reading the cache and this one step).
-            first = yield from _step_events(steps[:1], ctx, [])
-            steps_left = steps[1:]
-        else:
-            steps_left = steps
-        # The steps declared ``beside`` run in workers that share the loaded profiles with this
-        # process: those reading only the profiles start now, while an analysis may still be
-        # being made (a larger comparison side's, in its load worker), the others once both
-        # analyses are here.
-        _start_beside(groups, [s for s in steps_left if s.beside and not s.reads_analyses], ctx)
-        for side, analysis in pending.items():
-            analyses[side] = analysis()
-        pair.close()  # no worker left making an analysis
+        try:
+            pending = {}
+            for side, profile, analysis, seconds in islice(pair, 2):
+                loaded[side], pending[side] = profile, analysis
+                yield Loaded(side, profile_info(profile), tuple(profile.meta.notes))
+                yield Phase(f"load {side}", done=True, seconds=seconds)
+            ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
+                          kernel_masks=request.masks, equivalence=request.equivalence)
+            # A step change cut from held profiles: the Overall figures come first anyway (a
+            # few tens of ms), and the rest of the run is what the user waits for, so the steps
+            # beside run at this process's priority, not below it (on a loaded host 0.58 s
+            # against 0.69 s, bench/step_change.py).
+            nice = 0 if held is not None and held.cut else BACKGROUND_NICE
+            if steps and steps[0].name == OPENING_STEP and not all(a.ready or a.after_parse
+                                                                    for a in pending.values()):
+                # The profiles came from the cache (or a serving child holds them) long before
+                # their analyses: the Overall screen, which needs only the profiles, is shown
+                # first (reopening a pair is then an Overall screen in the time of reading the
+                # cache and this one step).
+                first = yield from _step_events(steps[:1], ctx, [])
+                steps_left = steps[1:]
+            else:
+                steps_left = steps
+            # The beside steps that read only the profiles start now, while an analysis may
+            # still be being made (a larger comparison side's in its load worker, or one asked
+            # for below); the others once both analyses are here.
+            beside += _started([s for s in steps_left if s.beside and not s.reads_analyses], ctx, nice)
+            for side, analysis in pending.items():
+                analyses[side] = analysis()
+        finally:  # the worker making an analysis is not left behind
+            pair.close()
 
         from .advisor import advisor_tables
 
         base, comp = analyses["base"], analyses["comparison"]
         ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
-        _start_beside(groups, [s for s in steps_left if s.beside and s.reads_analyses], ctx)
-        notes = first + (yield from _step_events(steps_left, ctx, groups))
+        # The beside steps that read the analyses: in a worker that shares them with this process.
+        started = {name for names, _ in beside for name in names}
+        beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx, nice)
+        notes = first + (yield from _step_events(steps_left, ctx, beside))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)
@@ -92,23 +109,39 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
         yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
         yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
-        pair.close()
-        for _, later in groups:
+        for _, later in beside:
             later.stop()
 
 
-def _start_beside(groups: list[tuple[list[Step], Later[list[Ran]]]], steps: list[Step], ctx: Context) -> None:
-    """Start ``steps`` (if any) on the second core, as one more group of ``groups``."""
-    if steps:
-        groups.append((steps, in_background(_run_steps, steps, ctx)))
+def _started(steps: list[Step], ctx: Context, nice: int) -> list[tuple[tuple[str, ...], Later[list[Ran]]]]:
+    """``steps`` started on the second core (:func:`in_background`, at ``nice``), none when
+    empty."""
+    return [(tuple(s.name for s in steps), in_background(_run_steps, steps, ctx, nice=nice))] if steps else []
+
+
+class HeldComparisons:
+    """The run function of a serving comparison child (:class:`perfcmp_core.runner.ChildRun`):
+    :func:`comparison_events` on what the child holds between its runs (:class:`Held`)."""
+
+    def __init__(self) -> None:
+        self.held = Held()
+
+    def __call__(self, request: RunRequest) -> Iterator[Event]:
+        yield from comparison_events(request, self.held)
+        # Finished: the analyses of the other steps are made while the user looks at this run.
+        self.held.prefetch(partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+
+    def idle(self) -> None:
+        """Called while the child waits for its next run: take the analyses made ahead."""
+        self.held.take_ahead()
 
 
 def _step_events(steps: list[Step], ctx: Context,
-                 groups: list[tuple[list[Step], Later[list[Ran]]]]) -> Generator[Event, None, list[Note]]:
-    """Every step's events in workbook order; the steps declared ``beside`` come from the worker
-    of their group in ``groups``, this process runs the others (at a beside step whose group has
-    not answered yet, the rest of its own first, then it waits). Returns the run's notes in step
-    order, wherever each step ran."""
+                 beside: list[tuple[tuple[str, ...], Later[list[Ran]]]]) -> Generator[Event, None, list[Note]]:
+    """Every step's events in workbook order; the steps declared ``beside`` come from the
+    ``beside`` workers (each one's step names and results), this process runs the others (those
+    after a beside step first, then it waits). Returns the run's notes in step order, wherever
+    each step ran."""
     done: dict[str, Ran] = {}
     for i, step in enumerate(steps):
         yield Phase(step.name)
@@ -116,8 +149,8 @@ def _step_events(steps: list[Step], ctx: Context,
             if step.beside:
                 here = [s for s in steps[i:] if not s.beside and s.name not in done]
                 done.update(zip((s.name for s in here), _run_steps(here, ctx)))
-                group, later = next((g, w) for g, w in groups if step in g)
-                done.update(zip((s.name for s in group), later()))
+                names, later = next((names, later) for names, later in beside if step.name in names)
+                done.update(zip(names, later()))
             else:
                 done[step.name] = _run_steps([step], ctx)[0]
         ran = done[step.name]

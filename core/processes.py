@@ -1,9 +1,11 @@
 """Child processes of a run: when they fork, when they spawn, and the one worker that sends a
 result back.
 
-Three places start processes: the app's comparison child (:mod:`.runner`), the parse and
-analysis of the comparison side beside the base side's (:mod:`.pair`) and the steps the pipeline
-runs on the second core (:func:`in_background`: those declared ``beside``). They follow one
+Four places start processes: the app's comparison child (:mod:`.runner`), the parse and
+analysis of the comparison side beside the base side's (:mod:`.pair`), the steps the pipeline
+runs on the second core (:func:`in_background`: those declared ``beside``) and the analyses of
+every step that the app's comparison child makes ahead while it waits (:class:`Producer`,
+:mod:`.held`). They follow one
 policy, :func:`start_method`: fork where it is safe, because a forked child shares the modules
 already imported (no second interpreter importing pandas, ≈ 0.5 s of CPU) and the loaded
 profiles (nothing pickled on the way in); spawn elsewhere.
@@ -40,10 +42,11 @@ def start_method() -> str:
 BACKGROUND_NICE = 5
 
 
-def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, parts: int) -> None:
-    """Worker body: send back ``(True, fn(*args))`` — or, for ``parts`` > 1, ``(True, value)``
-    for each value ``fn(*args)`` yields — or ``(False, the exception)``. It dies with its parent
-    and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
+def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, parts: int | None) -> None:
+    """Worker body: send back ``(True, fn(*args))`` — or, for ``parts`` other than 1, ``(True,
+    value)`` for each value ``fn(*args)`` yields (``parts`` of them, or any number for None) —
+    or ``(False, the exception)``. It dies with its parent and ends at once on SIGTERM
+    (:func:`perfcmp_core.lifetime.child_started`)."""
     lifetime.child_started()
     if nice:
         os.nice(nice)
@@ -64,7 +67,7 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, 
                 sent += 1
             if sending is not None:
                 sending.join()
-            if sent != parts:  # the parent would wait for a part that never comes
+            if parts is not None and sent != parts:  # the parent would wait for a part that never comes
                 raise RuntimeError(f"{getattr(fn, '__name__', fn)} made {sent} parts, not {parts}")
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
         if sending is not None:
@@ -81,12 +84,16 @@ class Worker(Generic[T]):
     turn.
     """
 
-    def __init__(self, fn: Callable[..., T], *args: Any, name: str,
-                 method: str | None = None, nice: int = 0, parts: int = 1) -> None:
+    #: Its parent, ending, waits for it (a :class:`Producer` is ended instead).
+    _daemon = False
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str,
+                 method: str | None = None, nice: int = 0, parts: int | None = 1) -> None:
         ctx = mp.get_context(method or start_method())
         self._queue = ctx.SimpleQueue()
         self._left = parts
-        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice, parts), name=name)
+        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice, parts), name=name,
+                                 daemon=self._daemon)
         lifetime.start(self._proc)
 
     def result(self) -> T:
@@ -96,8 +103,9 @@ class Worker(Generic[T]):
         try:
             ok, value = self._queue.get()
         finally:
-            self._left -= 1
-            if not ok or not self._left:
+            if self._left is not None:
+                self._left -= 1
+            if not ok or self._left == 0:
                 self._proc.join()
         if not ok:
             raise value
@@ -108,6 +116,30 @@ class Worker(Generic[T]):
         if self._proc.is_alive():
             self._proc.terminate()
         self._proc.join()
+
+
+class Producer(Worker[T]):
+    """A :class:`Worker` whose ``fn`` yields any number of items, each sent back as soon as it
+    is made: the parent takes those made so far (:meth:`made`) whenever it wants them, never
+    waiting, then :meth:`stop`s it. For work made ahead of a request that may never come."""
+
+    #: Its parent, ending, ends it rather than waiting for items nobody will take (it starts
+    #: no process of its own, which a daemon may not).
+    _daemon = True
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str,
+                 method: str | None = None, nice: int = 0) -> None:
+        super().__init__(fn, *args, name=name, method=method, nice=nice, parts=None)
+
+    def made(self) -> list[T]:
+        """The items made since the last call (none waited for). An error ends the items
+        quietly: what was made stays usable, and the parent makes what is missing."""
+        out = []
+        while not self._queue.empty():
+            ok, value = self._queue.get()
+            if ok:
+                out.append(value)
+        return out
 
 
 class Later(Generic[T]):
@@ -126,14 +158,15 @@ class Later(Generic[T]):
             self._worker.stop()
 
 
-def in_background(fn: Callable[..., T], *args: Any) -> Later[T]:
+def in_background(fn: Callable[..., T], *args: Any, nice: int = BACKGROUND_NICE) -> Later[T]:
     """Start ``fn(*args)`` on the other core now; call the returned :class:`Later` for its result.
 
     For work on the loaded profiles, which only a forked child can share for free: where this
     process cannot fork, the work runs inline when its result is asked for, so callers see the
-    same behaviour everywhere. The child runs at a lower priority (:data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
+    same behaviour everywhere. The child runs at a lower priority (``nice``, by default
+    :data:`BACKGROUND_NICE`): what this process computes first is what the user waits for (the
     app's Overall screen), and the CPU is shared alike once this process waits for the result.
     """
     if start_method() != "fork":
         return Later(fn, args, None)
-    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=BACKGROUND_NICE))
+    return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=nice))

@@ -49,7 +49,7 @@ def _stream(request: RunRequest) -> list[tuple[str, Any]]:
     return out
 
 
-def _inline(fn: Callable[..., Any], *args: Any) -> Later[Any]:
+def _inline(fn: Callable[..., Any], *args: Any, nice: int = 0) -> Later[Any]:
     return Later(fn, args, None)  # what in_background gives where the process cannot fork
 
 

@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import Worker, in_background, start_method
+from perfcmp_core.processes import Producer, Worker, in_background, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -106,3 +106,33 @@ def test_background_work_runs_at_a_lower_priority_than_its_parent() -> None:
         pytest.skip("another thread runs: background work runs inline")
     assert in_background(_niceness)() == min(os.nice(0) + BACKGROUND_NICE, 19)
     assert Worker(_niceness, name="t").result() == os.nice(0)  # a side's loader: same priority
+
+
+def _counting(n: int, gate: str) -> object:
+    """Yields 0..n-1 (a large item: more than a pipe holds), waiting for ``gate`` to exist
+    before the last one."""
+    for i in range(n):
+        if i == n - 1:
+            while not os.path.exists(gate):
+                time.sleep(0.01)
+        yield i, "x" * 200_000
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked")
+def test_producer_items_are_taken_as_they_are_made_and_stop_ends_it(tmp_path: Path) -> None:
+    """Items come back one by one without waiting for the rest (each larger than a pipe's
+    buffer: the producer writes the next once the parent took the one before); stopped, the
+    child is gone, and a daemon: its parent ending does not wait for it."""
+    gate = tmp_path / "gate"
+    producer: Producer[tuple[int, str]] = Producer(_counting, 4, str(gate), name="t", method="fork")
+    got: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < deadline:
+        got += [i for i, _ in producer.made()]
+        time.sleep(0.01)
+    assert got == [0, 1, 2]  # the last one waits for the gate
+    time.sleep(0.1)
+    assert producer.made() == []
+    assert producer._proc.daemon
+    producer.stop()
+    assert not producer._proc.is_alive()

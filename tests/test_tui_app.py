@@ -8,6 +8,7 @@ designed differences documented in fixtures/README.md (quoted next to each check
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -1027,25 +1028,60 @@ async def test_step_picker_without_steps_to_pick() -> None:
 
 @aio
 async def test_step_picker_reruns_in_a_child_process() -> None:
-    """The real app's restart: a fresh child process on the chosen step (`--base-step 3
-    --comparison-step 3`), its figures StepCompare's row for step 3."""
-    from perfcmp_core.runner import prepare
+    """The real app's restart: the next run of the comparison child that made the first one (it
+    holds both profiles), on the chosen step (`--base-step 3 --comparison-step 3`), its figures
+    StepCompare's row for step 3; when the app ends, the child is gone."""
+    from perfcmp_core import runner
 
-    prepare()
+    runner.prepare()
     steps = tables("npu")["StepCompare"].data
     app = build_app(request("npu"))
     app.timings = False
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, timeout=120)
+        children = {run.pid for run in runner._live}
+        assert len(children) == 1  # the first run's child waits for a step change
         await pilot.press("S", "end", "enter")
         await pilot.pause()
         await settle(pilot, app, timeout=120)
         assert app.failed is None and app.steps_now == (3, 3)
+        assert {run.pid for run in runner._live} == children  # the same child ran it
         head = pane(app, "overall")._headlines[0]
         assert head.base == f"{steps['base_e2e'].iloc[2]:,.3f} ms"
         assert app.outcome.loaded["base"]["selected_step"] == 3
         await pilot.press("Q")
     assert app.return_code == 0
+    assert not runner._live
+    (pid,) = children
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+@aio
+async def test_a_step_change_stopped_half_way_ends_its_child() -> None:
+    """S, then S again before the first change finished: the run stopped half way ends its
+    child (and everything it started), and the next change runs in a new one."""
+    from perfcmp_core import runner
+
+    runner.prepare()
+    app = build_app(request("npu"))
+    app.timings = False
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, timeout=120)
+        (first,) = {run.pid for run in runner._live}
+        await pilot.press("S", "end", "enter")  # step 3, at once replaced by step 2
+        await pilot.press("S", "home", "down", "down", "enter")
+        await pilot.pause()
+        await settle(pilot, app, timeout=120)
+        assert app.failed is None and app.steps_now == (2, 2)
+        assert app.outcome.loaded["base"]["selected_step"] == 2
+        now = {run.pid for run in runner._live}
+        assert len(now) == 1
+        if first not in now:  # the first change was stopped half way: its child is gone
+            with pytest.raises(ProcessLookupError):
+                os.killpg(first, 0)
+        await pilot.press("Q")
+    assert not runner._live
 
 
 # -- kernels of a row ---------------------------------------------------------------------------

@@ -142,8 +142,11 @@ class PerfCmpApp(App[int]):
         timings: bool = True,
         restart: Restart | None = None,
         screens: tuple[ScreenSpec, ...] = SCREENS,
+        release: Callable[[], None] | None = None,
     ) -> None:
         """``timings=False`` leaves elapsed seconds off the screen (reproducible snapshots).
+        ``release``: called when the app ends, to stop the processes its sources keep between
+        runs (a comparison child that serves step changes).
 
         Under NO_COLOR the app draws with the terminal's own default colours and attributes only
         (bold, reverse): Textual alone would still paint grey tones.
@@ -152,6 +155,7 @@ class PerfCmpApp(App[int]):
         self.base_path, self.comp_path = base, comp
         self.source = source
         self.restart = restart
+        self.release = release
         #: The steps of each side as the first full run found them (a rerun on one step loads
         #: that step alone), and the steps compared now.
         self.all_steps: dict[str, list[int]] = {}
@@ -427,6 +431,8 @@ class PerfCmpApp(App[int]):
         keep_out_of_collections()  # the results stay: full collections need not scan them
 
     def on_unmount(self) -> None:
+        if self.release is not None:
+            self.release()
         collect_again()
 
     def _rerun(self) -> None:
@@ -828,9 +834,20 @@ def build_app(
     from perfcmp_core.runner import start_comparison
 
     pending = [first_run] if first_run is not None else []
+    #: The child of the latest run: it serves (it stays after a finished run, holding both
+    #: profiles), so a step change is its next run, not a new child reading them again.
+    serving = [first_run] if first_run is not None else []
+
+    def begin(wanted: RunRequest) -> ChildRun:
+        if serving and serving[0].again(request=wanted):
+            return serving[0]
+        # None waits (the first run, a run stopped, failed or still going): a new child. One
+        # still going is closed by the worker thread reading it, once cancelled.
+        serving[:] = [start_comparison(wanted, serve=True)]
+        return serving[0]
 
     def source(should_stop: Callable[[], bool]) -> Iterator[Event]:
-        run = pending.pop() if pending else start_comparison(request)
+        run = pending.pop() if pending else begin(request)
         return run.events(should_stop)
 
     def restart(base_step: int | None, comp_step: int | None) -> EventSource:
@@ -838,10 +855,14 @@ def build_app(
         so no run of the old steps is left pending)."""
         cut = replace(request, base_opts=replace(request.base_opts, step=base_step),
                       comp_opts=replace(request.comp_opts, step=comp_step))
-        return lambda should_stop: start_comparison(cut).events(should_stop)
+        return lambda should_stop: begin(cut).events(should_stop)
+
+    def release() -> None:
+        for run in serving:
+            run.close()
 
     return PerfCmpApp(request.base, request.comp, source, out_dir=str(Path(out_dir)),
-                      restart=restart)
+                      restart=restart, release=release)
 
 
 def run_app(

@@ -444,7 +444,7 @@ def cmd_tui(ns: argparse.Namespace) -> int:
 
         run = start_cluster(cluster)
     else:
-        run = start_comparison(request)
+        run = start_comparison(request, serve=True)  # it serves the step changes (S)
     try:
         with gc_paused():
             from perfcmp_tui.app import run_app

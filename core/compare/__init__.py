@@ -151,8 +151,9 @@ class Step:
     #: match), and what they add to ``Context.notes`` comes back with their outcome.
     beside: bool = False
     #: Reads the sides' analyses (``Context.kernel_classes`` / ``explanations``, made where each
-    #: side loaded): it runs once both are here. A step without it must not read them (it would
-    #: make them again), so it can run while an analysis is still being made.
+    #: side loaded: :mod:`perfcmp_core.side`): it runs once both are here. A step without it must
+    #: not read them (it would make them again), so it can run while an analysis is still being
+    #: made (the comparison side's after its parse, or a cached or held side's).
     reads_analyses: bool = False
 
     @property

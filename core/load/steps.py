@@ -8,6 +8,8 @@ window. Row links (``op_row``, ``parent``) are renumbered so the model stays con
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -89,15 +91,17 @@ def select_step(profile: Profile, step: int) -> Profile:
     comm_tasks = profile.comm_tasks[keep["comm_tasks"]].reset_index(drop=True)
     comm_tasks["op_row"] = _remap(profile.comm_tasks["op_row"][keep["comm_tasks"]], keep["comm_ops"])
 
-    profile.meta.selected_step = step
+    # The cut's own metadata: the whole profile stays as it was (a long-lived comparison child
+    # keeps it and cuts another step from it later, :mod:`perfcmp_core.held`).
+    meta = replace(profile.meta, selected_step=step, notes=list(profile.meta.notes))
     op_statistic = profile.op_statistic
     if profile.meta.kind == "npu_db":  # the Db's statistic is made from the step's compute tasks
         from .npu_db_device import op_statistic as db_statistic
 
         op_statistic = db_statistic(kernels)
-        profile.meta.profiler_overlap_ns = profile.meta.profiler_overlap_steps.get(str(step), {})
+        meta.profiler_overlap_ns = profile.meta.profiler_overlap_steps.get(str(step), {})
     return Profile(
-        meta=profile.meta,
+        meta=meta,
         kernels=kernels,
         ops=ops,
         pyfuncs=pyfuncs,

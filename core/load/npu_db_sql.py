@@ -9,7 +9,7 @@ exports): the SQL half of the Db loader, kept apart from the table building in `
 * **Typed without per-cell Python work.** Integer columns are ``COALESCE``-d in SQL so ns
   timestamps never pass through float64; interned strings come back as ids and are resolved
   against one in-memory copy of ``STRING_IDS``; a query of integers and ids only comes back as
-  one text per column that numpy parses (:meth:`Db._fetch_int_columns`).
+  one text per column that numpy parses (:meth:`Db.int_columns`).
 * **Bad files are input errors.** Every SQLite failure becomes an :class:`InputError` naming the
   file.
 """
@@ -43,7 +43,7 @@ INT, FLOAT, SID, TEXT = "int", "float", "sid", "text"
 _FETCH_ROWS = 1 << 15
 
 
-def _table(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+def table(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """The fetched columns as a table, texts as ``object`` columns: from a dict of arrays pandas 3
     would infer its ``str`` dtype, whose comparisons and missing-value checks cost a Python call
     per cell (≈ 1.5 s of CPU of a 150 MB Db side) and whose results are the same."""
@@ -103,6 +103,10 @@ class Db:
         self.conn.text_factory = _lenient_text
         return self._execute(sql)
 
+    def rows(self, sql: str) -> list[tuple[object, ...]]:
+        """The rows of ``sql`` as Python tuples (SQLite failures as :class:`InputError`)."""
+        return self._execute(sql)
+
     def columns(self, table: str) -> set[str]:
         if table not in self.tables:
             return set()
@@ -119,20 +123,20 @@ class Db:
     def fetch(self, sql: str, kinds: dict[str, str]) -> pd.DataFrame:
         """Run ``sql`` and return its columns (named and typed by ``kinds``, in SELECT order)."""
         if all(kind in (INT, SID) for kind in kinds.values()):
-            ints = self._fetch_int_columns(sql, list(kinds))
+            ints = self.int_columns(sql, list(kinds))
             if ints is None:
                 matrix = self._fetch_ints(sql, len(kinds))
                 ints = None if matrix is None else dict(zip(kinds, matrix.T))
             if ints is not None:
-                return _table({name: ints[name] if kind == INT else self._texts(ints[name])
+                return table({name: ints[name] if kind == INT else self.texts(ints[name])
                                for name, kind in kinds.items()})
         rows = self._execute(sql)
         cells = np.empty((len(rows), len(kinds)), dtype=object)
         if rows:
             cells[:] = rows
-        return _table({name: self._convert(cells[:, j], kind) for j, (name, kind) in enumerate(kinds.items())})
+        return table({name: self._convert(cells[:, j], kind) for j, (name, kind) in enumerate(kinds.items())})
 
-    def _fetch_int_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
+    def int_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
         """The columns of a query whose cells are all integers (ids included), each fetched as
         one comma-separated text built by SQLite (``group_concat``) and parsed by numpy; None
         when a cell is not an integer (NULL, text, a real) or anything fails (:meth:`_fetch_ints`
@@ -198,10 +202,10 @@ class Db:
         if kind == FLOAT:
             return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
         if kind == SID:
-            return self._texts(values)
+            return self.texts(values)
         return np.where(pd.isna(values), "", values)
 
-    def _texts(self, values: np.ndarray) -> np.ndarray:
+    def texts(self, values: np.ndarray) -> np.ndarray:
         """Interned ids → their text; text stored inline (older exports) is kept as is."""
         try:
             codes, inline = values.astype(np.int64), None

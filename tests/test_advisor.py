@@ -1005,3 +1005,23 @@ def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
     evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
     assert "operators found on one side only" in evidence
     assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence
+
+
+def test_collective_texts_are_not_matched_and_collectives_stay_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collective is Comm whatever its name, so the keyword lists are tried only on the texts
+    of other work: ``nccl:all_gather_gemm`` (a collective whose name holds a MatMul keyword) is
+    never shown to them, is Comm, and the GEMM beside it is still MatMul."""
+    from perfcmp_core.advisor import rules
+
+    items = build_items(gpu_profile([("nccl:all_gather_gemm", "c10d::allgather_"), ("sm80_xmma_gemm", "aten::mm")]))
+    shown: list[str] = []
+    real = rules.Keywords.matches
+
+    def spy(self: rules.Keywords, lower: pd.Series) -> np.ndarray:
+        shown.extend(lower.tolist())
+        return real(self, lower)
+
+    monkeypatch.setattr(rules.Keywords, "matches", spy)
+    got = dict(zip(items.label, np.asarray(CATEGORIES, dtype=object)[classify(items, CFG)]))
+    assert got == {"c10d::allgather_": "Comm", "aten::mm": "MatMul"}
+    assert shown and not any("all_gather" in text for text in shown)

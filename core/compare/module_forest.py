@@ -127,10 +127,10 @@ class ModuleSide:
     notes: list[str]
 
 
-def _optimizer_ops(ops: pd.DataFrame) -> np.ndarray:
+def _optimizer_ops(profile: Profile) -> np.ndarray:
     """Host ops named ``Optimizer…`` (any case): pseudo-modules, never ops inside modules."""
-    codes, names = pd.factorize(ops["name"], use_na_sentinel=False)  # a few hundred distinct names
-    return pd.Series(names).str.match("(?i)optimizer").to_numpy(dtype=bool)[codes]
+    codes, names = profile.codes("ops", "name")  # a few hundred distinct names
+    return pd.Series(names, dtype=object).str.match("(?i)optimizer").to_numpy(dtype=bool)[codes]
 
 
 def _module_frames(profile: Profile, optimizer: np.ndarray) -> pd.DataFrame:
@@ -271,7 +271,7 @@ def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tup
 def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide:
     """One side's modules; ``op_keys`` are the pairing keys of every host op."""
     ops = profile.ops
-    optimizer = _optimizer_ops(ops)
+    optimizer = _optimizer_ops(profile)
     forest = _forest(profile, optimizer)
     frames, nf = forest.frames, forest.nf
     n = len(frames)

@@ -755,3 +755,71 @@ def test_tasks_joined_and_pmu_pivoted_in_numpy_load_like_sql(which: str, tmp_pat
     if which == "pmu reals, two rows of a metric":  # task 1: aic_total_time 450 and 450.5, mte2 120.25
         k = here.kernels.set_index("task_id")
         assert k.loc["1", "aicore_us"] == 0.4505 and k.loc["1", "mte2_us"] == 0.12025
+
+
+@pytest.mark.parametrize("which", [*_JOIN_VARIANTS, "inline-text", "real-in-int",
+                                   *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_scans_read_through_arrow_load_like_sqlite3(which: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``adbc-driver-sqlite`` installed, the integer scans of one table (PYTORCH_API, TASK,
+    COMPUTE_TASK_INFO, TASK_PMU_INFO, CONNECTION_IDS, the memory tables) are read through Arrow;
+    every table equals the one sqlite3 alone reads, on the same variants as the joins above
+    (a NULL, text or real cell makes Arrow refuse the scan, and the text path decides)."""
+    pytest.importorskip("adbc_driver_sqlite")
+    from perfcmp_core.load import npu_db_sql
+
+    if which.startswith("real:"):
+        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+    else:
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+        changes = {"inline-text": ["UPDATE TASK SET taskType = 'KERNEL_AICORE' WHERE rowid = 1"],
+                   "real-in-int": ["UPDATE TASK SET endNs = 123456789.5 WHERE rowid = 2"]}.get(which) \
+            or _JOIN_VARIANTS[which][0]
+        conn = sqlite3.connect(path)
+        for change in changes:
+            conn.execute(change)
+        conn.commit()
+        conn.close()
+    read: list[bool] = []
+    real = npu_db_sql.Db._arrow_int_columns
+
+    def spy(self: npu_db_sql.Db, sql: str, names: list[str]) -> object:
+        out = real(self, sql, names)
+        read.append(out is not None)
+        return out
+
+    monkeypatch.setattr(npu_db_sql.Db, "_arrow_int_columns", spy)
+    opts = LoadOptions(use_cache=False)
+    arrow = load_profile(str(path), opts)
+    assert any(read)  # PYTORCH_API at least
+    monkeypatch.setattr(npu_db_sql.Db, "_arrow_int_columns", lambda self, sql, names: None)
+    _profiles_equal(arrow, load_profile(str(path), opts))
+
+
+def test_arrow_scan_refuses_what_is_not_an_integer_and_is_optional(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Db.scan_columns`` by hand: the same columns as ``Db.int_columns`` (64-bit extremes
+    exactly), None for a NULL, a text or a real anywhere; without the driver installed the
+    Arrow reader is simply absent and the text path reads the scan."""
+    import sys
+
+    from perfcmp_core.load.npu_db_sql import Db
+
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE T (a INTEGER, b INTEGER, c)")
+    conn.executemany("INSERT INTO T VALUES (?, ?, ?)",
+                     [(1, 2**63 - 1, 7), (2, -(2**63), None), (3, 0, "x"), (4, 10, 2.5)])
+    conn.commit()
+    conn.close()
+    db = Db(path)
+    got = db.scan_columns("SELECT a AS a, b AS b FROM T", ["a", "b"])
+    assert got is not None and got["b"].tolist() == [2**63 - 1, -(2**63), 0, 10] and got["b"].dtype == np.int64
+    for where in ("a = 2", "a = 3", "a = 4"):  # NULL, text, real
+        assert db.scan_columns(f"SELECT a AS a, c AS c FROM T WHERE a = 1 OR {where}", ["a", "c"]) is None
+    db.close()
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # not installed: import fails
+    db = Db(path)
+    assert db._arrow_int_columns("SELECT a AS a FROM T", ["a"]) is None
+    assert db.scan_columns("SELECT a AS a FROM T", ["a"])["a"].tolist() == [1, 2, 3, 4]
+    db.close()

@@ -124,7 +124,7 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
     of one scan of ``TASK``, as in the joined query, whose outer loop ``TASK`` is.
     """
     # The task id as stored (not cast): a NULL, text or real one refuses the integer fetch.
-    tasks = db.int_columns(f"SELECT T.globalTaskId AS gid, {', '.join(q.items[1:])} FROM TASK AS T {_TASKS_WHERE}",
+    tasks = db.scan_columns(f"SELECT T.globalTaskId AS gid, {', '.join(q.items[1:])} FROM TASK AS T {_TASKS_WHERE}",
                            list(q.kinds))
     if tasks is None:
         return None
@@ -136,7 +136,7 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
         c = Select(db)
         for column, name in _COMPUTE_COLUMNS:
             c.col("C", "COMPUTE_TASK_INFO", column, name, SID)
-        info = db.int_columns(f"SELECT C.globalTaskId AS gid, {', '.join(c.items)} FROM COMPUTE_TASK_INFO AS C",
+        info = db.scan_columns(f"SELECT C.globalTaskId AS gid, {', '.join(c.items)} FROM COMPUTE_TASK_INFO AS C",
                               ["gid", *c.kinds])
         if info is None:
             return None
@@ -237,7 +237,7 @@ def _pmu_pivoted_here(db: Db, ids: dict[str, list[int]]) -> pd.DataFrame | None:
     its values converted one by one, as ``MAX(CAST(value AS REAL))`` (the conversion keeps order).
     """
     sql = "SELECT P.globalTaskId AS gid, P.name AS name, P.value AS value FROM TASK_PMU_INFO AS P WHERE "
-    whole = db.int_columns(sql + "typeof(P.value) = 'integer'", ["gid", "name", "value"])
+    whole = db.scan_columns(sql + "typeof(P.value) = 'integer'", ["gid", "name", "value"])
     if whole is None:
         return None
     try:

@@ -14,6 +14,11 @@ its MB per CPU-second: the loading rate of one side) with the packages imported 
 needed: this venv's dependencies serve both). Per pair it prints the median wall and CPU time of
 each checkout (CPU: the run's process and every process it started and reaped) and B ÷ A.
 
+``--cached`` times reopening from the profile cache instead: each checkout gets a private cache
+folder (a temporary ``XDG_CACHE_HOME``), filled by its untimed first run, and the runs drop
+``--no-cache`` (e.g. ``--command info --cached``: reading one entry, two cache formats side by
+side). The peak RSS of the run's own process is printed too.
+
 The same checkout in two environments is a comparison too: ``--a . --b . --b-python
 /path/to/venv-with-pyarrow/bin/python`` measures what installing pyarrow (pandas then backs
 ``str`` columns with Arrow) does to a run.
@@ -57,15 +62,20 @@ entry()
 
 
 def run_once(checkout: Path, command: str, base: str, comp: str,
-             python: str = sys.executable) -> tuple[float, float]:
-    """Wall and CPU seconds of one run (``python``: the interpreter, and so the environment, it
-    runs in)."""
+             python: str = sys.executable, cache_home: str | None = None) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MB, the run's own process) of one run (``python``: the
+    interpreter, and so the environment, it runs in; ``cache_home``: the ``XDG_CACHE_HOME`` of a
+    run through the profile cache, None for ``--no-cache``)."""
     with tempfile.TemporaryDirectory() as out:
         paths = [base] if command == "info" else [base, comp]
-        args = [python, "-c", LAUNCH, str(checkout), command, *paths, "--no-cache"]
+        args = [python, "-c", LAUNCH, str(checkout), command, *paths]
+        if cache_home is None:
+            args.append("--no-cache")
         if command == "export":
             args += ["-o", out]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        if cache_home is not None:
+            env["XDG_CACHE_HOME"] = cache_home
         t0 = time.perf_counter()
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -74,7 +84,7 @@ def run_once(checkout: Path, command: str, base: str, comp: str,
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         if proc.returncode != 0:
             raise SystemExit(f"{checkout}: exit {proc.returncode}\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def _size(path: Path) -> int:
@@ -94,31 +104,42 @@ def main() -> int:
                          "with pyarrow installed); default this one")
     ap.add_argument("--b-python", default=sys.executable, help="interpreter of checkout B's runs")
     ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BASE", "COMP"))
+    ap.add_argument("--cached", action="store_true",
+                    help="through the profile cache (a private one per checkout, filled by the "
+                         "untimed first run) instead of --no-cache")
     ns = ap.parse_args()
-    for base, comp in ns.pair:
-        times: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
-        python = {"A": ns.a_python, "B": ns.b_python}
-        for name, checkout in (("A", ns.a), ("B", ns.b)):  # warm-up: .pyc files, page cache
-            run_once(checkout.resolve(), ns.command, base, comp, python[name])
-        for r in range(ns.runs):
-            order = (("A", ns.a), ("B", ns.b)) if r % 2 == 0 else (("B", ns.b), ("A", ns.a))
-            for name, checkout in order:
-                times[name].append(run_once(checkout.resolve(), ns.command, base, comp, python[name]))
-        print(f"{Path(base).name} vs {Path(comp).name}: {ns.command}, {ns.runs} runs each, alternating")
-        med = {}
-        for name in ("A", "B"):
-            walls, cpus = zip(*times[name])
-            med[name] = (statistics.median(walls), statistics.median(cpus))
-            label = getattr(ns, name.lower()) if python[name] == sys.executable else \
-                f"{getattr(ns, name.lower())} ({python[name]})"
-            print(f"  {name} {label}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
-                  f"CPU {med[name][1]:.3f} s")
-        print(f"  B / A: wall {med['B'][0] / med['A'][0]:.3f}, CPU {med['B'][1] / med['A'][1]:.3f}")
-        if ns.command == "info":
-            mb = _size(Path(base)) / 1e6
-            print(f"  {Path(base).name}: {mb:.0f} MB; MB per CPU-second: A {mb / med['A'][1]:.0f}, "
-                  f"B {mb / med['B'][1]:.0f}")
+    with tempfile.TemporaryDirectory(prefix="perfcmp-ab-cache-") as caches:
+        homes = {name: f"{caches}/{name}" if ns.cached else None for name in ("A", "B")}
+        for base, comp in ns.pair:
+            _compare(ns, base, comp, homes)
     return 0
+
+
+def _compare(ns: argparse.Namespace, base: str, comp: str, homes: dict[str, str | None]) -> None:
+    times: dict[str, list[tuple[float, float, float]]] = {"A": [], "B": []}
+    python = {"A": ns.a_python, "B": ns.b_python}
+    for name, checkout in (("A", ns.a), ("B", ns.b)):  # warm-up: .pyc files, page cache, the cache
+        run_once(checkout.resolve(), ns.command, base, comp, python[name], homes[name])
+    for r in range(ns.runs):
+        order = (("A", ns.a), ("B", ns.b)) if r % 2 == 0 else (("B", ns.b), ("A", ns.a))
+        for name, checkout in order:
+            times[name].append(run_once(checkout.resolve(), ns.command, base, comp, python[name],
+                                        homes[name]))
+    how = "from the cache" if ns.cached else "no cache"
+    print(f"{Path(base).name} vs {Path(comp).name}: {ns.command}, {how}, {ns.runs} runs each, alternating")
+    med = {}
+    for name in ("A", "B"):
+        walls, cpus, rss = zip(*times[name])
+        med[name] = (statistics.median(walls), statistics.median(cpus))
+        label = getattr(ns, name.lower()) if python[name] == sys.executable else \
+            f"{getattr(ns, name.lower())} ({python[name]})"
+        print(f"  {name} {label}: wall {med[name][0]:.3f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+              f"CPU {med[name][1]:.3f} s, peak RSS {statistics.median(rss):.0f} MB")
+    print(f"  B / A: wall {med['B'][0] / med['A'][0]:.3f}, CPU {med['B'][1] / med['A'][1]:.3f}")
+    if ns.command == "info":
+        mb = _size(Path(base)) / 1e6
+        print(f"  {Path(base).name}: {mb:.0f} MB; MB per CPU-second: A {mb / med['A'][1]:.0f}, "
+              f"B {mb / med['B'][1]:.0f}")
 
 
 if __name__ == "__main__":

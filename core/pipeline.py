@@ -47,6 +47,7 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
     # the same time as the base side's here.
     pair = iter_pair(*request.inputs, request.base_opts, request.comp_opts,
                      analyse=partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+    groups: list[tuple[list[Step], Later[list[Ran]]]] = []
     try:
         pending = {}
         for side, profile, analysis, seconds in islice(pair, 2):
@@ -55,29 +56,29 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
             yield Phase(f"load {side}", done=True, seconds=seconds)
         ctx = Context(base=loaded["base"], comp=loaded["comparison"], opts=request.compare,
                       kernel_masks=request.masks, equivalence=request.equivalence)
-        if steps and steps[0].name == OPENING_STEP and not all(a.ready for a in pending.values()):
+        if steps and steps[0].name == OPENING_STEP and not any(a.ready for a in pending.values()):
             # Both sides came from the cache and their analyses are still being made: the Overall
             # screen, which needs only the profiles, is shown first (reopening a pair is then an
             # Overall screen in the time of reading the cache and this one step).
-            first = yield from _step_events(steps[:1], ctx, None)
+            first = yield from _step_events(steps[:1], ctx, [])
             steps_left = steps[1:]
         else:
             steps_left = steps
+        # The steps declared ``beside`` run in workers that share the loaded profiles with this
+        # process: those reading only the profiles start now, while an analysis may still be
+        # being made (a larger comparison side's, in its load worker), the others once both
+        # analyses are here.
+        _start_beside(groups, [s for s in steps_left if s.beside and not s.reads_analyses], ctx)
         for side, analysis in pending.items():
             analyses[side] = analysis()
-    finally:  # the worker making an analysis is not left behind
-        pair.close()
+        pair.close()  # no worker left making an analysis
 
-    from .advisor import advisor_tables
+        from .advisor import advisor_tables
 
-    base, comp = analyses["base"], analyses["comparison"]
-    ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
-    # The steps declared ``beside`` (the largest ones) run in a worker that shares the loaded
-    # profiles and both sides' analyses with this process.
-    beside = [s for s in steps_left if s.beside]
-    later = in_background(_run_steps, beside, ctx) if beside else None
-    try:
-        notes = first + (yield from _step_events(steps_left, ctx, later))
+        base, comp = analyses["base"], analyses["comparison"]
+        ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
+        _start_beside(groups, [s for s in steps_left if s.beside and s.reads_analyses], ctx)
+        notes = first + (yield from _step_events(steps_left, ctx, groups))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)
@@ -91,24 +92,32 @@ def comparison_events(request: RunRequest) -> Iterator[Event]:
         yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
         yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
-        if later is not None:
+        pair.close()
+        for _, later in groups:
             later.stop()
 
 
+def _start_beside(groups: list[tuple[list[Step], Later[list[Ran]]]], steps: list[Step], ctx: Context) -> None:
+    """Start ``steps`` (if any) on the second core, as one more group of ``groups``."""
+    if steps:
+        groups.append((steps, in_background(_run_steps, steps, ctx)))
+
+
 def _step_events(steps: list[Step], ctx: Context,
-                 beside: Later[list[Ran]] | None) -> Generator[Event, None, list[Note]]:
-    """Every step's events in workbook order; the steps declared ``beside`` come from the
-    ``beside`` worker, this process runs the others (those after a beside step first, then it
-    waits). Returns the run's notes in step order, wherever each step ran."""
+                 groups: list[tuple[list[Step], Later[list[Ran]]]]) -> Generator[Event, None, list[Note]]:
+    """Every step's events in workbook order; the steps declared ``beside`` come from the worker
+    of their group in ``groups``, this process runs the others (at a beside step whose group has
+    not answered yet, the rest of its own first, then it waits). Returns the run's notes in step
+    order, wherever each step ran."""
     done: dict[str, Ran] = {}
     for i, step in enumerate(steps):
         yield Phase(step.name)
         if step.name not in done:
             if step.beside:
-                assert beside is not None
-                here = [s for s in steps[i:] if not s.beside]
+                here = [s for s in steps[i:] if not s.beside and s.name not in done]
                 done.update(zip((s.name for s in here), _run_steps(here, ctx)))
-                done.update(zip((s.name for s in steps if s.beside), beside()))
+                group, later = next((g, w) for g, w in groups if step in g)
+                done.update(zip((s.name for s in group), later()))
             else:
                 done[step.name] = _run_steps([step], ctx)[0]
         ran = done[step.name]

@@ -40,15 +40,35 @@ def start_method() -> str:
 BACKGROUND_NICE = 5
 
 
-def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int = 0) -> None:
-    """Worker body: send back ``(True, fn(*args))``, or ``(False, the exception)``. It dies
-    with its parent and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
+def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, parts: int) -> None:
+    """Worker body: send back ``(True, fn(*args))`` — or, for ``parts`` > 1, ``(True, value)``
+    for each value ``fn(*args)`` yields — or ``(False, the exception)``. It dies with its parent
+    and ends at once on SIGTERM (:func:`perfcmp_core.lifetime.child_started`)."""
     lifetime.child_started()
     if nice:
         os.nice(nice)
+    sending: threading.Thread | None = None
     try:
-        q.put((True, fn(*args)))
+        if parts == 1:
+            q.put((True, fn(*args)))
+        else:
+            # A part waits in the pipe until the parent reads it, which may be long after (the
+            # parent still analyses its own side): each part is sent by a thread, so making the
+            # next one goes on meanwhile (this child starts no process after).
+            sent = 0
+            for value in fn(*args):
+                if sending is not None:
+                    sending.join()
+                sending = threading.Thread(target=q.put, args=((True, value),), daemon=True)
+                sending.start()
+                sent += 1
+            if sending is not None:
+                sending.join()
+            if sent != parts:  # the parent would wait for a part that never comes
+                raise RuntimeError(f"{getattr(fn, '__name__', fn)} made {sent} parts, not {parts}")
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
+        if sending is not None:
+            sending.join()
         q.put((False, exc))
 
 
@@ -56,22 +76,29 @@ class Worker(Generic[T]):
     """``fn(*args)`` started at construction in a child process (see :func:`start_method`).
 
     Spawned, ``fn`` and ``args`` are pickled, so they must be cheap to send; forked, they are
-    shared as they are.
+    shared as they are. With ``parts`` > 1, ``fn`` is a generator of that many values, each sent
+    as soon as it is made (a loaded profile before its analysis): :meth:`result` gives them in
+    turn.
     """
 
     def __init__(self, fn: Callable[..., T], *args: Any, name: str,
-                 method: str | None = None, nice: int = 0) -> None:
+                 method: str | None = None, nice: int = 0, parts: int = 1) -> None:
         ctx = mp.get_context(method or start_method())
         self._queue = ctx.SimpleQueue()
-        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice), name=name)
+        self._left = parts
+        self._proc = ctx.Process(target=_run_into, args=(self._queue, fn, args, nice, parts), name=name)
         lifetime.start(self._proc)
 
     def result(self) -> T:
-        """Wait for the value (re-raising the child's exception); the child is then joined."""
+        """Wait for the next value (re-raising the child's exception); after the last one, or
+        an exception, the child is joined."""
+        ok = False
         try:
             ok, value = self._queue.get()
         finally:
-            self._proc.join()
+            self._left -= 1
+            if not ok or not self._left:
+                self._proc.join()
         if not ok:
             raise value
         return value

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import numpy as np
 
-from perfcmp_core.compare.align import align, align_runs, fill_by_position, lcs_length
+from perfcmp_core.compare.align import _myers, align, align_runs, fill_by_position, lcs_length
 
 
 def dp_lcs(a: list, b: list) -> int:
@@ -173,3 +173,62 @@ def test_fill_by_position_pairs_only_one_each_gaps() -> None:
     out, flags = fill_by_position(steps)
     assert out == [(0, 0), (1, 1), (2, None), (3, None), (None, 2), (4, 3), (5, None)]
     assert flags == [True, False, False, False, False, False, False]
+
+
+def textbook_myers(a: list[int], b: list[int], max_d: int) -> tuple[bool, list[tuple[int, int]], tuple[int, int]]:
+    """Myers' search one diagonal at a time with a full copy of ``v`` per round (the paper's
+    form), cut at ``max_d`` and ended at the furthest on-grid point as the module describes:
+    the independent oracle of the array rounds."""
+    n, m = len(a), len(b)
+    v: dict[int, int] = {1: 0}
+    rounds: list[dict[int, int]] = []
+    for d in range(min(n + m, max_d) + 1):
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            while x < n and x - k < m and a[x] == b[x - k]:
+                x += 1
+            v[k] = x
+        rounds.append(dict(v))
+        if n - m in v and abs(n - m) <= d and (n - m + d) % 2 == 0 and v[n - m] >= n:
+            end = (n, m)
+            break
+    else:
+        while True:
+            d = len(rounds) - 1
+            on_grid = [(2 * x - k, k, x) for k, x in rounds[d].items()
+                       if -d <= k <= d and (k + d) % 2 == 0 and x <= n and x - k <= m]
+            if on_grid:
+                _, k, x = max(on_grid)
+                end = (x, x - k)
+                break
+            rounds.pop()
+    # Walk back: each round's move into the path's diagonal, then the snake after it.
+    matches, (x, y) = [], end
+    for d in range(len(rounds) - 1, 0, -1):
+        k, prev = x - y, rounds[d - 1]
+        down = k == -d or (k != d and prev[k - 1] < prev[k + 1])
+        px = prev[k + 1] if down else prev[k - 1]
+        sx = px if down else px + 1
+        matches.extend((sx + t, sx + t - k) for t in range(x - sx - 1, -1, -1))
+        x, y = px, px - (k + 1 if down else k - 1)
+    matches.extend((t, t) for t in range(x - 1, -1, -1))
+    return end == (n, m), matches[::-1], end
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=40), st.lists(st.integers(0, 5), max_size=40),
+       st.sampled_from([1, 2, 3, 5, 10, 2000]))
+def test_myers_rounds_equal_the_textbook_search(a: list[int], b: list[int], max_d: int) -> None:
+    """The array rounds find the very path (not only one of the same length) that a plain
+    diagonal-by-diagonal search finds, complete or cut: alignments do not change with the speed-up."""
+    assert _myers(a, b, max_d) == textbook_myers(a, b, max_d)
+
+
+def test_myers_rounds_on_sequences_that_share_keys_but_few_snakes() -> None:
+    """The shape that made the search slow (a 1-step base against a 12-step comparison: common
+    keys, a distance far above the budget, almost no equal diagonal starts): same path as the
+    textbook search."""
+    r = random.Random(11)
+    base = [r.randrange(300) for _ in range(700)]
+    comp = [r.randrange(300) for _ in range(1900)]
+    assert _myers(base, comp, 400) == textbook_myers(base, comp, 400)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import pickle
 import shutil
 import stat
+import struct
 import time
 from pathlib import Path
 
@@ -137,7 +140,7 @@ def test_unrestorable_columns_are_not_cached(tmp_path: Path,
     for _ in range(2):
         cache.cached_load(src, LoadOptions(), read, directory=tmp_path / "c")
     assert read.calls == 2
-    assert not list((tmp_path / "c").glob("*.npz"))
+    assert not list((tmp_path / "c").glob("*" + cache.SUFFIX))
 
 
 @pytest.mark.parametrize("change", ["mtime", "size", "side file mtime"])
@@ -185,35 +188,264 @@ def test_recently_modified_input_is_not_cached(tmp_path: Path,
     assert read.calls == 2
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other format"])
+
+def _manifest(data: bytes) -> tuple[dict, int]:
+    """An entry's manifest and where it starts."""
+    _, _, _, at, length = cache._HEADER.unpack_from(data, 0)
+    return json.loads(data[at:at + length]), at
+
+
+def _with_manifest(data: bytes, manifest: dict) -> bytes:
+    """The entry with ``manifest`` in place of its own (the header updated to match)."""
+    _, at = _manifest(data)
+    text = json.dumps(manifest).encode()
+    header = cache._HEADER.pack(cache.MAGIC, cache.FORMAT, 0, at, len(text))
+    return header + data[len(header):at] + text
+
+
+def _buffer(manifest: dict, kind: str, part: str, dtype: str | None = None) -> list:
+    """``[dtype, offset, count]`` of the first non-empty buffer ``part`` of a ``kind`` column."""
+    for table in manifest["tables"].values():
+        for _, col_dtype, col_kind, parts in table["columns"]:
+            if col_kind == kind and parts[part][2] > 1 and dtype in (None, col_dtype):
+                return parts[part]
+    raise AssertionError(f"no {kind} column with a {part} buffer")
+
+
+def _poke(data: bytes, at: int, value: bytes) -> bytes:
+    return data[:at] + value + data[at + len(value):]
+
+
+def _damaged(data: bytes, damage: str) -> bytes:
+    """``data`` (a complete entry) damaged the way ``damage`` names."""
+    manifest, at = _manifest(data)
+    if damage == "garbage":
+        return b"not an entry at all" * 100
+    if damage == "empty":
+        return b""
+    if damage == "truncated":
+        return data[: len(data) // 2]
+    if damage == "one byte short":
+        return data[:-1]
+    if damage == "one byte more":
+        return data + b"\0"
+    if damage == "header only":
+        return data[:cache.ALIGN]
+    if damage == "wrong magic":
+        return b"PFCMPCOX" + data[8:]
+    if damage == "other format":  # a well-formed entry of another layout version
+        bumped = _with_manifest(data, {**manifest, "format": cache.FORMAT + 1})
+        return _poke(bumped, 8, struct.pack("<I", cache.FORMAT + 1))
+    if damage == "manifest past the end":
+        return _poke(data, 16, struct.pack("<QQ", at, len(data)))
+    if damage == "manifest inside the header":
+        return _poke(data, 16, struct.pack("<QQ", 8, len(data) - 8))
+    if damage == "manifest not json":
+        return data[:at] + b"{" * (len(data) - at)
+    values = _buffer(manifest, "num", "values", "int64")
+    if damage == "buffer past the end":
+        values[1] = (len(data) + cache.ALIGN) // cache.ALIGN * cache.ALIGN
+    elif damage == "buffer over the manifest":
+        values[1] = at // cache.ALIGN * cache.ALIGN
+        values[2] = 10**6
+    elif damage == "buffer at a huge offset":
+        values[1] = 2**62
+    elif damage == "buffer before the columns":
+        values[1] = 0
+    elif damage == "negative count":
+        values[2] = -1
+    elif damage == "count is not the row count":
+        values[2] -= 1
+    elif damage == "misaligned buffer":
+        values[1] += 8
+    elif damage == "object dtype":
+        values[0] = "|O"
+    elif damage == "dtype not the column's":
+        values[0] = "<f8"
+    elif damage == "float offset":
+        values[1] = float(values[1])
+    else:
+        return _damaged_text(data, manifest, damage)
+    return _with_manifest(data, manifest)
+
+
+def _damaged_text(data: bytes, manifest: dict, damage: str) -> bytes:
+    codes = _buffer(manifest, "text", "codes")
+    offsets = next(parts["offsets"] for table in manifest["tables"].values()
+                   for *_, parts in table["columns"] if parts.get("codes") == codes)
+    blob = next(parts["blob"] for table in manifest["tables"].values()
+                for *_, parts in table["columns"] if parts.get("codes") == codes)
+    if damage == "code past the distinct values":
+        return _poke(data, codes[1], struct.pack("<i", offsets[2] - 1))
+    if damage == "negative code":
+        return _poke(data, codes[1], struct.pack("<i", -1))
+    if damage == "text offset past the blob":
+        return _poke(data, offsets[1] + 8, struct.pack("<q", blob[2] + 1))
+    if damage == "text offsets decreasing":
+        return _poke(data, offsets[1] + 8, struct.pack("<q", -5))
+    if damage == "invalid utf-8":
+        return _poke(data, blob[1], b"\xff")
+    if damage == "bool byte not 0 or 1":
+        flags = _buffer(manifest, "num", "values", "bool")
+        return _poke(data, flags[1], b"\x02")
+    raise AssertionError(damage)
+
+
+DAMAGES = ["garbage", "empty", "truncated", "one byte short", "one byte more", "header only",
+           "wrong magic", "other format", "manifest past the end", "manifest inside the header",
+           "manifest not json", "buffer past the end", "buffer over the manifest",
+           "buffer at a huge offset", "buffer before the columns", "negative count",
+           "count is not the row count", "misaligned buffer", "object dtype",
+           "dtype not the column's", "float offset", "code past the distinct values",
+           "negative code", "text offset past the blob", "text offsets decreasing",
+           "invalid utf-8", "bool byte not 0 or 1"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_damaged_entry_is_ignored_and_rewritten(tmp_path: Path, inputs: tuple[Source, list[Path]],
                                                 damage: str) -> None:
+    """Whatever is wrong with an entry (cut short, planted, a length or offset pointing outside
+    its buffers, a code past its dictionary), reading it neither crashes nor reads out of
+    bounds: the entry is deleted, the input read again and the entry rewritten."""
     src, files = inputs
     original = _profile(files)
     read = Reader(original)
     d = tmp_path / "cache"
     cache.cached_load(src, LoadOptions(), read, directory=d)
-    (entry,) = d.glob("*.npz")
+    (entry,) = d.glob("*" + cache.SUFFIX)
     data = entry.read_bytes()
-    if damage == "garbage":
-        entry.write_bytes(b"not a zip file at all" * 100)
-    elif damage == "truncated":
-        entry.write_bytes(data[: len(data) // 2])
-    elif damage == "empty":
-        entry.write_bytes(b"")
-    else:  # a well-formed entry of another layout version
-        with np.load(entry, allow_pickle=False) as npz:
-            arrays = dict(npz)
-        manifest = json.loads(bytes(arrays["manifest"]))
-        manifest["format"] += 1
-        arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
-        with entry.open("wb") as fh:
-            np.savez(fh, **arrays)
+    bad = _damaged(data, damage)
+    assert bad != data
+    entry.write_bytes(bad)
+    assert cache._read_entry(entry) is None and not entry.exists()  # deleted
+    entry.write_bytes(bad)
     got = cache.cached_load(src, LoadOptions(), read, directory=d)
     assert read.calls == 2 and got is original
     again = cache.cached_load(src, LoadOptions(), read, directory=d)
     assert read.calls == 2
     _assert_same(original, again)
+
+
+def test_every_damage_is_caught_by_a_check(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The damages above are refused by the format's own checks (``_Damaged``), before numpy
+    or pandas is asked to read anything outside a buffer, except those whose damage is only
+    visible as text (JSON, UTF-8)."""
+    src, files = inputs
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), Reader(_profile(files)), directory=d)
+    (entry,) = d.glob("*" + cache.SUFFIX)
+    data = entry.read_bytes()
+    for damage in DAMAGES:
+        if damage in ("garbage", "manifest not json", "invalid utf-8"):
+            continue
+        with pytest.raises(cache._Damaged):
+            cache._decode(_damaged(data, damage))
+
+
+def test_numeric_columns_are_mapped_not_copied(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    """A profile read from the cache holds its numeric columns and its text codes as read-only
+    views of the mapped entry file: nothing is copied, and nothing can write into them."""
+    src, files = inputs
+    read = Reader(_profile(files))
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    warm = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+
+    def mapping(values: np.ndarray) -> object:
+        while isinstance(values, np.ndarray):
+            values = values.base
+        return values.obj if isinstance(values, memoryview) else values
+
+    maps = set()
+    numeric = 0
+    for name, df in warm.tables().items():
+        for col in df.columns:
+            if df[col].dtype.kind in "biuf" and len(df):
+                values = df[col].to_numpy()
+                assert isinstance(mapping(values), mmap.mmap), (name, col)
+                assert not values.flags.writeable
+                maps.add(id(mapping(values)))
+                numeric += 1
+    assert numeric > 20 and len(maps) == 1  # every column a view of the one mapping
+    for codes, _ in warm.text_codes.values():
+        assert id(mapping(codes)) in maps and not codes.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        warm.kernels["start_ns"].to_numpy()[0] = 1
+
+
+def test_file_system_without_mapping_reads_the_entry(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a file cannot be mapped, the entry is read whole instead: the same profile."""
+    src, files = inputs
+    original = _profile(files)
+    read = Reader(original)
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(cache.mmap, "mmap", refuse)
+    got = cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+    _assert_same(original, got)
+
+
+def test_planted_symlink_is_not_followed(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    """An entry name that is a symbolic link (to a valid entry, even) is not read through, and
+    the file it points to is left as it was; the input is read and a real entry replaces the
+    link."""
+    src, files = inputs
+    read = Reader(_profile(files))
+    d = tmp_path / "cache"
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    (entry,) = d.glob("*" + cache.SUFFIX)
+    elsewhere = tmp_path / "elsewhere.pfcol"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    before = elsewhere.read_bytes()
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 2
+    assert elsewhere.read_bytes() == before
+    assert entry.is_file() and not entry.is_symlink()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_planted_fifo_is_not_waited_on(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    """A FIFO under an entry's name would block a plain open for ever: it is opened without
+    waiting, refused as no regular file and replaced."""
+    src, files = inputs
+    read = Reader(_profile(files))
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    entry = d / (cache.entry_key(src, LoadOptions()) + cache.SUFFIX)
+    os.mkfifo(entry, 0o600)
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1 and entry.is_file()
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+
+
+def test_entries_of_the_npz_layout_are_never_read_and_pruned(
+        tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+    """Entries of the earlier ``.npz`` layout (format 3) are not read (no key of this version
+    names them) and the next write deletes them, and their locks once stale; other files stay."""
+    src, files = inputs
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    old = "0" * 64  # the key of an entry of format 3
+    with (d / (old + ".npz")).open("wb") as fh:
+        np.savez(fh, manifest=np.frombuffer(b"{}", dtype=np.uint8))
+    (d / (old + ".lock")).write_bytes(b"")
+    _age(d / (old + ".lock"), 2 * HOUR_NS)
+    (d / "notes.txt").write_text("not ours to delete")
+    read = Reader(_profile(files))
+    cache.cached_load(src, LoadOptions(), read, directory=d)
+    assert read.calls == 1
+    key = cache.entry_key(src, LoadOptions())
+    assert sorted(p.name for p in d.iterdir()) == sorted([key + cache.SUFFIX, key + ".lock", "notes.txt"])
 
 
 class _Boom:
@@ -229,13 +461,20 @@ def _mark_ran() -> None:
     _Boom.ran = True
 
 
-def test_pickled_payload_is_never_executed(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
+@pytest.mark.parametrize("name", ["entry", "npz entry"])
+def test_pickled_payload_is_never_executed(tmp_path: Path, inputs: tuple[Source, list[Path]],
+                                           name: str) -> None:
+    """A pickle planted as an entry, in this layout's name or the ``.npz`` layout's, is never
+    unpickled."""
     src, files = inputs
     d = tmp_path / "cache"
     d.mkdir(mode=0o700)
-    entry = d / (cache.entry_key(src, LoadOptions()) + ".npz")
-    np.savez(entry, manifest=np.array([_Boom()], dtype=object))
+    suffix = cache.SUFFIX if name == "entry" else ".npz"
+    with (d / (cache.entry_key(src, LoadOptions()) + suffix)).open("wb") as fh:
+        np.savez(fh, manifest=np.array([_Boom()], dtype=object))
+        pickle.dump(_Boom(), fh)
     read = Reader(_profile(files))
+    cache.cached_load(src, LoadOptions(), read, directory=d)
     cache.cached_load(src, LoadOptions(), read, directory=d)
     assert read.calls == 1 and not _Boom.ran
 
@@ -247,7 +486,7 @@ def test_permissions(tmp_path: Path, inputs: tuple[Source, list[Path]]) -> None:
     d.chmod(0o755)
     cache.cached_load(src, LoadOptions(), Reader(_profile(files)), directory=d)
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
-    (entry,) = d.glob("*.npz")
+    (entry,) = d.glob("*" + cache.SUFFIX)
     (lock,) = d.glob("*.lock")  # the entry's load lock (empty)
     for made in (entry, lock):
         assert stat.S_IMODE(made.stat().st_mode) == 0o600
@@ -274,7 +513,7 @@ def test_entry_owned_by_someone_else_is_ignored(tmp_path: Path,
     read = Reader(_profile(files))
     d = tmp_path / "cache"
     cache.cached_load(src, LoadOptions(), read, directory=d)
-    (entry,) = d.glob("*.npz")
+    (entry,) = d.glob("*" + cache.SUFFIX)
     os.chown(entry, 12345, 12345)
     cache.cached_load(src, LoadOptions(), read, directory=d)
     assert read.calls == 2
@@ -290,7 +529,7 @@ def test_size_bound_keeps_the_newest(tmp_path: Path) -> None:
         src = Source("gpu", str(trace), trace=trace)
         cache.cached_load(src, LoadOptions(), Reader(_profile([trace])), directory=d,
                           max_bytes=10**9)
-        written.append(d / (cache.entry_key(src, LoadOptions()) + ".npz"))
+        written.append(d / (cache.entry_key(src, LoadOptions()) + cache.SUFFIX))
         entry_size = written[-1].stat().st_size
         t = time.time() - 100 + i  # distinct, increasing use times
         os.utime(written[-1], (t, t))
@@ -301,8 +540,8 @@ def test_size_bound_keeps_the_newest(tmp_path: Path) -> None:
     src = Source("gpu", str(trace), trace=trace)
     cache.cached_load(src, LoadOptions(), Reader(_profile([trace])), directory=d,
                       max_bytes=int(2.5 * entry_size))
-    kept = sorted(p.name for p in d.glob("*.npz"))
-    newest = d / (cache.entry_key(src, LoadOptions()) + ".npz")
+    kept = sorted(p.name for p in d.glob("*" + cache.SUFFIX))
+    newest = d / (cache.entry_key(src, LoadOptions()) + cache.SUFFIX)
     assert kept == sorted([newest.name, written[3].name])
 
 
@@ -328,7 +567,7 @@ def test_load_profile_uses_the_cache(gpu_trace: Path) -> None:
     cold = load_profile(str(gpu_trace), LoadOptions(use_cache=False))
     assert not (gpu_trace.parent / "xdg").exists()
     first = load_profile(str(gpu_trace), LoadOptions())
-    entries = list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))
+    entries = list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*" + cache.SUFFIX))
     assert len(entries) == 1
     warm = load_profile(str(gpu_trace), LoadOptions())
     _assert_same(cold, first)
@@ -364,7 +603,7 @@ def test_cli_no_cache_flag(gpu_trace: Path, capsys: pytest.CaptureFixture[str]) 
     assert not folder.exists()
     uncached = capsys.readouterr().out
     assert main(["info", str(gpu_trace)]) == 0
-    assert len(list(folder.glob("*.npz"))) == 1
+    assert len(list(folder.glob("*" + cache.SUFFIX))) == 1
     assert main(["info", str(gpu_trace)]) == 0
     cached = capsys.readouterr().out
     assert cached == uncached * 2
@@ -381,7 +620,7 @@ def test_a_pair_from_the_cache_loads_in_this_process(gpu_trace: Path,
     _age(comp)
     opts = LoadOptions()
     cold = {side: p for side, p, _, _ in pair.iter_pair(str(gpu_trace), str(comp), opts, opts, parallel=True)}
-    assert len(list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*.npz"))) == 2
+    assert len(list((gpu_trace.parent / "xdg" / "perfcmp-tui").glob("*" + cache.SUFFIX))) == 2
 
     def no_worker(*args: object, **kwargs: object) -> None:
         raise AssertionError("a worker was started for cached profiles")
@@ -421,7 +660,7 @@ def test_a_step_is_a_view_of_the_cached_profile(tmp_path: Path, monkeypatch: pyt
     path = str(ROOT / "fixtures" / {"gpu": "gpu/base.pt.trace.json", "npu_text": "npu_text/base_ascend_pt",
                                     "npu_db": "npu_db/base_ascend_pt"}[pair])
     load_profile(path, LoadOptions())  # stores the whole profile
-    entries = sorted((tmp_path / "perfcmp-tui").glob("*.npz"))
+    entries = sorted((tmp_path / "perfcmp-tui").glob("*" + cache.SUFFIX))
     assert len(entries) == 1
     import perfcmp_core.load as load
 
@@ -431,8 +670,27 @@ def test_a_step_is_a_view_of_the_cached_profile(tmp_path: Path, monkeypatch: pyt
         cached = load_profile(path, LoadOptions(step=step))
         monkeypatch.setattr(load, "_read_kind", parse)
         fresh = load_profile(path, LoadOptions(step=step, use_cache=False))
-        assert sorted((tmp_path / "perfcmp-tui").glob("*.npz")) == entries
+        assert sorted((tmp_path / "perfcmp-tui").glob("*" + cache.SUFFIX)) == entries
         assert cached.meta.selected_step == step and cached.meta.profiler_overlap_ns == fresh.meta.profiler_overlap_ns
         for name, table in fresh.tables().items():
             pd.testing.assert_frame_equal(getattr(cached, name), table, check_dtype=False, obj=name)
         assert len(cached.steps) == 1 and int(cached.steps["step"].iloc[0]) == step
+
+
+@pytest.mark.parametrize("kind", ["npu_text", "npu_db"])
+def test_every_comparison_reads_a_mapped_profile_unchanged(kind: str, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every comparison and the advisor run on profiles read from the cache, whose columns are
+    read-only views of the mapped entries (nothing writes into a table in place), and report
+    exactly what they report on freshly parsed profiles."""
+    import perfcmp_core.load as load
+
+    pair = [str(ROOT / "fixtures" / kind / f"{side}_ascend_pt") for side in ("base", "comp")]
+    assert main(["summary", *pair, "--no-cache"]) == 0
+    parsed = capsys.readouterr().out
+    assert main(["summary", *pair]) == 0  # parsed, then stored
+    assert capsys.readouterr().out == parsed
+    assert len(list(cache.cache_dir().glob("*" + cache.SUFFIX))) == 2
+    monkeypatch.setattr(load, "_read_kind", lambda *a: pytest.fail("parsed instead of read from the cache"))
+    assert main(["summary", *pair]) == 0
+    assert capsys.readouterr().out == parsed

@@ -104,14 +104,56 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
             where[step.name] = os.getpid()
         out = run_steps(steps, ctx)
         # Bring the pids back in the notes of the result (the child's dict is its own).
-        return [pipeline.Ran(r.outcome, [*r.notes, Note(f"pid {where[s.name]}")], r.seconds)
+        return [pipeline.Ran(r.outcome, [*r.notes, Note(f"pid {where[s.name]}", origin=s.name)], r.seconds)
                 for s, r in zip(steps, out)]
 
     monkeypatch.setattr(pipeline, "_run_steps", recording)
     stream = _stream(_request("npu"))
     notes = next(v for kind, v in stream if kind == "finished")
-    pids = {int(n.text.split()[1]) for n in notes if n.text.startswith("pid ")}
-    assert os.getpid() in pids and len(pids) == 2  # this process and one worker
+    pid = {n.origin: int(n.text.split()[1]) for n in notes if n.text.startswith("pid ")}
+    here = os.getpid()
+    assert all(pid[s.name] == here for s in STEPS if not s.beside)
+    # The beside steps that read only the profiles share one worker (and the operator match);
+    # the one that reads the analyses runs in a second worker, started once they are made.
+    assert pid["operators / modules"] == pid["MemoryCompare"] != here
+    assert pid["Timeline"] not in (here, pid["operators / modules"])
+
+
+def test_profile_only_steps_start_while_the_comparison_side_is_analysed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The comparison side's profile comes before its analysis: the beside steps that need only
+    the profiles (operators / modules, memory) start then, not after the analysis. The
+    comparison side's analysis here waits for a mark those steps leave when they start (it
+    would wait in vain, up to its limit, if they started only after it)."""
+    import time
+
+    from perfcmp_core import side
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing runs beside")
+    mark = tmp_path / "beside started"
+    seen = tmp_path / "analysis saw it"
+    real_analyse, real_run = side.analyse_side, pipeline._run_steps
+    request = _request("npu")
+
+    def analysed(profile: Any, **kwargs: Any) -> Any:
+        if profile.meta.source == request.comp:
+            deadline = time.monotonic() + 20
+            while not mark.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.write_text(str(mark.exists()))
+        return real_analyse(profile, **kwargs)
+
+    def ran(steps: list[Any], ctx: Any) -> list[Any]:
+        if any(s.name == "operators / modules" for s in steps):
+            mark.touch()
+        return real_run(steps, ctx)
+
+    monkeypatch.setattr(pipeline, "analyse_side", analysed)
+    monkeypatch.setattr(pipeline, "_run_steps", ran)
+    events = list(pipeline.comparison_events(request))
+    assert isinstance(events[-1], Finished)
+    assert seen.read_text() == "True"
 
 
 def test_each_side_is_analysed_where_it_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -240,3 +282,25 @@ def test_kernels_are_classified_once_per_side_for_every_screen(monkeypatch: pyte
     pids = calls.read_text().split()  # (the two sides run at the same time: in either order)
     assert len(pids) == 2 and str(os.getpid()) in pids
     assert len(set(pids)) == 2 or start_method() != "fork"  # the comparison side's load worker
+
+
+@pytest.mark.parametrize("pair", [("gpu/base.pt.trace.json", "gpu/comp.pt.trace.json"), PAIRS["npu"],
+                                  PAIRS["gpu_npu"]])
+def test_steps_not_declared_to_read_analyses_do_not(monkeypatch: pytest.MonkeyPatch,
+                                                    pair: tuple[str, str]) -> None:
+    """A step may run before the sides' analyses are made unless it declares ``reads_analyses``:
+    every other step runs here on a context that refuses to make them."""
+    from perfcmp_core.compare import Context
+    from perfcmp_core.load import load_profile
+
+    def refused(self: Context) -> Any:
+        raise AssertionError("read an analysis")
+
+    monkeypatch.setattr(Context, "kernel_classes", refused)
+    monkeypatch.setattr(Context, "explanations", refused)
+    base, comp = (load_profile(str(FIX / p), LoadOptions(use_cache=False)) for p in pair)
+    ctx = Context(base=base, comp=comp, opts=CompareOptions())
+    profile_only = [s for s in STEPS if not s.reads_analyses]
+    assert {s.name for s in profile_only} >= {"operators / modules", "MemoryCompare"}
+    for step in profile_only:
+        step.run(ctx)

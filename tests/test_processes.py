@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -28,6 +31,52 @@ def test_worker_returns_the_value_from_another_process() -> None:
 def test_worker_re_raises_the_childs_error() -> None:
     with pytest.raises(InputError, match="x.json: not a profiling result"):
         Worker(_fails, "x.json", name="t").result()
+
+
+def _big_then_mark(mark: str) -> Iterator[object]:
+    yield b"x" * (8 << 20)  # far more than a pipe holds: sent only as the parent reads it
+    with open(mark, "w") as fh:  # made while the first part still waits in the pipe
+        fh.write("second part made")
+    yield "done"
+
+
+def _two_then_fail(path: str) -> Iterator[object]:
+    yield "first"
+    raise InputError(path, "broken after its first part")
+
+
+def test_worker_parts_come_in_order_and_the_next_is_made_before_the_first_is_read(tmp_path: Path) -> None:
+    """A part waits in the pipe until the parent reads it; the child makes the next part
+    meanwhile (the comparison side's analysis while this process still analyses its own side)."""
+    mark = tmp_path / "mark"
+    worker = Worker(_big_then_mark, str(mark), name="t", parts=2)
+    try:
+        deadline = time.monotonic() + 30
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mark.exists()  # without the sending thread the child is stuck on its first put
+        assert worker.result() == b"x" * (8 << 20)
+        assert worker.result() == "done"
+    finally:
+        worker.stop()
+
+
+def _one_part() -> Iterator[object]:
+    yield "only"
+
+
+def test_worker_parts_missing_is_an_error_not_a_wait() -> None:
+    worker = Worker(_one_part, name="t", parts=2)
+    assert worker.result() == "only"
+    with pytest.raises(RuntimeError, match="made 1 parts, not 2"):
+        worker.result()
+
+
+def test_worker_parts_then_the_childs_error() -> None:
+    worker = Worker(_two_then_fail, "x.json", name="t", parts=2)
+    assert worker.result() == "first"
+    with pytest.raises(InputError, match="x.json: broken after its first part"):
+        worker.result()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork policy on Linux")

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from perfcmp_core.cache import SUFFIX as CACHE_SUFFIX
 from tests.test_tui_e2e import EXE, READY, ROOT, Terminal
 from tests.tui_support import operators_named, tables
 
@@ -167,7 +168,7 @@ def assert_clean_cache(cache: Path) -> None:
     from perfcmp_core import cache as cache_module
 
     folder = cache / "perfcmp-tui"
-    for entry in folder.glob("*.npz") if folder.exists() else ():
+    for entry in folder.glob("*" + CACHE_SUFFIX) if folder.exists() else ():
         assert cache_module._read_entry(entry) is not None, f"torn cache entry {entry.name}"
 
 
@@ -457,7 +458,7 @@ def test_two_instances_open_the_same_pair_at_once(terminals, big_pair, tmp_path:
         t.keys("Q")
         t.wait("EXIT:0")
     folder = cache / "perfcmp-tui"
-    assert len(list(folder.glob("*.npz"))) == 2
+    assert len(list(folder.glob("*" + CACHE_SUFFIX))) == 2
     assert not temp_files(cache)
     assert_clean_cache(cache)
     assert not any(ours(t) for t in tags)
@@ -491,6 +492,6 @@ def test_fifty_open_quit_cycles(terminals, tmp_path: Path) -> None:
     term.wait("ALL-DONE")
     within(1.0, lambda: not ours(tag), "processes of ours after fifty cycles")
     assert sorted(p.name for p in (cache / "perfcmp-tui").iterdir()) == first
-    assert len([n for n in first if n.endswith(".npz")]) == 2
+    assert len([n for n in first if n.endswith(CACHE_SUFFIX)]) == 2
     assert not temp_files(cache, tmp_path)
     assert_clean_cache(cache)

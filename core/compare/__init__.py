@@ -146,10 +146,14 @@ class Step:
     run: Callable[[Context], Outcome]
     sheets: tuple[Sheet, ...]  # every table it can make, in screen order
     #: Runs on the second core beside the others (:mod:`perfcmp_core.pipeline`). Such steps
-    #: see what the context held when they forked (both sides' analyses), share what they add
-    #: to its cache among themselves only (the operator match), and what they add to
-    #: ``Context.notes`` comes back with their outcome.
+    #: see what the context held when they forked (the profiles, and the analyses for those
+    #: that read them), share what they add to its cache among themselves only (the operator
+    #: match), and what they add to ``Context.notes`` comes back with their outcome.
     beside: bool = False
+    #: Reads the sides' analyses (``Context.kernel_classes`` / ``explanations``, made where each
+    #: side loaded): it runs once both are here. A step without it must not read them (it would
+    #: make them again), so it can run while an analysis is still being made.
+    reads_analyses: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -311,7 +315,7 @@ STEPS: tuple[Step, ...] = (
     Step("OverallMetrics", "profiling", _overall, (
         Sheet("OverallMetrics", OVERALL,
               "Time breakdown per side (computing, uncovered communication, free, E2E): which "
-              "direction the difference comes from.", tree="outline"),)),
+              "direction the difference comes from.", tree="outline"),), reads_analyses=True),
     Step("CommunicationCompare", "communication", _communication, (
         Sheet("CommunicationCompare", COMMUNICATION,
               "Communication ops by type: calls and durations per side; NPU task rows under "
@@ -339,7 +343,7 @@ STEPS: tuple[Step, ...] = (
               "vs NPU and vendor vs vendor included; each class's largest kernels."),
         Sheet("KernelOpCompare", KERNELS,
               "Device time per launching op and kernel class, for kernels whose names differ by "
-              "vendor.", row_names=("op", "cls")))),
+              "vendor.", row_names=("op", "cls"))), reads_analyses=True),
     # Ours, after the reference's sheets in the workbook; the Overall screen opens on it.
     Step("StepTime", "profiling", _step_time, (
         Sheet("StepTime", OVERALL,
@@ -351,11 +355,11 @@ STEPS: tuple[Step, ...] = (
         Sheet("StepTimeSteps", OVERALL,
               "Per step: both step times and which part (computing, communication, each idle "
               "cause) moved by how much."),
-        Sheet("StepTimeWhere", OVERALL, export=False))),
+        Sheet("StepTimeWhere", OVERALL, export=False)), reads_analyses=True),
     # One step of each side as lanes: screens and --json only.
     # Beside: the app opens it on request only, and it reads the analyses made before the fork.
     Step("Timeline", "profiling", _timeline, (Sheet("Timeline", TIMELINE_SCREEN, export=False),),
-         beside=True),
+         beside=True, reads_analyses=True),
     # Last: it measures every step again, and the Overall screen shows its totals first.
     Step("StepCompare", "profiling", _steps, (
         Sheet("StepCompare", OVERALL, export=False),

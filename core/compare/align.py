@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from itertools import chain
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -37,6 +38,9 @@ import pandas as pd
 
 #: Largest edit distance searched exactly by one Myers run (work ≈ MAX_D² / 2 steps).
 MAX_D = 2000
+
+#: Stands for "no diagonal here" beside the outermost diagonals of a Myers round.
+_NOWHERE = -(2**62)
 
 #: Search budget of each round of the last-resort greedy fallback (see module docstring).
 GREEDY_D = 128
@@ -88,17 +92,21 @@ def align_runs(b_codes: np.ndarray, b_lo: Sequence[int] | np.ndarray, b_n: Seque
     identical[cand[np.bincount(owner[differs], minlength=len(cand)) > 0]] = False
     # Matches (run, base offset, comp offset) in run order: identical runs one to one, the others by LCS.
     t, m_run = _offsets(np.where(identical, b_n, 0))
-    runs, mb, mc = [m_run], [t], [t]
-    for p in np.flatnonzero(~identical).tolist():
-        found = np.array(_solve(b_codes[b_lo[p] : b_lo[p] + b_n[p]].tolist(),
-                                c_codes[c_lo[p] : c_lo[p] + c_n[p]].tolist(), max(1, max_d)),
-                         dtype="int64").reshape(-1, 2)
-        runs.append(np.full(len(found), p, dtype="int64"))
-        mb.append(found[:, 0])
-        mc.append(found[:, 1])
-    m_run = np.concatenate(runs)
+    # The other runs' matches gathered as plain lists (thousands of small runs: no arrays per run).
+    solved_runs: list[int] = []
+    solved: list[int] = []  # base offset, comp offset of each match, flattened
+    todo = np.flatnonzero(~identical).tolist()
+    b_list, c_list = (b_codes.tolist(), c_codes.tolist()) if todo else ([], [])
+    for p in todo:
+        lo_b, lo_c = int(b_lo[p]), int(c_lo[p])
+        found = _solve(b_list[lo_b : lo_b + int(b_n[p])], c_list[lo_c : lo_c + int(c_n[p])], max(1, max_d))
+        solved_runs.extend([p] * len(found))
+        solved.extend(chain.from_iterable(found))
+    pairs = np.array(solved, dtype="int64").reshape(-1, 2)
+    m_run = np.concatenate((m_run, np.array(solved_runs, dtype="int64")))
     order = np.argsort(m_run, kind="stable")
-    bi, cj, run = _layout(m_run[order], np.concatenate(mb)[order], np.concatenate(mc)[order], b_n, c_n)
+    bi, cj, run = _layout(m_run[order], np.concatenate((t, pairs[:, 0]))[order],
+                          np.concatenate((t, pairs[:, 1]))[order], b_n, c_n)
     flags = np.zeros(len(bi), dtype=bool)
     if structural:
         bi, cj, flags, run = _fill(bi, cj, run)
@@ -291,39 +299,47 @@ def _myers(a: list[int], b: list[int], max_d: int) -> tuple[bool, list[tuple[int
     Returns ``(complete, matches, end)``: when complete, ``matches`` is an LCS of the whole
     sequences and ``end == (n, m)``; otherwise ``matches`` is an optimal alignment of
     ``a[:end[0]]`` and ``b[:end[1]]`` where ``end`` is the furthest point reached at ``max_d``.
+
+    Round ``d`` reads only round ``d - 1``'s points, so each round is a few array operations over
+    its ``d + 1`` diagonals; only the diagonals whose point starts a snake (equal items) step in
+    Python. Sequences that differ a lot — the case that runs up to ``max_d`` rounds — start a
+    snake almost nowhere (one in two million steps on a real training-step pair), so such a
+    search costs ``max_d`` small array rounds instead of ``max_d² / 2`` Python steps.
     """
     n, m = len(a), len(b)
     limit = min(n + m, max_d)
-    off = limit + 1
-    v = [0] * (2 * limit + 3)  # v[off + k]: furthest x reached on diagonal k = x - y
-    trace: list[list[int]] = []  # trace[d][(k + d) // 2]: v after round d, for k of d's parity
+    av, bv = np.asarray(a, dtype="int64"), np.asarray(b, dtype="int64")
+    # trace[d][i]: the furthest x reached on diagonal k = x - y = 2i - d after round d.
+    trace: list[np.ndarray] = []
+    x = np.zeros(1, dtype="int64")
     for d in range(limit + 1):
-        for k in range(-d, d + 1, 2):
-            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
-                x = v[off + k + 1]
-            else:
-                x = v[off + k - 1] + 1
-            y = x - k
-            if x < n and y < m and a[x] == b[y]:
-                x += _common_run(a, b, x, y, n, m)
-            v[off + k] = x
-        trace.append(v[off - d : off + d + 1 : 2])
+        if d:
+            # From diagonal k + 1 (a step down) unless k - 1 got further (a step right, x + 1);
+            # the outermost diagonals have one neighbour each (the sentinel is never taken).
+            left = np.concatenate(([_NOWHERE], x))
+            right = np.concatenate((x, [_NOWHERE]))
+            x = np.where(left < right, right, left + 1)
+        y = x - np.arange(-d, d + 1, 2)
+        inside = np.flatnonzero((x < n) & (y < m))
+        for i in inside[av[x[inside]] == bv[y[inside]]].tolist():
+            x[i] += _common_run(a, b, int(x[i]), int(y[i]), n, m)
+        trace.append(x)
         kk = n - m
-        if -d <= kk <= d and (kk + d) % 2 == 0 and v[off + kk] >= n:
+        if -d <= kk <= d and (kk + d) % 2 == 0 and x[(kk + d) // 2] >= n:
             return True, _backtrack(trace, n, m), (n, m)
     # Cut: the on-grid point of the latest round that got furthest along the diagonals. Points
     # that stepped off the grid (x > n or y > m) are not paths; round 1 always has on-grid points.
     d = len(trace) - 1
     while True:  # ends at the latest at round 0, whose point (v, v) is always on the grid
         ks = range(-d, d + 1, 2)
-        on_grid = [(x + x - k, k, x) for k, x in zip(ks, trace[d]) if x <= n and x - k <= m]
+        on_grid = [(x + x - k, k, x) for k, x in zip(ks, trace[d].tolist()) if x <= n and x - k <= m]
         if on_grid:
             _, k, x = max(on_grid)
             return False, _backtrack(trace[: d + 1], x, x - k), (x, x - k)
         d -= 1
 
 
-def _backtrack(trace: list[list[int]], x: int, y: int) -> list[tuple[int, int]]:
+def _backtrack(trace: list[np.ndarray], x: int, y: int) -> list[tuple[int, int]]:
     """Recover the matched pairs of the path ending at (x, y) from the per-round snapshots."""
     matches: list[tuple[int, int]] = []
     d = len(trace) - 1
@@ -332,11 +348,11 @@ def _backtrack(trace: list[list[int]], x: int, y: int) -> list[tuple[int, int]]:
         k = x - y
         if k == -d or (k != d and prev[(k - 1 + d - 1) // 2] < prev[(k + 1 + d - 1) // 2]):
             pk = k + 1
-            px = prev[(pk + d - 1) // 2]
+            px = int(prev[(pk + d - 1) // 2])
             mx, my = px, px - pk + 1  # vertical move: insertion of b[px - pk]
         else:
             pk = k - 1
-            px = prev[(pk + d - 1) // 2]
+            px = int(prev[(pk + d - 1) // 2])
             mx, my = px + 1, px - pk  # horizontal move: deletion of a[px]
         for t in range(x - mx - 1, -1, -1):
             matches.append((mx + t, my + t))

@@ -294,7 +294,9 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
     node = df[NODE].to_numpy()
     parent = df[PARENT].to_numpy().copy()
     level = level.copy()
-    totals = {side: df[side].to_numpy(dtype="float64").copy() for side in ("base_total", "comp_total")}
+    # Python floats while walking: the same double additions in the same order as on the array,
+    # without boxing an array element for each (rows x depth) step.
+    totals = {side: df[side].to_numpy(dtype="float64").tolist() for side in ("base_total", "comp_total")}
     # Only the backward rows are walked (in Python: a stack of open ancestors by path prefix);
     # every column is then rebuilt with one gather, the step roots inserted before their runs.
     firsts: list[int] = []  # df row before which each run's root goes
@@ -319,10 +321,10 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
         level[r] = len(stack) + 1
         module[r] = path[len(parent_path):].lstrip("/ ").strip() or path
         for side, values in totals.items():
-            own = float(values[r])
+            own = values[r]
             root_totals[side][-1] = root_totals[side][-1] + own
             for _, _, a in stack:
-                values[a] = float(values[a]) + own
+                values[a] = values[a] + own
         stack.append((path, int(node[r]), r))
     n_roots = len(firsts)
     root_values: dict[str, object] = {
@@ -330,7 +332,8 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
         "comp_self": 0.0, "base_total": root_totals["base_total"], "comp_total": root_totals["comp_total"],
         NODE: np.arange(first_id, first_id + n_roots), PARENT: -1, LEVEL: 0, "_path": "",
     }
-    changed = {"module": module, PARENT: parent, LEVEL: level, **totals}
+    changed = {"module": module, PARENT: parent, LEVEL: level,
+               **{side: np.array(values, dtype="float64") for side, values in totals.items()}}
     cols = {}
     for col in df.columns:
         values = changed[col] if col in changed else df[col].to_numpy()

@@ -47,4 +47,8 @@ def frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[s
             memo[r] = text
         return text
 
-    return [stack_of(h) for h in hit.tolist()]
+    # Many starts share their innermost frame (every op of a layer's forward): each frame once.
+    frames, at = np.unique(hit, return_inverse=True)
+    texts = np.empty(len(frames), dtype=object)
+    texts[:] = [stack_of(h) for h in frames.tolist()]
+    return texts[at.reshape(-1)].tolist()

@@ -340,7 +340,7 @@ def test_cache_lives_in_the_user_cache_dir_user_only(tmp_path: Path, user_cache:
     folder = user_cache / CACHE_NAME
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     modes = _modes(folder)
-    assert len([n for n in modes if n.endswith(".npz")]) == 2  # beside each: its empty lock
+    assert len([n for n in modes if n.endswith(cache_module.SUFFIX)]) == 2  # beside each: its empty lock
     assert set(modes.values()) == {0o600}
     assert snapshot(tmp_path / "in") == before
 
@@ -372,7 +372,7 @@ def test_loose_cache_folder_is_tightened(tmp_path: Path, user_cache: Path,
     base, _ = _copy_inputs("gpu", tmp_path / "in")
     _ok(run_cli(capsys, "info", base))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert len([n for n in _modes(folder) if n.endswith(".npz")]) == 1
+    assert len([n for n in _modes(folder) if n.endswith(cache_module.SUFFIX)]) == 1
 
 
 def test_no_cache_writes_no_cache(tmp_path: Path, user_cache: Path,

@@ -1025,3 +1025,27 @@ def test_collective_texts_are_not_matched_and_collectives_stay_comm(monkeypatch:
     got = dict(zip(items.label, np.asarray(CATEGORIES, dtype=object)[classify(items, CFG)]))
     assert got == {"c10d::allgather_": "Comm", "aten::mm": "MatMul"}
     assert shown and not any("all_gather" in text for text in shown)
+
+
+@pytest.mark.parametrize("fixture", ["npu_db/comp_ascend_pt", "npu_text/comp_ascend_pt", "gpu/base.pt.trace.json"])
+def test_each_collective_takes_the_launching_op_of_its_first_linked_kernel_row(fixture: str) -> None:
+    """A ``comm_ops`` row's item takes op row, stream, op and task type from the ``is_comm``
+    kernel row of the same start and duration (a linked one first); with half of those rows gone,
+    the others read as not found (-1, -1, "", "") — derived here row by row."""
+    from perfcmp_core.advisor.items import _collectives
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import LoadOptions
+
+    p = load_profile(str(Path(__file__).resolve().parents[1] / "fixtures" / fixture), LoadOptions(use_cache=False))
+    k = p.kernels
+    comm_rows = np.flatnonzero(k["is_comm"].to_numpy())
+    assert len(comm_rows) and len(p.comm_ops)
+    p = dataclasses.replace(p, kernels=k.drop(index=comm_rows[::2]).reset_index(drop=True))
+    k = p.kernels
+    got = _collectives(p)
+    for i, op in enumerate(p.comm_ops.itertuples()):
+        same = k[k["is_comm"] & (k["start_ns"] == op.start_ns) & (k["dur_ns"] == op.dur_ns)]
+        same = same.iloc[np.argsort(same["op_row"].to_numpy() < 0, kind="stable")]
+        want = (same["op_row"].iat[0], same["stream"].iat[0], same["op_type"].iat[0], same["task_type"].iat[0]) \
+            if len(same) else (-1, -1, "", "")
+        assert (got["op_row"].iat[i], got["stream"].iat[i], got["op_type"].iat[i], got["task_type"].iat[i]) == want

@@ -81,8 +81,15 @@ def _framework_rows(profile: Profile, host: np.ndarray) -> np.ndarray:
     return climb(host, ops["parent"].to_numpy(), _matches(profile, "ops", "name", _FRAMEWORK_OP))
 
 
-def _keys(start: np.ndarray, dur: np.ndarray) -> pd.MultiIndex:
-    return pd.MultiIndex.from_arrays([start, dur])
+def _pair_keys(start: np.ndarray, dur: np.ndarray, *more: np.ndarray) -> list[np.ndarray]:
+    """One int64 key per (start, duration) pair, equal exactly where both are, for ``start,
+    dur`` and each further (start, duration) couple in ``more``: the values are numbered once
+    over all of them (a hash of int64s), where a two-level index hashed every row as a tuple."""
+    starts, durs = [start, *more[0::2]], [dur, *more[1::2]]
+    s = pd.factorize(np.concatenate(starts))[0].astype(np.int64)
+    d = pd.factorize(np.concatenate(durs))[0].astype(np.int64)
+    key = s * (int(d.max(initial=0)) + 1) + d
+    return np.split(key, np.cumsum([len(x) for x in starts])[:-1])
 
 
 def _collectives(profile: Profile) -> pd.DataFrame:
@@ -96,26 +103,36 @@ def _collectives(profile: Profile) -> pd.DataFrame:
     """
     k = profile.kernels
     rows = np.flatnonzero(k["is_comm"].to_numpy())
-    comm = pd.DataFrame({c: k[c].to_numpy()[rows] for c in (*_ITEM_COLUMNS, "stream")})  # what the items read
     # A linked row first, so that de-duplication keeps the launching op.
-    comm = comm.iloc[np.argsort(comm["op_row"].to_numpy() < 0, kind="stable")]
-    comm = comm.drop_duplicates(["start_ns", "dur_ns"])
+    rows = rows[np.argsort(k["op_row"].to_numpy()[rows] < 0, kind="stable")]
     ops = profile.comm_ops
     if len(ops) == 0:
-        return comm
-    by_key = comm.set_index(["start_ns", "dur_ns"])
-    hit = _keys(ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy())
-    found = by_key.reindex(hit)
-    row = found["op_row"].fillna(-1).to_numpy(dtype="int64")
+        comm = pd.DataFrame({c: k[c].to_numpy()[rows] for c in (*_ITEM_COLUMNS, "stream")})  # what the items read
+        return comm.drop_duplicates(["start_ns", "dur_ns"])
+    # Each op's kernel row: the first (linked first) is_comm row with the op's start and duration.
+    key, op_key = _pair_keys(k["start_ns"].to_numpy()[rows], k["dur_ns"].to_numpy()[rows],
+                             ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy())
+    keys, first = np.unique(key, return_index=True)
+    at = np.minimum(np.searchsorted(keys, op_key), len(keys) - 1)
+    hit = keys[at] == op_key if len(keys) else np.zeros(len(ops), dtype=bool)
+
+    def found(column: str, missing: object) -> np.ndarray:
+        values = k[column].to_numpy()
+        if not len(keys):
+            return np.full(len(ops), missing, dtype=values.dtype)
+        values = values[rows[first[at]]]
+        if values.dtype == object:  # as a missing cell reads after a reindex and fillna
+            return pd.Series(np.where(hit, values, None), dtype=object).fillna(missing).to_numpy(dtype=object)
+        return np.where(hit, values, missing)
+
     step = ops["step"].to_numpy()
-    step = np.where(step >= 0, step, found["step"].fillna(-1).to_numpy(dtype="int64"))
+    step = np.where(step >= 0, step, found("step", -1))
     flag = np.ones(len(ops), dtype=bool)
     return frame(KERNELS, {
-        "name": ops["name"], "op_type": found["op_type"].fillna("").to_numpy(dtype=object),
-        "task_type": found["task_type"].fillna("").to_numpy(dtype=object),
-        "stream": found["stream"].fillna(-1).to_numpy(dtype="int64"),
-        "start_ns": ops["start_ns"], "dur_ns": ops["dur_ns"], "step": step, "link": ops["link"],
-        "op_row": row, "is_comm": flag, "in_trace": flag,
+        "name": ops["name"], "op_type": found("op_type", ""), "task_type": found("task_type", ""),
+        "stream": found("stream", -1).astype("int64"), "start_ns": ops["start_ns"], "dur_ns": ops["dur_ns"],
+        "step": step, "link": ops["link"], "op_row": found("op_row", -1).astype("int64"), "is_comm": flag,
+        "in_trace": flag,
     }, n=len(ops))
 
 
@@ -134,8 +151,9 @@ def _collective_tasks(profile: Profile) -> np.ndarray:
     tasks = profile.comm_tasks
     part = np.zeros(len(k), dtype=bool)
     if len(tasks):
-        part = _keys(k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()).isin(
-            _keys(tasks["start_ns"].to_numpy(), tasks["dur_ns"].to_numpy()))
+        key, task_key = _pair_keys(k["start_ns"].to_numpy(), k["dur_ns"].to_numpy(),
+                                   tasks["start_ns"].to_numpy(), tasks["dur_ns"].to_numpy())
+        part = pd.Series(key).isin(task_key).to_numpy(copy=True)
     if profile.meta.kind != "gpu":
         # NPU: is_comm rows other than the HCCL op rows are tasks; so is a task that carries an
         # HCCL kernel_details row (Accelerator Core "HCCL").

@@ -458,7 +458,8 @@ class _Columns:
     def text(self, parts: Any, rows: int, dtype: str) -> tuple[pd.Series, np.ndarray, np.ndarray]:
         """The column, and its codes (first-seen order, as stored) and distinct values."""
         pandas_dtype = pd.api.types.pandas_dtype(dtype)
-        if not (pandas_dtype == object or isinstance(pandas_dtype, pd.StringDtype)):
+        string_dtype = isinstance(pandas_dtype, pd.StringDtype)  # dtype-neutral: reads the stored dtype, makes none
+        if not (pandas_dtype == object or string_dtype):
             raise _Damaged(f"text column of dtype {dtype!r}")
         blob = self.array(parts["blob"], frozenset({"|u1"})).tobytes()
         offsets = self.array(parts["offsets"], frozenset({"<i8"}))
@@ -469,7 +470,7 @@ class _Columns:
         uniques = np.array([blob[a:b].decode("utf-8", "surrogatepass")
                             for a, b in zip(bounds[:-1], bounds[1:])] + [None], dtype=object)
         codes = self.array(parts["codes"], _CODES, rows)
-        lowest = -1 if isinstance(pandas_dtype, pd.StringDtype) else 0  # only a string dtype holds NA
+        lowest = -1 if string_dtype else 0  # only a string dtype holds NA
         if len(codes) and (codes.min() < lowest or codes.max() >= len(uniques) - 1):
             raise _Damaged("text codes out of range")
         column = pd.Series(uniques[codes], dtype=pandas_dtype, copy=False)

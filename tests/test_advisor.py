@@ -1005,3 +1005,47 @@ def test_gpu_vs_npu_fixture_diff_names_no_change_too_small_to_print() -> None:
     evidence = " ".join(t.data[t.data["scope"] == "diff"]["evidence"])
     assert "operators found on one side only" in evidence
     assert "+0.000 ms" not in evidence and "−0.000 ms" not in evidence
+
+
+def test_collective_texts_are_not_matched_and_collectives_stay_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collective is Comm whatever its name, so the keyword lists are tried only on the texts
+    of other work: ``nccl:all_gather_gemm`` (a collective whose name holds a MatMul keyword) is
+    never shown to them, is Comm, and the GEMM beside it is still MatMul."""
+    from perfcmp_core.advisor import rules
+
+    items = build_items(gpu_profile([("nccl:all_gather_gemm", "c10d::allgather_"), ("sm80_xmma_gemm", "aten::mm")]))
+    shown: list[str] = []
+    real = rules.Keywords.matches
+
+    def spy(self: rules.Keywords, lower: pd.Series) -> np.ndarray:
+        shown.extend(lower.tolist())
+        return real(self, lower)
+
+    monkeypatch.setattr(rules.Keywords, "matches", spy)
+    got = dict(zip(items.label, np.asarray(CATEGORIES, dtype=object)[classify(items, CFG)]))
+    assert got == {"c10d::allgather_": "Comm", "aten::mm": "MatMul"}
+    assert shown and not any("all_gather" in text for text in shown)
+
+
+@pytest.mark.parametrize("fixture", ["npu_db/comp_ascend_pt", "npu_text/comp_ascend_pt", "gpu/base.pt.trace.json"])
+def test_each_collective_takes_the_launching_op_of_its_first_linked_kernel_row(fixture: str) -> None:
+    """A ``comm_ops`` row's item takes op row, stream, op and task type from the ``is_comm``
+    kernel row of the same start and duration (a linked one first); with half of those rows gone,
+    the others read as not found (-1, -1, "", "") — derived here row by row."""
+    from perfcmp_core.advisor.items import _collectives
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import LoadOptions
+
+    p = load_profile(str(Path(__file__).resolve().parents[1] / "fixtures" / fixture), LoadOptions(use_cache=False))
+    k = p.kernels
+    comm_rows = np.flatnonzero(k["is_comm"].to_numpy())
+    assert len(comm_rows) and len(p.comm_ops)
+    p = dataclasses.replace(p, kernels=k.drop(index=comm_rows[::2]).reset_index(drop=True))
+    k = p.kernels
+    got = _collectives(p)
+    for i, op in enumerate(p.comm_ops.itertuples()):
+        same = k[k["is_comm"] & (k["start_ns"] == op.start_ns) & (k["dur_ns"] == op.dur_ns)]
+        same = same.iloc[np.argsort(same["op_row"].to_numpy() < 0, kind="stable")]
+        want = (same["op_row"].iat[0], same["stream"].iat[0], same["op_type"].iat[0], same["task_type"].iat[0]) \
+            if len(same) else (-1, -1, "", "")
+        assert (got["op_row"].iat[i], got["stream"].iat[i], got["op_type"].iat[i], got["task_type"].iat[i]) == want

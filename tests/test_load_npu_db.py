@@ -635,7 +635,7 @@ _REAL_DBS = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "n
 def test_integer_tables_fetched_as_columns_load_like_cell_by_cell(which: str, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Queries of integers and string ids only are fetched as one text per column
-    (``Db._fetch_int_columns``), else block by block into one int64 matrix (``Db._fetch_ints``);
+    (``Db.int_columns``), else block by block into one int64 matrix (``Db._fetch_ints``);
     every table equals the cell-by-cell path's either way — on the synthetic Db, on one whose id
     column holds text and on one whose time column holds a real (the text paths are refused for
     those queries and the others read them), and on the real exports."""
@@ -651,7 +651,7 @@ def test_integer_tables_fetched_as_columns_load_like_cell_by_cell(which: str, tm
         conn.commit()
         conn.close()
     opts = LoadOptions(use_cache=False)
-    calls: dict[str, list[bool]] = {"_fetch_int_columns": [], "_fetch_ints": []}
+    calls: dict[str, list[bool]] = {"int_columns": [], "_fetch_ints": []}
     for name, seen in calls.items():
         def spy(self: npu_db_sql.Db, *args: object, _real: object = getattr(npu_db_sql.Db, name),
                 _seen: list[bool] = seen) -> object:
@@ -661,18 +661,18 @@ def test_integer_tables_fetched_as_columns_load_like_cell_by_cell(which: str, tm
 
         monkeypatch.setattr(npu_db_sql.Db, name, spy)
     fast = load_profile(str(path), opts)
-    assert any(calls["_fetch_int_columns"])  # the column path was taken for some queries
+    assert any(calls["int_columns"])  # the column path was taken for some queries
     if change:
-        assert not all(calls["_fetch_int_columns"])  # and refused for the TASK query
+        assert not all(calls["int_columns"])  # and refused for the TASK query
         assert calls["_fetch_ints"]  # which then went to the matrix path
-    monkeypatch.setattr(npu_db_sql.Db, "_fetch_int_columns", lambda self, sql, names: None)
+    monkeypatch.setattr(npu_db_sql.Db, "int_columns", lambda self, sql, names: None)
     _profiles_equal(fast, load_profile(str(path), opts))
     monkeypatch.setattr(npu_db_sql.Db, "_fetch_ints", lambda self, sql, width: None)
     _profiles_equal(fast, load_profile(str(path), opts))
 
 
 def test_column_fetch_keeps_the_query_order_and_refuses_what_is_not_an_integer(tmp_path: Path) -> None:
-    """``Db._fetch_int_columns`` by hand: the columns come in the query's own order (here
+    """``Db.int_columns`` by hand: the columns come in the query's own order (here
     descending, unlike the table's) and aligned, 64-bit extremes exactly; a NULL (which
     ``group_concat`` would skip), a text or a real anywhere refuses the whole query, and an
     empty result is empty columns."""
@@ -686,13 +686,140 @@ def test_column_fetch_keeps_the_query_order_and_refuses_what_is_not_an_integer(t
     conn.commit()
     conn.close()
     db = Db(path)
-    got = db._fetch_int_columns("SELECT a AS a, b AS b FROM T ORDER BY a DESC", ["a", "b"])
+    got = db.int_columns("SELECT a AS a, b AS b FROM T ORDER BY a DESC", ["a", "b"])
     assert got is not None
     assert got["a"].tolist() == [4, 3, 2, 1] and got["a"].dtype == np.int64
     assert got["b"].tolist() == [10, 0, -(2**63), 2**63 - 1]
     for where in ("a = 2", "a = 3", "a = 4"):  # NULL, text, real
-        assert db._fetch_int_columns(f"SELECT a AS a, c AS c FROM T WHERE a = 1 OR {where}", ["a", "c"]) is None
-    assert db._fetch_int_columns("SELECT a AS a, c AS c FROM T WHERE a = 1", ["a", "c"])["c"].tolist() == [7]
-    empty = db._fetch_int_columns("SELECT a AS a FROM T WHERE a > 9", ["a"])
+        assert db.int_columns(f"SELECT a AS a, c AS c FROM T WHERE a = 1 OR {where}", ["a", "c"]) is None
+    assert db.int_columns("SELECT a AS a, c AS c FROM T WHERE a = 1", ["a", "c"])["c"].tolist() == [7]
+    empty = db.int_columns("SELECT a AS a FROM T WHERE a > 9", ["a"])
     assert empty is not None and empty["a"].tolist() == [] and empty["a"].dtype == np.int64
+    db.close()
+
+
+_JOIN_VARIANTS = {  # change → (task join made in numpy, PMU pivot made in numpy)
+    "full": ([], True, True),
+    "pmu reals, two rows of a metric": (["UPDATE TASK_PMU_INFO SET value = 120.25 WHERE rowid = 3",
+                                         "INSERT INTO TASK_PMU_INFO SELECT globalTaskId, name, 450.5 FROM TASK_PMU_INFO "
+                                         "WHERE rowid = 1",
+                                         "INSERT INTO TASK_PMU_INFO SELECT globalTaskId, name, 7 FROM TASK_PMU_INFO "
+                                         "WHERE rowid = 2"], True, True),
+    "pmu text value": (["UPDATE TASK_PMU_INFO SET value = 'n/a' WHERE rowid = 2"], True, False),
+    "pmu NULL value": (["UPDATE TASK_PMU_INFO SET value = NULL WHERE rowid = 2"], True, False),
+    "pmu real id": (["UPDATE TASK_PMU_INFO SET globalTaskId = 2.5 WHERE rowid = 4"], True, False),
+    "compute row twice": (["INSERT INTO COMPUTE_TASK_INFO SELECT * FROM COMPUTE_TASK_INFO WHERE globalTaskId = 3"],
+                          False, True),
+    "task NULL id": (["UPDATE TASK SET globalTaskId = NULL WHERE globalTaskId = 6"], False, True),
+    "task real id": (["UPDATE TASK SET globalTaskId = 3.5 WHERE globalTaskId = 6"], False, True),
+    "comm inline type": (["UPDATE COMMUNICATION_TASK_INFO SET taskType = 'Memcpy' WHERE globalTaskId = 8"], False, True),
+}
+
+
+@pytest.mark.parametrize("which", [*_JOIN_VARIANTS, *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_tasks_joined_and_pmu_pivoted_in_numpy_load_like_sql(which: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TASK rows' compute info and communication membership are joined, and TASK_PMU_INFO
+    pivoted, in numpy when every id is an integer (and, for the pivot, every value a number);
+    anything else goes to the SQL join and pivot. Either way every table equals the SQL-only
+    load's: duplicated compute rows (the left join repeats the task), a NULL / real task id, an
+    inline text type, reals beside integers and two rows of one metric (the largest wins)."""
+    from perfcmp_core.load import npu_db_device
+
+    if which.startswith("real:"):
+        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+        changes, joined, pivoted = [], True, "level0" not in which  # level 0 has no PMU rows
+    else:
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+        changes, joined, pivoted = _JOIN_VARIANTS[which]
+        conn = sqlite3.connect(path)
+        for change in changes:
+            conn.execute(change)
+        conn.commit()
+        conn.close()
+    taken: dict[str, list[bool]] = {"_tasks_joined_here": [], "_pmu_pivoted_here": []}
+    for name, seen in taken.items():
+        def spy(*args: object, _real: object = getattr(npu_db_device, name), _seen: list[bool] = seen) -> object:
+            out = _real(*args)  # type: ignore[operator]
+            _seen.append(out is not None)
+            return out
+
+        monkeypatch.setattr(npu_db_device, name, spy)
+    opts = LoadOptions(use_cache=False)
+    here = load_profile(str(path), opts)
+    assert taken["_tasks_joined_here"] == [joined]
+    assert taken["_pmu_pivoted_here"] == ([pivoted] if "level0" not in which else [])
+    monkeypatch.setattr(npu_db_device, "_tasks_joined_here", lambda db, q: None)
+    monkeypatch.setattr(npu_db_device, "_pmu_pivoted_here", lambda db, ids: None)
+    _profiles_equal(here, load_profile(str(path), opts))
+    if which == "pmu reals, two rows of a metric":  # task 1: aic_total_time 450 and 450.5, mte2 120.25
+        k = here.kernels.set_index("task_id")
+        assert k.loc["1", "aicore_us"] == 0.4505 and k.loc["1", "mte2_us"] == 0.12025
+
+
+@pytest.mark.parametrize("which", [*_JOIN_VARIANTS, "inline-text", "real-in-int",
+                                   *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_scans_read_through_arrow_load_like_sqlite3(which: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``adbc-driver-sqlite`` installed, the integer scans of one table (PYTORCH_API, TASK,
+    COMPUTE_TASK_INFO, TASK_PMU_INFO, CONNECTION_IDS, the memory tables) are read through Arrow;
+    every table equals the one sqlite3 alone reads, on the same variants as the joins above
+    (a NULL, text or real cell makes Arrow refuse the scan, and the text path decides)."""
+    pytest.importorskip("adbc_driver_sqlite")
+    from perfcmp_core.load import npu_db_sql
+
+    if which.startswith("real:"):
+        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+    else:
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+        changes = {"inline-text": ["UPDATE TASK SET taskType = 'KERNEL_AICORE' WHERE rowid = 1"],
+                   "real-in-int": ["UPDATE TASK SET endNs = 123456789.5 WHERE rowid = 2"]}.get(which) \
+            or _JOIN_VARIANTS[which][0]
+        conn = sqlite3.connect(path)
+        for change in changes:
+            conn.execute(change)
+        conn.commit()
+        conn.close()
+    read: list[bool] = []
+    real = npu_db_sql.Db._arrow_int_columns
+
+    def spy(self: npu_db_sql.Db, sql: str, names: list[str]) -> object:
+        out = real(self, sql, names)
+        read.append(out is not None)
+        return out
+
+    monkeypatch.setattr(npu_db_sql.Db, "_arrow_int_columns", spy)
+    opts = LoadOptions(use_cache=False)
+    arrow = load_profile(str(path), opts)
+    assert any(read)  # PYTORCH_API at least
+    monkeypatch.setattr(npu_db_sql.Db, "_arrow_int_columns", lambda self, sql, names: None)
+    _profiles_equal(arrow, load_profile(str(path), opts))
+
+
+def test_arrow_scan_refuses_what_is_not_an_integer_and_is_optional(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Db.scan_columns`` by hand: the same columns as ``Db.int_columns`` (64-bit extremes
+    exactly), None for a NULL, a text or a real anywhere; without the driver installed the
+    Arrow reader is simply absent and the text path reads the scan."""
+    import sys
+
+    from perfcmp_core.load.npu_db_sql import Db
+
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE T (a INTEGER, b INTEGER, c)")
+    conn.executemany("INSERT INTO T VALUES (?, ?, ?)",
+                     [(1, 2**63 - 1, 7), (2, -(2**63), None), (3, 0, "x"), (4, 10, 2.5)])
+    conn.commit()
+    conn.close()
+    db = Db(path)
+    got = db.scan_columns("SELECT a AS a, b AS b FROM T", ["a", "b"])
+    assert got is not None and got["b"].tolist() == [2**63 - 1, -(2**63), 0, 10] and got["b"].dtype == np.int64
+    for where in ("a = 2", "a = 3", "a = 4"):  # NULL, text, real
+        assert db.scan_columns(f"SELECT a AS a, c AS c FROM T WHERE a = 1 OR {where}", ["a", "c"]) is None
+    db.close()
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # not installed: import fails
+    db = Db(path)
+    assert db._arrow_int_columns("SELECT a AS a FROM T", ["a"]) is None
+    assert db.scan_columns("SELECT a AS a FROM T", ["a"])["a"].tolist() == [1, 2, 3, 4]
     db.close()

@@ -112,3 +112,34 @@ def test_step_times_on_the_step_window_are_the_full_overall_figures(pair: str) -
             assert step_parts(profile, step, DEFAULT_MASKS) == {
                 "e2e": full.e2e_ns / 1e6, "computing": full.compute_ns / 1e6,
                 "uncovered": full.uncovered_ns / 1e6, "free": full.free_time_ns / 1e6}
+
+
+@pytest.mark.parametrize("pair", ["npu", "gpu", "ms", "db"])
+def test_a_window_of_a_table_sorted_by_start_is_the_slice_the_mask_keeps(pair: str) -> None:
+    """``window_rows`` of a table whose start column never decreases is one binary-searched
+    slice (what compare_steps uses): the same rows, columns and index as the rows the step's
+    mask keeps, for every table StepCompare cuts and every step — and a table out of order is
+    known as such."""
+    import pandas as pd
+
+    from perfcmp_core.compare.overall_metrics import STEP_TIME_TABLES
+    from perfcmp_core.load.steps import ordered_by_start, step_ids, step_window, window_rows
+
+    paths = {**{k: v[:2] for k, v in PAIRS.items()},
+             "db": ("fixtures/npu_db/base_ascend_pt", "fixtures/npu_db/comp_ascend_pt")}[pair]
+    for path in paths:
+        profile = load_profile(str(ROOT / path), LoadOptions(use_cache=False))
+        ordered = [t for t in STEP_TIME_TABLES if ordered_by_start(profile, t)]
+        assert "kernels" in ordered  # the loaders sort kernels by start
+        for table in ordered:
+            for step in step_ids(profile):
+                _, lo, hi = step_window(profile, step)
+                pd.testing.assert_frame_equal(window_rows(profile, table, lo, hi, ordered=True),
+                                              window_rows(profile, table, lo, hi), check_exact=True)
+        k = profile.kernels
+        if len(k) > 1:
+            swapped = k.iloc[[1, 0, *range(2, len(k))]].reset_index(drop=True)
+            if swapped["start_ns"].iat[0] != swapped["start_ns"].iat[1]:
+                from dataclasses import replace
+
+                assert not ordered_by_start(replace(profile, kernels=swapped), "kernels")

@@ -119,7 +119,7 @@ def _syncs(check: Check, profile: Profile, ex: StepExplanation, classes: pd.Data
     ops = profile.ops
     if len(ops) == 0 or ex.step_count == 0:
         return None
-    codes, names = pd.factorize(ops["name"].to_numpy(dtype=object))
+    codes, names = profile.codes("ops", "name")
     is_sync = pd.Series(names, dtype=object).str.contains(SYNC_CALL).to_numpy(dtype=bool)[codes]
     rows = np.flatnonzero(is_sync & _in_windows(ex, ops["start_ns"].to_numpy()))
     per_step = len(rows) / ex.step_count

@@ -57,7 +57,7 @@ def measured_op(profile: Profile, launch: np.ndarray) -> np.ndarray:
     rows = np.asarray(launch, dtype="int64").copy()
     if len(ops) == 0:
         return np.full(len(rows), -1, dtype="int64")
-    codes, names = pd.factorize(ops["name"].to_numpy(dtype=object))
+    codes, names = profile.codes("ops", "name")
     hit = pd.Series(names, dtype=object).isin(MEASURED_OPS).to_numpy(dtype=bool)[codes]
     parent = ops["parent"].to_numpy()
     pending = np.flatnonzero((rows >= 0) & ~hit[np.clip(rows, 0, None)])

@@ -59,7 +59,7 @@ def launching_ops(profile: Profile, op_row: np.ndarray) -> np.ndarray:
     rows = np.asarray(op_row, dtype="int64").copy()
     if len(ops) == 0:
         return np.full(len(rows), -1, dtype="int64")
-    codes, names = pd.factorize(ops["name"].to_numpy(dtype=object))
+    codes, names = profile.codes("ops", "name")
     is_launcher = pd.Series(names, dtype=object).str.contains(LAUNCHER_NAMES).to_numpy(dtype=bool)
     skip = ops["cat"].isin(list(LAUNCH_CATEGORIES)).to_numpy() | is_launcher[codes]
     parent = ops["parent"].to_numpy()

@@ -127,10 +127,10 @@ class ModuleSide:
     notes: list[str]
 
 
-def _optimizer_ops(ops: pd.DataFrame) -> np.ndarray:
+def _optimizer_ops(profile: Profile) -> np.ndarray:
     """Host ops named ``Optimizer…`` (any case): pseudo-modules, never ops inside modules."""
-    codes, names = pd.factorize(ops["name"], use_na_sentinel=False)  # a few hundred distinct names
-    return pd.Series(names).str.match("(?i)optimizer").to_numpy(dtype=bool)[codes]
+    codes, names = profile.codes("ops", "name")  # a few hundred distinct names
+    return pd.Series(names, dtype=object).str.match("(?i)optimizer").to_numpy(dtype=bool)[codes]
 
 
 def _module_frames(profile: Profile, optimizer: np.ndarray) -> pd.DataFrame:
@@ -271,7 +271,7 @@ def _place_ops(ops: pd.DataFrame, forest: _Forest, optimizer: np.ndarray) -> tup
 def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide:
     """One side's modules; ``op_keys`` are the pairing keys of every host op."""
     ops = profile.ops
-    optimizer = _optimizer_ops(ops)
+    optimizer = _optimizer_ops(profile)
     forest = _forest(profile, optimizer)
     frames, nf = forest.frames, forest.nf
     n = len(frames)
@@ -282,13 +282,14 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     # Kernels → modules (each tree on its own), through the launching op's start. Counted
     # kernels are those the operator comparison counts (device timeline, no memsets).
     kern = profile.kernels
-    counted = kern["in_trace"].to_numpy() & ~kern["task_type"].isin(UNCOUNTED_TASK_TYPES).to_numpy()
+    task_codes, task_types = profile.codes("kernels", "task_type")  # tested once per distinct type
+    uncounted = pd.Series(task_types, dtype=object).isin(UNCOUNTED_TASK_TYPES).to_numpy()[task_codes]
+    counted = kern["in_trace"].to_numpy() & ~uncounted
     linked = counted & (kern["op_row"].to_numpy() >= 0)
     unlinked = int((counted & ~linked).sum())
-    k = kern[linked].reset_index(drop=True)
-    lrow = k["op_row"].to_numpy()
+    lrow = kern["op_row"].to_numpy()[linked]
     lts = ops["start_ns"].to_numpy()[lrow]
-    kdur = k["dur_ns"].to_numpy(dtype="int64")
+    kdur = kern["dur_ns"].to_numpy(dtype="int64")[linked]
     fmod, bmod = forest.locate(thread_key(ops["pid"].to_numpy()[lrow], ops["tid"].to_numpy()[lrow]), lts,
                                strict=False)
     self_ns = np.zeros(n, dtype="int64")
@@ -308,7 +309,7 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     top_pos = np.full(len(ops), -1, dtype="int64")
     top_pos[top_rows] = np.arange(len(top_rows))
     kop = top_pos[top_of[lrow[credited]]]
-    order = np.lexsort((k["start_ns"].to_numpy()[credited], lts[credited], kop))  # by op, launch, start
+    order = np.lexsort((kern["start_ns"].to_numpy()[linked][credited], lts[credited], kop))  # by op, launch, start
     kc_op = kop[order]
     op_dev = np.zeros(len(top_rows), dtype="int64")
     np.add.at(op_dev, kc_op, kdur[credited][order])

@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..load.steps import step_ids, step_window, window_rows
+from ..load.steps import ordered_by_start, step_ids, step_window, window_rows
 from ..model import Profile
 from .masks import Masks
 from .overall_metrics import STEP_TIME_TABLES, step_times
@@ -108,14 +108,15 @@ def _side_step(label: str, side: str) -> str:
     return (comp if side == "comp" else base) if sep else base
 
 
-def step_parts(profile: Profile, step: int, masks: Masks) -> dict[str, float]:
+def step_parts(profile: Profile, step: int, masks: Masks, ordered: frozenset[str] = frozenset()) -> dict[str, float]:
     """One step's E2E / computing / uncovered communication / free time in ms, measured as the
     Overall screen measures a run cut to that step: :func:`step_times` is that measure's code,
     and the tables it reads are cut to the step's window as ``select_step`` cuts them (their
-    links, which it does not read, are left as they are; the other tables are not cut at all)."""
+    links, which it does not read, are left as they are; the other tables are not cut at all).
+    ``ordered``: the tables known to be sorted by their start (cut by binary search)."""
     hit, lo, hi = step_window(profile, step)
     cut = replace(profile, meta=replace(profile.meta, selected_step=step), steps=hit.reset_index(drop=True),
-                  **{name: window_rows(profile, name, lo, hi) for name in STEP_TIME_TABLES})
+                  **{name: window_rows(profile, name, lo, hi, name in ordered) for name in STEP_TIME_TABLES})
     m = step_times(cut, masks)
     return {"e2e": m.e2e_ns / _NS_PER_MS, "computing": m.compute_ns / _NS_PER_MS,
             "uncovered": m.uncovered_ns / _NS_PER_MS, "free": m.free_time_ns / _NS_PER_MS}
@@ -131,13 +132,15 @@ def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | N
         return None, "per-step times: one step on each side (the Overall screen is that step)"
     n = max(len(b_ids), len(c_ids))
     rows: dict[str, list[float]] = {f"{s}_{k}": [] for k, _ in PARTS for s in ("base", "comp")}
+    ordered = {side: frozenset(t for t in STEP_TIME_TABLES if ordered_by_start(p, t))
+               for side, p in (("base", base), ("comp", comp))}
     labels = []
     for i in range(n):
         b = b_ids[i] if i < len(b_ids) else None
         c = c_ids[i] if i < len(c_ids) else None
         labels.append(str(b if b == c else f"{'—' if b is None else b} / {'—' if c is None else c}"))
         for side, profile, step in (("base", base, b), ("comp", comp, c)):
-            parts = step_parts(profile, step, masks) if step is not None else {}
+            parts = step_parts(profile, step, masks, ordered[side]) if step is not None else {}
             for key, _ in PARTS:
                 rows[f"{side}_{key}"].append(parts.get(key, np.nan))
     data = pd.DataFrame({"step": labels, **rows})

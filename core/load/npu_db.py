@@ -208,7 +208,7 @@ def _memory(db: Db) -> pd.DataFrame:
     df = (Select(db).expr("M.timestamp", "ts_ns", INT).col("M", rec, "component", "component", SID)
           .col("M", rec, "deviceId", "device", INT).col("M", rec, "totalReserved", "total_reserved_bytes", INT)
           .col("M", rec, "totalAllocated", "total_allocated_bytes", INT)
-          .fetch("FROM MEMORY_RECORD AS M WHERE M.timestamp IS NOT NULL ORDER BY M.timestamp, M.rowid"))
+          .fetch("FROM MEMORY_RECORD AS M WHERE M.timestamp IS NOT NULL ORDER BY M.timestamp, M.rowid", scan=True))
     return frame(MEMORY, {c: df[c] for c in MEMORY}, n=len(df))
 
 
@@ -223,7 +223,7 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     mem = "OP_MEMORY"
     df = (Select(db).col("O", mem, "name", "name", SID).col("O", mem, "size", "size_bytes", INT)
           .col("O", mem, "allocationTime", "alloc_ns", INT).col("O", mem, "releaseTime", "release_ns", INT)
-          .fetch("FROM OP_MEMORY AS O ORDER BY O.rowid"))
+          .fetch("FROM OP_MEMORY AS O ORDER BY O.rowid", scan=True))
     unplaced = int((df["alloc_ns"] <= 0).sum())
     df = df[df["alloc_ns"] > 0].sort_values("alloc_ns", kind="stable").reset_index(drop=True)
     df["release_ns"] = df["release_ns"].where(df["release_ns"] > 0, -1)

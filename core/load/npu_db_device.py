@@ -10,7 +10,7 @@ from ..compat import as_text
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
 from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
-from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select
+from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select, table
 from .shapes import normalise_shapes
 
 #: ``TASK_PMU_INFO`` metric name → KERNELS column.
@@ -52,26 +52,10 @@ def _read_tasks(db: Db) -> pd.DataFrame:
          .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
          .col("T", "TASK", "taskType", "task_type", SID).col("T", "TASK", "taskId", "hw_task", INT)
          .col("T", "TASK", "contextId", "context", INT))
-    joins: list[str] = []
-    if db.has("COMPUTE_TASK_INFO", "globalTaskId"):
-        joins.append("LEFT JOIN COMPUTE_TASK_INFO AS C ON C.globalTaskId = T.globalTaskId")
-        info = "COMPUTE_TASK_INFO"
-        (q.expr("C.globalTaskId IS NOT NULL", "has_details", INT).col("C", info, "name", "compute_name", SID)
-         .col("C", info, "opType", "op_type", SID).col("C", info, "taskType", "core", SID)
-         .col("C", info, "inputShapes", "input_shapes", SID).col("C", info, "inputDataTypes", "input_dtypes", SID))
-    else:
-        q.expr("0", "has_details", INT)
-        for out in ("compute_name", "op_type", "core", "input_shapes", "input_dtypes"):
-            q.expr("-1", out, SID)
-    if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
-        task_type = "MIN(taskType)" if "taskType" in db.columns("COMMUNICATION_TASK_INFO") else "NULL"
-        joins.append(f"LEFT JOIN (SELECT globalTaskId, {task_type} AS taskType FROM COMMUNICATION_TASK_INFO "
-                     "GROUP BY globalTaskId) AS M ON M.globalTaskId = T.globalTaskId")
-        q.expr("M.globalTaskId IS NOT NULL", "is_comm", INT).expr("COALESCE(M.taskType, -1)", "comm_name", SID)
-    else:
-        q.expr("0", "is_comm", INT).expr("-1", "comm_name", SID)
-    df = durations(db, "TASK", q.fetch(f"FROM TASK AS T {' '.join(joins)} "
-                                        "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
+    df = _tasks_joined_here(db, q)
+    if df is None:
+        df = _tasks_joined_in_sql(db, q)
+    df = durations(db, "TASK", df)
     df = df[~_containers(df)].reset_index(drop=True)
     df["input_shapes"] = normalise_shapes(df["input_shapes"])
     for col in ("op_type", "core", "input_dtypes"):  # level 0 writes N/A; the model keeps "" (as Text)
@@ -92,6 +76,93 @@ def _read_tasks(db: Db) -> pd.DataFrame:
         for col in pmu.columns:
             df[col] = aligned[col].to_numpy() / _PMU_NS_PER_US
     return df.drop(columns=["gid", "compute_name", "comm_name", "hw_task", "context"])
+
+
+#: The ``COMPUTE_TASK_INFO`` columns of a task: (Db column, fetched name).
+_COMPUTE_COLUMNS = (("name", "compute_name"), ("opType", "op_type"), ("taskType", "core"),
+                    ("inputShapes", "input_shapes"), ("inputDataTypes", "input_dtypes"))
+_TASKS_WHERE = "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"
+
+
+def _comm_task_type(db: Db) -> str:
+    """A communication task's type as the task query reads it (the least of its rows')."""
+    return "MIN(taskType)" if "taskType" in db.columns("COMMUNICATION_TASK_INFO") else "NULL"
+
+
+def _tasks_joined_in_sql(db: Db, q: Select) -> pd.DataFrame:
+    """The TASK rows with their compute info and communication membership, joined by SQLite
+    (any Db: the reference for :func:`_tasks_joined_here`)."""
+    joins: list[str] = []
+    if db.has("COMPUTE_TASK_INFO", "globalTaskId"):
+        joins.append("LEFT JOIN COMPUTE_TASK_INFO AS C ON C.globalTaskId = T.globalTaskId")
+        q.expr("C.globalTaskId IS NOT NULL", "has_details", INT)
+        for column, out in _COMPUTE_COLUMNS:
+            q.col("C", "COMPUTE_TASK_INFO", column, out, SID)
+    else:
+        q.expr("0", "has_details", INT)
+        for _, out in _COMPUTE_COLUMNS:
+            q.expr("-1", out, SID)
+    if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
+        joins.append(f"LEFT JOIN (SELECT globalTaskId, {_comm_task_type(db)} AS taskType FROM COMMUNICATION_TASK_INFO "
+                     "GROUP BY globalTaskId) AS M ON M.globalTaskId = T.globalTaskId")
+        q.expr("M.globalTaskId IS NOT NULL", "is_comm", INT).expr("COALESCE(M.taskType, -1)", "comm_name", SID)
+    else:
+        q.expr("0", "is_comm", INT).expr("-1", "comm_name", SID)
+    return q.fetch(f"FROM TASK AS T {' '.join(joins)} {_TASKS_WHERE}")
+
+
+def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
+    """What :func:`_tasks_joined_in_sql` gives, from three queries of one table each joined on
+    their integer task ids in numpy; None (the SQL join then runs) unless every id and id-typed
+    cell read is an integer and the compute rows' task ids are distinct.
+
+    Why: SQLite's two joins were two thirds of the task query (1.4 s of CPU for the 486k tasks of
+    one side of the 32×92 Db pair; the three tables alone 0.6 s). The conditions make the result
+    the same as the SQL join's: with integers on both sides SQLite's ``=`` is integer equality,
+    and distinct compute ids mean a task matches at most one compute row, as the left join would
+    (the communication rows are grouped by id in SQL, as before). The task rows come in the order
+    of one scan of ``TASK``, as in the joined query, whose outer loop ``TASK`` is.
+    """
+    # The task id as stored (not cast): a NULL, text or real one refuses the integer fetch.
+    tasks = db.scan_columns(f"SELECT T.globalTaskId AS gid, {', '.join(q.items[1:])} FROM TASK AS T {_TASKS_WHERE}",
+                           list(q.kinds))
+    if tasks is None:
+        return None
+    gid = tasks["gid"]
+    out: dict[str, np.ndarray] = {name: values if q.kinds[name] == INT else db.texts(values)
+                                  for name, values in tasks.items()}
+    absent = db.texts(np.array([-1], dtype=np.int64))[0]  # what an unmatched id reads as (COALESCE … -1)
+    if db.has("COMPUTE_TASK_INFO", "globalTaskId"):
+        c = Select(db)
+        for column, name in _COMPUTE_COLUMNS:
+            c.col("C", "COMPUTE_TASK_INFO", column, name, SID)
+        info = db.scan_columns(f"SELECT C.globalTaskId AS gid, {', '.join(c.items)} FROM COMPUTE_TASK_INFO AS C",
+                              ["gid", *c.kinds])
+        if info is None:
+            return None
+        index = pd.Index(info["gid"])
+        if not index.is_unique:
+            return None
+        pos = index.get_indexer(gid)
+        out["has_details"] = (pos >= 0).astype(np.int64)
+        for _, name in _COMPUTE_COLUMNS:
+            out[name] = np.append(db.texts(info[name]), absent)[pos]
+    else:
+        out["has_details"] = np.zeros(len(gid), dtype=np.int64)
+        for _, name in _COMPUTE_COLUMNS:
+            out[name] = np.full(len(gid), absent, dtype=object)
+    if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
+        comm = db.int_columns(f"SELECT globalTaskId AS gid, COALESCE({_comm_task_type(db)}, -1) AS comm_name "
+                              "FROM COMMUNICATION_TASK_INFO GROUP BY globalTaskId", ["gid", "comm_name"])
+        if comm is None:
+            return None
+        pos = pd.Index(comm["gid"]).get_indexer(gid)
+        out["is_comm"] = (pos >= 0).astype(np.int64)
+        out["comm_name"] = np.append(db.texts(comm["comm_name"]), absent)[pos]
+    else:
+        out["is_comm"] = np.zeros(len(gid), dtype=np.int64)
+        out["comm_name"] = np.full(len(gid), absent, dtype=object)
+    return table(out)
 
 
 def _containers(tasks: pd.DataFrame) -> np.ndarray:
@@ -137,17 +208,57 @@ def durations(db: Db, table: str, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pmu(db: Db) -> pd.DataFrame | None:
-    """``TASK_PMU_INFO`` pivoted in SQL to one row per task (index globalTaskId, KERNELS column
-    names, raw values); None when the table is absent. Metric names are matched by their interned
-    ids (or inline text), so the pivot needs no per-row STRING_IDS look-up."""
+    """``TASK_PMU_INFO`` pivoted to one row per task (index globalTaskId, KERNELS column names,
+    raw values); None when the table is absent. Metric names are matched by their interned ids
+    (or inline text), so the pivot needs no per-row STRING_IDS look-up."""
     if not db.has("TASK_PMU_INFO", "globalTaskId", "name", "value"):
         return None
+    ids = {name: db.string_ids([name]) for name in PMU_COLUMNS}
+    wide = _pmu_pivoted_here(db, ids)
+    if wide is not None:
+        return wide
     q = Select(db).col("P", "TASK_PMU_INFO", "globalTaskId", "gid", INT)
     for name, col in PMU_COLUMNS.items():
-        keys = ", ".join([str(i) for i in db.string_ids([name])] + [f"'{name}'"])
+        keys = ", ".join([str(i) for i in ids[name]] + [f"'{name}'"])
         q.expr(f"MAX(CASE WHEN P.name IN ({keys}) THEN CAST(P.value AS REAL) END)", col, FLOAT)
     wide = q.fetch("FROM TASK_PMU_INFO AS P GROUP BY P.globalTaskId")
     return wide.set_index("gid")
+
+
+def _pmu_pivoted_here(db: Db, ids: dict[str, list[int]]) -> pd.DataFrame | None:
+    """The SQL pivot of :func:`_pmu` made in numpy from the table's three columns; None (the SQL
+    pivot then runs) unless every id and name is an integer and every value a number.
+
+    Why: the pivot came back as a Python float per cell (0.6 s of CPU for the 641k rows of one
+    side of the 32×92 Db pair; its three columns: 0.2 s). The integer values are fetched as one
+    text per column (:meth:`Db.int_columns`) and only the real ones as Python floats (exact,
+    which SQLite's text of a real is not). The result is the same: each name is an interned id
+    (a text never matches one), and the largest value of a group as float64 is the largest of
+    its values converted one by one, as ``MAX(CAST(value AS REAL))`` (the conversion keeps order).
+    """
+    sql = "SELECT P.globalTaskId AS gid, P.name AS name, P.value AS value FROM TASK_PMU_INFO AS P WHERE "
+    whole = db.scan_columns(sql + "typeof(P.value) = 'integer'", ["gid", "name", "value"])
+    if whole is None:
+        return None
+    try:
+        reals = np.array(db.rows(sql + "typeof(P.value) != 'integer'"), dtype=object).reshape(-1, 3)
+        gid = np.concatenate([whole["gid"], reals[:, 0].astype(np.int64)])
+        name = np.concatenate([whole["name"], reals[:, 1].astype(np.int64)])
+    except (TypeError, ValueError, OverflowError):  # a NULL, text or real id or name
+        return None
+    if not all(type(v) is float for v in reals[:, 2].tolist()):  # a NULL, text or BLOB value
+        return None
+    value = np.concatenate([whole["value"].astype(np.float64), reals[:, 2].astype(np.float64)])
+    gids, group = np.unique(gid, return_inverse=True)
+    out: dict[str, np.ndarray] = {}
+    for metric, col in PMU_COLUMNS.items():
+        hit = np.isin(name, ids[metric])
+        best = np.full(len(gids), -np.inf)
+        np.maximum.at(best, group[hit], value[hit])
+        seen = np.zeros(len(gids), dtype=bool)
+        seen[group[hit]] = True
+        out[col] = np.where(seen, best, np.nan)
+    return pd.DataFrame(out, index=pd.Index(gids, name="gid"))
 
 
 def communication_ops(db: Db, steps: pd.DataFrame) -> pd.DataFrame:

@@ -37,7 +37,7 @@ def read_apis(db: Db, notes: list[Note]) -> pd.DataFrame:
             .col("A", api, "name", "name", SID).col("A", api, "inputShapes", "input_dims", SID)
             .col("A", api, "inputDtypes", "input_types", SID).col("A", api, "callchainId", "chain", INT)
             .col("A", api, "type", "api_type", INT)
-            .fetch("FROM PYTORCH_API AS A WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL"))
+            .fetch("FROM PYTORCH_API AS A WHERE A.startNs IS NOT NULL AND A.endNs IS NOT NULL", scan=True))
     # The type names are joined here, not in SQL: a query of integers only is fetched as int64
     # columns without a Python object per cell (Db.fetch), and the enum has a handful of rows.
     enum = Select(db).col("E", "ENUM_API_TYPE", "id", "id", INT).col("E", "ENUM_API_TYPE", "name", "name", TEXT) \
@@ -99,7 +99,7 @@ def read_connection_ids(db: Db) -> pd.DataFrame | None:
         return None
     df = (Select(db).col("L", "CONNECTION_IDS", "id", "ref", INT)
           .col("L", "CONNECTION_IDS", "connectionId", "conn", INT)
-          .fetch("FROM CONNECTION_IDS AS L ORDER BY L.rowid"))
+          .fetch("FROM CONNECTION_IDS AS L ORDER BY L.rowid", scan=True))
     return df[(df["ref"] >= 0) & (df["conn"] >= 0) & (df["conn"] != INVALID_ID)].reset_index(drop=True)
 
 

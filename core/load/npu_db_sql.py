@@ -9,7 +9,7 @@ exports): the SQL half of the Db loader, kept apart from the table building in `
 * **Typed without per-cell Python work.** Integer columns are ``COALESCE``-d in SQL so ns
   timestamps never pass through float64; interned strings come back as ids and are resolved
   against one in-memory copy of ``STRING_IDS``; a query of integers and ids only comes back as
-  one text per column that numpy parses (:meth:`Db._fetch_int_columns`).
+  one text per column that numpy parses (:meth:`Db.int_columns`).
 * **Bad files are input errors.** Every SQLite failure becomes an :class:`InputError` naming the
   file.
 """
@@ -21,6 +21,7 @@ import re
 import sqlite3
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ INT, FLOAT, SID, TEXT = "int", "float", "sid", "text"
 _FETCH_ROWS = 1 << 15
 
 
-def _table(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+def table(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """The fetched columns as a table, texts as ``object`` columns: from a dict of arrays pandas 3
     would infer its ``str`` dtype, whose comparisons and missing-value checks cost a Python call
     per cell (≈ 1.5 s of CPU of a 150 MB Db side) and whose results are the same."""
@@ -84,9 +85,12 @@ class Db:
         self._columns: dict[str, set[str]] = {}
         self._string_ids: pd.Index | None = None
         self._strings = np.array([""], dtype=object)
+        self._arrow: Any = None  # the Arrow connection of :meth:`scan_columns` (False: none to be had)
 
     def close(self) -> None:
         self.conn.close()
+        if self._arrow:
+            self._arrow.close()
 
     def _execute(self, sql: str) -> list[tuple[object, ...]]:
         try:
@@ -103,6 +107,10 @@ class Db:
         self.conn.text_factory = _lenient_text
         return self._execute(sql)
 
+    def rows(self, sql: str) -> list[tuple[object, ...]]:
+        """The rows of ``sql`` as Python tuples (SQLite failures as :class:`InputError`)."""
+        return self._execute(sql)
+
     def columns(self, table: str) -> set[str]:
         if table not in self.tables:
             return set()
@@ -116,23 +124,24 @@ class Db:
     def any_rows(self, table: str) -> bool:
         return table in self.tables and bool(self._execute(f'SELECT EXISTS (SELECT 1 FROM "{table}")')[0][0])
 
-    def fetch(self, sql: str, kinds: dict[str, str]) -> pd.DataFrame:
-        """Run ``sql`` and return its columns (named and typed by ``kinds``, in SELECT order)."""
+    def fetch(self, sql: str, kinds: dict[str, str], scan: bool = False) -> pd.DataFrame:
+        """Run ``sql`` and return its columns (named and typed by ``kinds``, in SELECT order);
+        ``scan``: the query reads one table, no join (see :meth:`scan_columns`)."""
         if all(kind in (INT, SID) for kind in kinds.values()):
-            ints = self._fetch_int_columns(sql, list(kinds))
+            ints = (self.scan_columns if scan else self.int_columns)(sql, list(kinds))
             if ints is None:
                 matrix = self._fetch_ints(sql, len(kinds))
                 ints = None if matrix is None else dict(zip(kinds, matrix.T))
             if ints is not None:
-                return _table({name: ints[name] if kind == INT else self._texts(ints[name])
+                return table({name: ints[name] if kind == INT else self.texts(ints[name])
                                for name, kind in kinds.items()})
         rows = self._execute(sql)
         cells = np.empty((len(rows), len(kinds)), dtype=object)
         if rows:
             cells[:] = rows
-        return _table({name: self._convert(cells[:, j], kind) for j, (name, kind) in enumerate(kinds.items())})
+        return table({name: self._convert(cells[:, j], kind) for j, (name, kind) in enumerate(kinds.items())})
 
-    def _fetch_int_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
+    def int_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
         """The columns of a query whose cells are all integers (ids included), each fetched as
         one comma-separated text built by SQLite (``group_concat``) and parsed by numpy; None
         when a cell is not an integer (NULL, text, a real) or anything fails (:meth:`_fetch_ints`
@@ -167,6 +176,45 @@ class Db:
                 out[name] = values
         return out
 
+    def scan_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
+        """:meth:`int_columns` of a query that reads one table (no join): through Arrow when
+        ``adbc-driver-sqlite`` is installed, else (or when Arrow refuses it) as text per column.
+
+        Why: the Arrow driver hands SQLite's integers over as int64 buffers without writing and
+        parsing them as text, ≈ 30 % less CPU for the ``PYTORCH_API`` and ``TASK`` scans of a
+        large Db (0.69 → 0.49 s and 0.39 → 0.27 s for one side of the 32×92 pair). Only scans
+        of one table: the driver brings its own SQLite, and the order of a join's rows is that
+        library's choice, while a scan reads the table in its stored order in any version. A
+        column whose cells are not all integers (a NULL, a real, a text) is refused, as
+        :meth:`int_columns` refuses it, so either path gives the same columns or none.
+        """
+        got = self._arrow_int_columns(sql, names)
+        return got if got is not None else self.int_columns(sql, names)
+
+    def _arrow_int_columns(self, sql: str, names: list[str]) -> dict[str, np.ndarray] | None:
+        if self._arrow is None:
+            self._arrow = _arrow_connection(self.path)
+        if not self._arrow:
+            return None
+        try:
+            cursor = self._arrow.cursor()
+            try:
+                cursor.execute(sql)
+                table = cursor.fetch_arrow_table()
+            finally:
+                cursor.close()
+        except Exception:  # noqa: BLE001 - the driver's type mismatches and errors: the text path decides
+            return None
+        if table.num_columns != len(names):
+            return None
+        out = {}
+        for name, column in zip(names, table.columns):
+            if str(column.type) != "int64" or column.null_count:
+                return None
+            values = column.to_numpy()
+            out[name] = values if values.flags.writeable else values.copy()
+        return out
+
     def _fetch_ints(self, sql: str, width: int) -> np.ndarray | None:
         """The rows of a query whose columns are all integers (ids included) as one int64 matrix,
         built ``_FETCH_ROWS`` rows at a time; None when a cell is not an integer or anything
@@ -198,10 +246,10 @@ class Db:
         if kind == FLOAT:
             return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
         if kind == SID:
-            return self._texts(values)
+            return self.texts(values)
         return np.where(pd.isna(values), "", values)
 
-    def _texts(self, values: np.ndarray) -> np.ndarray:
+    def texts(self, values: np.ndarray) -> np.ndarray:
         """Interned ids → their text; text stored inline (older exports) is kept as is."""
         try:
             codes, inline = values.astype(np.int64), None
@@ -244,6 +292,19 @@ class Db:
         index = self._string_index()
         hit = pd.Series(self._strings[:-1], dtype=object).str.match(pattern).to_numpy(dtype=bool)
         return [int(i) for i in index[hit]]
+
+
+def _arrow_connection(path: Path) -> Any:
+    """A read-only Arrow (ADBC) connection to the Db, as immutable as :class:`Db`'s own; False
+    when ``adbc-driver-sqlite`` is not installed or cannot open it."""
+    try:
+        from adbc_driver_sqlite import dbapi
+    except ImportError:
+        return False
+    try:
+        return dbapi.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1")
+    except Exception:  # noqa: BLE001 - any failure of an optional reader: the sqlite3 path stays
+        return False
 
 
 def _lenient_text(raw: bytes) -> str:
@@ -309,9 +370,10 @@ class Select:
         self.kinds[out] = kind
         return self
 
-    def fetch(self, tail: str) -> pd.DataFrame:
-        """Run ``SELECT <items> <tail>`` (``tail`` = FROM/JOIN/WHERE/ORDER clauses)."""
-        return self.db.fetch(f"SELECT {', '.join(self.items)} {tail}", self.kinds)
+    def fetch(self, tail: str, scan: bool = False) -> pd.DataFrame:
+        """Run ``SELECT <items> <tail>`` (``tail`` = FROM/JOIN/WHERE/ORDER clauses; ``scan``: it
+        reads one table, no join, see :meth:`Db.scan_columns`)."""
+        return self.db.fetch(f"SELECT {', '.join(self.items)} {tail}", self.kinds, scan)
 
 
 def check_header(path: Path) -> None:

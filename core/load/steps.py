@@ -68,10 +68,26 @@ def _in_window(profile: Profile, table: str, lo: int, hi: int) -> np.ndarray:
     return (t >= lo) & (t <= hi)
 
 
-def window_rows(profile: Profile, table: str, lo: int, hi: int) -> pd.DataFrame:
+def window_rows(profile: Profile, table: str, lo: int, hi: int, ordered: bool = False) -> pd.DataFrame:
     """The rows of ``profile.<table>`` that :func:`select_step` keeps for the window ``[lo, hi]``,
-    with their link columns as they are (not renumbered: for readers of durations only)."""
-    return getattr(profile, table)[_in_window(profile, table, lo, hi)].reset_index(drop=True)
+    with their link columns as they are (not renumbered: for readers of durations only).
+
+    ``ordered``: the caller knows the table's start column never decreases
+    (:func:`ordered_by_start`), so the rows are one slice found by binary search, instead of a
+    test of every row and a copy through a mask (a hundred steps cut a 500k-row table a
+    hundred times)."""
+    df = getattr(profile, table)
+    if not ordered:
+        return df[_in_window(profile, table, lo, hi)].reset_index(drop=True)
+    t = df[_START[table]].to_numpy()
+    first, end = np.searchsorted(t, lo, side="left"), np.searchsorted(t, hi, side="right")
+    return df.iloc[first:end].copy().reset_index(drop=True)
+
+
+def ordered_by_start(profile: Profile, table: str) -> bool:
+    """Whether the start column :func:`window_rows` cuts ``profile.<table>`` by never decreases."""
+    t = getattr(profile, table)[_START[table]].to_numpy()
+    return bool((t[1:] >= t[:-1]).all())
 
 
 def select_step(profile: Profile, step: int) -> Profile:

@@ -766,6 +766,7 @@ def test_scans_read_through_arrow_load_like_sqlite3(which: str, tmp_path: Path,
     every table equals the one sqlite3 alone reads, on the same variants as the joins above
     (a NULL, text or real cell makes Arrow refuse the scan, and the text path decides)."""
     pytest.importorskip("adbc_driver_sqlite")
+    pytest.importorskip("pyarrow")  # the driver's DB-API needs it: without it the loader reads text
     from perfcmp_core.load import npu_db_sql
 
     if which.startswith("real:"):

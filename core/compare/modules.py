@@ -517,37 +517,47 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
         moved_rows = np.fromiter(key_of, dtype="int64", count=len(key_of))
         all_keys[moved_rows] = np.array(list(key_of.values()), dtype=object)
         all_moved[moved_rows] = True
-    ops = pd.DataFrame({"path": path_ids, "seq": np.arange(len(rows)), "row": rows, "name": all_keys[rows],
-                        "label": np.asarray(side.op_label, dtype=object)[rows],
-                        "cls": np.asarray(side.op_cls, dtype=object)[rows], "moved": all_moved[rows],
-                        "dev_ns": np.asarray(side.op_dev, dtype="int64")[rows]})
-    ops["group"] = ops.groupby(["path", "name"], sort=False).ngroup()
-    agg = ops.groupby("group", sort=True).agg(path=("path", "first"), name=("name", "first"),
-                                             label=("label", "first"), cls=("cls", "first"),
-                                             moved=("moved", "any"),
-                                             dev_ns=("dev_ns", "sum"), number=("row", "size"))
+    # Groups (path, op key) numbered in first-seen order, aggregated with array operations (a
+    # step change runs this for every module path: pandas' named aggregations cost more in
+    # fixed overhead than the sums themselves).
+    key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
+    group, _ = pd.factorize(path_ids * (int(key_code.max()) + 1) + key_code)
+    n_groups = int(group.max()) + 1
+    order = np.argsort(group, kind="stable")
+    starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]])
+    first = rows[order[starts]]  # each group's first op
+    dev = np.asarray(side.op_dev, dtype="int64")
+    group_dev = np.add.reduceat(dev[rows][order], starts)
+    number = np.bincount(group, minlength=n_groups)
+    moved = np.bincount(group, weights=all_moved[rows], minlength=n_groups) > 0
+    group_path = path_ids[order[starts]]
     # The kernels of the grouped ops, by op sequence (each op is grouped once).
     group_of, seq_of = np.full(len(all_keys), -1, dtype="int64"), np.full(len(all_keys), -1, dtype="int64")
-    group_of[rows], seq_of[rows] = ops["group"].to_numpy(), ops["seq"].to_numpy()
+    group_of[rows], seq_of[rows] = group, np.arange(len(rows))
     k = side.op_kernels
     k_op = k.owner()
     picked = np.flatnonzero(group_of[k_op] >= 0)
     picked = picked[np.argsort(seq_of[k_op[picked]], kind="stable")]
-    kern = pd.DataFrame({"group": group_of[k_op[picked]], "code": k.name.codes[picked],
-                         "dur_ns": k.dur_ns[picked]})
-    per_kernel = kern.groupby(["group", "code"], sort=False).agg(
-        n=("dur_ns", "size"), ns=("dur_ns", "sum")).reset_index()
-    per_kernel = per_kernel.sort_values("group", kind="stable")
+    k_group, k_code, k_ns = group_of[k_op[picked]], k.name.codes[picked].astype("int64"), k.dur_ns[picked]
+    # (group, kernel name) pairs in first-seen order, then stably by group.
+    pair, first_pair = pd.factorize(k_group * (len(k.name.values) + 1) + k_code)
+    pair_n = np.bincount(pair, minlength=len(first_pair))
+    pair_ns = np.zeros(len(first_pair), dtype="int64")
+    np.add.at(pair_ns, pair, k_ns)
+    pair_group = first_pair // (len(k.name.values) + 1)
+    by_group = np.argsort(pair_group, kind="stable")
     group_kernels = KernelRows(
-        SUMMARY, offsets(np.bincount(per_kernel["group"].to_numpy(), minlength=len(agg))),
-        Coded(per_kernel["code"].to_numpy(dtype="int32"), k.name.values),
-        per_kernel["n"].to_numpy(dtype="int32"), per_kernel["ns"].to_numpy(dtype="int64"))
+        SUMMARY, offsets(np.bincount(pair_group, minlength=n_groups)),
+        Coded((first_pair % (len(k.name.values) + 1))[by_group].astype("int32"), k.name.values),
+        pair_n[by_group].astype("int32"), pair_ns[by_group])
     names = list(groups)
     paths = [names[u] for u in used.tolist()]
+    labels, classes = np.asarray(side.op_label, dtype=object), np.asarray(side.op_cls, dtype=object)
     out: dict[str, dict[str, _OpGroup]] = {}
-    for g, rec in zip(agg.index.tolist(), agg.itertuples(index=False)):
-        out.setdefault(paths[rec.path], {})[rec.name] = _OpGroup(
-            int(rec.dev_ns), int(rec.number), int(g), str(rec.label), str(rec.cls), bool(rec.moved))
+    for g, (p, name, label, cls, ns, count, mv) in enumerate(zip(
+            group_path.tolist(), all_keys[first].tolist(), labels[first].tolist(), classes[first].tolist(),
+            group_dev.tolist(), number.tolist(), moved.tolist())):
+        out.setdefault(paths[p], {})[name] = _OpGroup(int(ns), int(count), g, str(label), str(cls), bool(mv))
     return out, group_kernels
 
 

@@ -27,7 +27,7 @@ from .load import Source, load_profile, load_source
 from .load.steps import select_step, step_ids
 from .model import Profile
 from .options import LoadOptions
-from .pair import Analysis, iter_pair
+from .pair import Analysis, analysed_beside, iter_pair
 from .processes import BACKGROUND_NICE, Producer, Worker, start_method
 from .request import RunRequest
 
@@ -141,9 +141,8 @@ class Held:
                 if step in held.analyses:
                     analysis: Analysis[A] = Analysis.made(held.analyses[step])  # type: ignore[arg-type]
                 elif side == "comparison" and start_method() == "fork":
-                    worker = Worker(analyse, profiles[side], name="perfcmp-analyse", method="fork",
-                                    nice=BACKGROUND_NICE)
-                    analysis = self._remembered(held, step, Analysis(worker.result, ready=False))
+                    pending, worker = analysed_beside(profiles[side], analyse)
+                    analysis = self._remembered(held, step, pending)
                 else:
                     analysis = self._remembered(held, step, Analysis(partial(analyse, profiles[side]),
                                                                      ready=False))
@@ -179,7 +178,7 @@ class Held:
                 held.analyses[step] = analysis()
             return held.analyses[step]  # type: ignore[return-value]
 
-        return Analysis(value, ready=False)
+        return Analysis(value, ready=False, after_parse=analysis.after_parse)
 
 
 def _analysed_steps(wholes: dict[str, Profile], todo: list[tuple[str, int]],

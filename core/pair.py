@@ -93,11 +93,10 @@ def iter_pair(
         # for — the base side's here, the comparison side's meanwhile in a forked worker that
         # shares its loaded profile (only the analysis is pickled back).
         c = _load(comp, comp_opts)
-        # (at the background's priority: the Overall figures made here meanwhile come first)
-        worker = Worker(analyse, c, name="perfcmp-analyse", method="fork", nice=BACKGROUND_NICE)
+        pending, worker = analysed_beside(c, analyse)
         try:
             yield "base", b, Analysis(partial(analyse, b), ready=False), time.perf_counter() - t0
-            yield "comparison", c, Analysis(worker.result, ready=False), time.perf_counter() - t0
+            yield "comparison", c, pending, time.perf_counter() - t0
         finally:
             worker.stop()
         return
@@ -115,6 +114,15 @@ def iter_pair(
         yield "comparison", c, Analysis(worker.result, ready=False, after_parse=True), time.perf_counter() - t0
     finally:
         worker.stop()
+
+
+def analysed_beside(profile: Profile, analyse: Callable[[Profile], A]) -> tuple[Analysis[A], Worker[A]]:
+    """``analyse(profile)`` started in a forked worker that shares the loaded profile (only the
+    analysis is pickled back), at the background's priority (what the caller makes meanwhile,
+    the Overall figures, comes first): its pending :class:`Analysis`, and the worker to stop
+    when it is no longer wanted."""
+    worker = Worker(analyse, profile, name="perfcmp-analyse", method="fork", nice=BACKGROUND_NICE)
+    return Analysis(worker.result, ready=False), worker
 
 
 def _detected(given: str | Source, opts: LoadOptions) -> str | Source:

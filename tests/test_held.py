@@ -225,3 +225,22 @@ def test_a_step_change_runs_the_steps_beside_at_full_priority(monkeypatch: pytes
     asked.clear()
     _results(serve(request=_request(2, 2)))
     assert asked and set(asked) == {0}
+
+
+def test_a_held_first_run_keeps_the_comparison_analysis_marked_as_made_after_its_parse() -> None:
+    """A serving child's first run parses both inputs: the comparison side's analysis is made
+    right after its parse, as in a one-off run, so the pipeline does not make the Overall figures
+    (and, on GPU, the kernel classes) before it — held or not, the same order."""
+    from perfcmp_core.processes import start_method
+    from perfcmp_core.side import analyse_side
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: the comparison side loads here")
+    request = _request()
+    analyse = lambda p: analyse_side(p, equivalence=request.equivalence, advisor=request.advisor)  # noqa: E731
+    pair = held_module.Held().pair(request, analyse)
+    try:
+        marks = {side: (a.ready, a.after_parse) for side, _, a, _ in pair}
+    finally:
+        pair.close()
+    assert marks == {"base": (True, False), "comparison": (False, True)}

@@ -49,7 +49,7 @@ def per_cell(columns: list[tuple[str, pd.Series, np.ndarray]]) -> tuple[bytes, i
 def by_column(columns: list[tuple[str, pd.Series, np.ndarray]]) -> tuple[bytes, int]:
     """The same rows from :class:`DataColumn` (what the workbook writer uses)."""
     xml = SheetXml()
-    xml.add_columns([DataColumn(*c) for c in columns], FIRST_ROW, len(columns[0][1]))
+    xml.add_columns(lambda: [DataColumn(*c) for c in columns], FIRST_ROW, len(columns[0][1]))
     return b"".join(xml.chunks()), xml.truncated
 
 

@@ -7,6 +7,7 @@ make), the options, the summary figures and the colour legend.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 import numpy as np
@@ -21,6 +22,18 @@ from perfcmp_core.export.styles import (BASE_FILL, BETTER_FILL, COMP_FILL, FIRST
 from perfcmp_core.insight import SUMMARY_TITLE, summary_rows
 
 README_SHEET = "README"
+#: The colours the README explains: label, fill, meaning.
+_LEGEND = [
+    ("Diff ratio > 1", WORSE_FILL,
+     "comparison is worse: slower, bigger or more calls (ratio = comparison ÷ base)"),
+    ("Diff ratio < 1", BETTER_FILL, "comparison is better than base"),
+    ("INF", WORSE_FILL, "base is zero, comparison is not"),
+    ("Header", BASE_FILL,
+     "base columns and columns shared by both sides (names, diffs, ratios)"),
+    ("Header", COMP_FILL, "comparison columns"),
+    ("OverallMetrics row", TOP_LEVEL_FILL, "top-level category"),
+    ("OverallMetrics row", FIRST_LEVEL_FILL, "first-level category"),
+]
 
 
 def readme_sheet(
@@ -30,11 +43,39 @@ def readme_sheet(
     stamp: datetime,
     palette: Palette,
 ) -> SheetXml:
-    """What the workbook holds, from what, with which options, and how to read the colours."""
+    """What the workbook holds, from what, with which options, and how to read the colours.
+
+    Its styles are registered now (the styles part is saved with the skeleton), its rows made
+    when the sheet is written, after the sheets it describes: what those cut to Excel's cell
+    limit is known only once they are rendered (:meth:`SheetXml.add_columns`)."""
     for letter, width in (("A", 32), ("B", 100), ("C", 12)):
         ws.column_dimensions[letter].width = width
     plain = palette.id(Style(border=False))
     heading = palette.id(Style(bold=True, border=False))
+    legend = [(label, palette.id(Style(fill=fill)), meaning) for label, fill, meaning in _LEGEND]
+    xml = SheetXml()
+
+    def rows() -> Iterator[str]:
+        lines = _lines(result, sheets, stamp, plain, heading, legend)
+        for r, line in enumerate(lines, 1):
+            if line:
+                yield f'<row r="{r}">' + "".join(
+                    xml.cell(f"{get_column_letter(c)}{r}", v, s) for c, (v, s) in enumerate(line, 1)
+                ) + "</row>"
+
+    xml.add_later(rows)
+    return xml
+
+
+def _lines(
+    result: ComparisonResult,
+    sheets: list[tuple[str, Table, SheetXml]],
+    stamp: datetime,
+    plain: int,
+    heading: int,
+    legend: list[tuple[str, int, str]],
+) -> list[tuple[tuple[object, int], ...]]:
+    """The README's rows, each a tuple of (value, style id) cells; () is an empty row."""
     lines: list[tuple[tuple[object, int], ...]] = [
         (("perfcmp-tui comparison workbook", heading),),
         (("Tool version", plain), (__version__, plain)),
@@ -93,32 +134,9 @@ def readme_sheet(
         lines += [(), (("As msprof-analyze prints it", heading),)]
         lines += [((None, plain), (part, plain)) for part in str(text).split("\n")]
 
-    legend = [
-        ("Diff ratio > 1", WORSE_FILL,
-         "comparison is worse: slower, bigger or more calls (ratio = comparison ÷ base)"),
-        ("Diff ratio < 1", BETTER_FILL, "comparison is better than base"),
-        ("INF", WORSE_FILL, "base is zero, comparison is not"),
-        ("Header", BASE_FILL,
-         "base columns and columns shared by both sides (names, diffs, ratios)"),
-        ("Header", COMP_FILL, "comparison columns"),
-        ("OverallMetrics row", TOP_LEVEL_FILL, "top-level category"),
-        ("OverallMetrics row", FIRST_LEVEL_FILL, "first-level category"),
-    ]
     lines += [(), (("Legend", heading),)]
-    lines += [
-        ((label, palette.id(Style(fill=fill))), (meaning, plain))
-        for label, fill, meaning in legend
-    ]
-
-    xml = SheetXml()
-    xml.add_rows(
-        f'<row r="{r}">'
-        + "".join(xml.cell(f"{get_column_letter(c)}{r}", v, s) for c, (v, s) in enumerate(line, 1))
-        + "</row>"
-        for r, line in enumerate(lines, 1)
-        if line
-    )
-    return xml
+    lines += [((label, sid), (meaning, plain)) for label, sid, meaning in legend]
+    return lines
 
 
 def _steps(result: ComparisonResult) -> str:

@@ -12,15 +12,16 @@ pair), and one Python call per cell cost seconds. So data rows are rendered a co
 mapped over the floats, text escaped in one regular-expression pass over the join of a whole
 chunk), and the rows are the join of one grid of fixed pieces. :func:`cell` renders one value
 (titles, headers, the README) and is the rule the column path follows byte for byte — the
-tests hold them equal. Data rows are rendered :data:`ROWS_PER_CHUNK` at a time while the package
-is being zipped, so memory holds one chunk of a sheet, not the sheet.
+tests hold them equal. A sheet's columns are made, and its data rows rendered
+:data:`ROWS_PER_CHUNK` at a time, only while the package is being zipped (perhaps in a child
+process, :mod:`.xlsx`), so memory holds one chunk of a sheet, not the sheet.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,7 +147,7 @@ class DataColumn:
         self.prefix = f'<c r="{letter}'
         value_of_row, kinds, texts = _distinct(series)
         # Fit and escape each distinct text once; cuts are counted per cell, before writing:
-        # the README, saved first, reports them.
+        # the README, written after this sheet, reports them.
         uses = np.bincount(value_of_row[value_of_row >= 0], minlength=len(texts))
         self.truncated = _fit_and_escape(texts, np.flatnonzero(kinds == TEXT), uses)
         # The texts and kinds end with the empty cell, which a missing value (index -1) takes.
@@ -270,10 +271,29 @@ class SheetXml:
         """Rows rendered already (with :meth:`cell`)."""
         self._parts.append(["".join(rows).encode("utf-8", "replace")])
 
-    def add_columns(self, columns: list[DataColumn], first_row: int, rows: int) -> None:
-        """Rows ``first_row`` … of ``columns``, to be rendered when :meth:`chunks` gets there."""
+    def add_columns(
+        self, columns: Callable[[], list[DataColumn]], first_row: int, rows: int
+    ) -> None:
+        """Rows ``first_row`` … of the columns ``columns()`` makes, made and rendered only when
+        :meth:`chunks` gets there (in the process that writes this sheet: making the columns
+        of a large sheet, its distinct values and their escaping, costs as much as rendering);
+        :attr:`truncated` counts their cut cells from then on."""
+        self._parts.append(self._rendered(columns, first_row, rows))
+
+    def add_later(self, rows: Callable[[], Iterable[str]]) -> None:
+        """Rows rendered with :meth:`cell` when :meth:`chunks` gets there: the README's rows
+        report what the other sheets cut, known once those are written."""
+        self._parts.append(self._later(rows))
+
+    def _later(self, rows: Callable[[], Iterable[str]]) -> Iterator[bytes]:
+        yield "".join(rows()).encode("utf-8", "replace")
+
+    def _rendered(
+        self, make: Callable[[], list[DataColumn]], first_row: int, rows: int
+    ) -> Iterator[bytes]:
+        columns = make()
         self.truncated += sum(c.truncated for c in columns)
-        self._parts.append(_render(columns, first_row, rows))
+        yield from _render(columns, first_row, rows)
 
     def cell(self, ref: str, value: object, style: int) -> str:
         """One ``<c>``: numbers as numbers, anything else as an inline string, never a formula."""

@@ -24,8 +24,12 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from concurrent.futures import ThreadPoolExecutor, wait
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import chain
 from os import PathLike
 from pathlib import Path
 from typing import BinaryIO
@@ -46,6 +50,7 @@ from perfcmp_core.export.sheet_xml import DataColumn, SheetXml
 from perfcmp_core.export.styles import (BASE_FILL, COMP_FILL, LEVEL_FILLS, NUMBER_FORMATS,
                                         TONE_FILLS, WRAP_HEADERS, Palette, Style)
 from perfcmp_core.export.values import python_values
+from perfcmp_core.processes import Worker, start_method
 
 FILE_PREFIX = "performance_comparison_result_"
 
@@ -118,18 +123,20 @@ def _write(
     """Build the skeleton with openpyxl, render every sheet's rows, and zip them together."""
     wb = Workbook(write_only=True)
     palette: Palette | None = None
-    bodies: dict[WriteOnlyWorksheet, SheetXml] = {}
+    bodies: dict[WriteOnlyWorksheet, tuple[SheetXml, int]] = {}
     for name, table in sheets:
         ws = wb.create_sheet(name)
         palette = palette or Palette(ws)
-        bodies[ws] = _table_sheet(ws, table, result, palette)
+        body = _table_sheet(ws, table, result, palette)
+        bodies[ws] = body, body.rows * len(table.sheet_columns())
     assert palette is not None  # write_workbook only calls us with at least one sheet
-    written = [(name, table, body) for (name, table), body in zip(sheets, bodies.values())]
+    written = [(name, table, body) for (name, table), (body, _) in zip(sheets, bodies.values())]
     readme = wb.create_sheet(README_SHEET)
-    bodies[readme] = readme_sheet(readme, result, written, stamp, palette)
+    bodies[readme] = readme_sheet(readme, result, written, stamp, palette), 0
     skeleton = io.BytesIO()
     wb.save(skeleton)
-    parts = {ws.path.lstrip("/"): body for ws, body in bodies.items()}
+    parts = {ws.path.lstrip("/"): Sheet(body, cells) for ws, (body, cells) in bodies.items()}
+    parts[readme.path.lstrip("/")].describes_others = True
     _assemble(skeleton, parts, fh)
 
 
@@ -185,11 +192,15 @@ def _table_sheet(
     xml.add_rows(rows)
 
     levels = _levels(table, data)
-    values = [_values(table, data, col.key) for col in columns]
+    styles = [  # registered now: the styles part is saved before any row is rendered
+        _styles(col, _values(table, data, col.key) if is_ratio(col) else None, len(data),
+                levels, i == 0, palette)
+        for i, col in enumerate(columns)
+    ]
     xml.add_columns(
-        [
-            DataColumn(letter, value, _styles(col, value, levels, i == 0, palette))
-            for i, (letter, col, value) in enumerate(zip(letters, columns, values))
+        lambda: [
+            DataColumn(letter, _values(table, data, col.key), ids)
+            for letter, col, ids in zip(letters, columns, styles)
         ],
         FIRST_DATA_ROW,
         len(data),
@@ -214,9 +225,11 @@ def _levels(table: Table, data: pd.DataFrame) -> np.ndarray | None:
 
 
 def _styles(
-    col: Column, series: pd.Series, levels: np.ndarray | None, indent: bool, palette: Palette
+    col: Column, series: pd.Series | None, rows: int, levels: np.ndarray | None, indent: bool,
+    palette: Palette,
 ) -> np.ndarray:
-    """The style id of every cell of one column.
+    """The style id of every cell of one column of ``rows`` rows (``series``: its values, needed
+    for a ratio column only).
 
     A column has one style, but for the ratio fills (by the cell's tone) and the outline's row
     levels (fill and indent of the first column). Their few distinct (level, tone) pairs are
@@ -230,9 +243,9 @@ def _styles(
         wrap=col.header in WRAP_HEADERS,
     )
     if levels is None and not toned:
-        return np.full(len(series), palette.id(base))
-    level = levels if levels is not None else np.full(len(series), -1)
-    shade = _tones(series) if toned else np.zeros(len(series), np.int64)
+        return np.full(rows, palette.id(base))
+    level = levels if levels is not None else np.full(rows, -1)
+    shade = _tones(series) if series is not None and toned else np.zeros(rows, np.int64)
     keys, first, inverse = np.unique(
         (level + 1) * 3 + (shade + 1), return_index=True, return_inverse=True
     )
@@ -263,38 +276,193 @@ def _tones(series: pd.Series) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ zip
 
+#: zlib level of every member. The XML is very repetitive, so level 1 still shrinks it ~9x, at
+#: a third of level 6's time (on the 32x92 NPU pair's largest sheet, 200 MB: level 1 1.0 s →
+#: 20 MB; 3: 1.4 s → 17 MB; 6: 2.8 s → 14 MB).
+ZLIB_LEVEL = 1
+#: Sheets handed to a child hold at least this many data cells in all (≈ 0.6 µs of work a cell,
+#: against a fork and a pipe): a smaller workbook is written in this process alone.
+CHILD_MIN_CELLS = 100_000
 
-def _assemble(skeleton: io.BytesIO, parts: dict[str, SheetXml], fh: BinaryIO) -> None:
+
+@dataclass
+class Sheet:
+    """A worksheet part to fill: its rows, their data cells (what making them costs), and
+    whether its rows describe the other sheets (the README: made after them, never ahead)."""
+
+    body: SheetXml
+    cells: int
+    describes_others: bool = False
+
+
+@dataclass
+class Deflated:
+    """A member compressed ahead of its turn in the zip: its raw deflate data (what a zip entry
+    of method 8 holds), the CRC-32 and size of its XML, and the cells its sheet cut."""
+
+    data: bytes
+    crc: int
+    size: int
+    truncated: int
+
+
+def _assemble(skeleton: io.BytesIO, parts: dict[str, Sheet], fh: BinaryIO) -> None:
     """Copy openpyxl's package into ``fh``, filling each worksheet's empty ``<sheetData>``.
 
-    A sheet's rows are rendered chunk by chunk while the previous chunk is compressed and
-    written in a second thread: zlib and the file write release the GIL, and compressing costs
-    about as much as rendering (1.5 s each for the 310 MB of sheet XML of the 32x92 NPU pair),
-    so the two overlap. One chunk is rendered while at most one is being written.
+    Making a sheet's columns, rendering its rows and compressing them cost about the same per
+    cell, and the largest sheet holds most cells (ModuleCompare: 200 of the 300 MB of sheet XML
+    of the 32x92 NPU pair). So where this process can fork
+    (:func:`~perfcmp_core.processes.start_method`), a child makes the largest sheets
+    (:func:`_for_child`) and sends each back compressed, while this process writes the others:
+    the members before the child's as they are made, those after it compressed into memory
+    until the child's arrive (the compressed sheet, a tenth of its XML, is held, never the XML).
+    Every member keeps its name, content and place in the zip. Elsewhere (the running app has
+    threads) every sheet is written here, as it is rendered.
     """
-    # Level 1: the XML is very repetitive, so it still shrinks ~9x, at a third of level 6's
-    # time (on that pair's largest sheet, 200 MB: level 1 1.0 s → 20 MB; 3: 1.4 s → 17 MB;
-    # 6: 2.8 s → 14 MB).
-    with zipfile.ZipFile(skeleton) as src, zipfile.ZipFile(
-        fh, "w", zipfile.ZIP_DEFLATED, compresslevel=1
-    ) as dst, ThreadPoolExecutor(1, thread_name_prefix="xlsx-zip") as zipper:
-        for info in src.infolist():
-            data = src.read(info)
-            body = parts.get(info.filename)
-            if body is None:
-                dst.writestr(info.filename, data)
-                continue
-            head, tail = _split_sheet_data(data, info.filename)
-            with dst.open(info.filename, "w") as out:
-                writing = zipper.submit(out.write, head)
-                try:
-                    for chunk in body.chunks():
-                        writing.result()  # its error, if any, is raised here
-                        writing = zipper.submit(out.write, chunk)
-                    writing.result()
-                finally:
-                    wait([writing])  # a member is never closed while the other thread writes
-                out.write(tail)
+    with zipfile.ZipFile(skeleton) as src:
+        members = [(info.filename, src.read(info)) for info in src.infolist()]
+    theirs = _for_child(parts) if start_method() == "fork" else set()
+    child: Worker[list[Deflated]] | None = None
+    if theirs:
+        jobs = [(name, xml, parts[name].body) for name, xml in members if name in theirs]
+        child = Worker(_deflate_all, jobs, name="perfcmp-xlsx", method="fork")
+    try:
+        _write_members(members, parts, theirs, child, fh)
+    except BaseException:
+        if child is not None:
+            child.stop()
+        raise
+
+
+def _for_child(parts: dict[str, Sheet]) -> set[str]:
+    """The sheets a child makes: the largest, then the next largest while the child's share
+    stays under half of the cells; none when that is under :data:`CHILD_MIN_CELLS`."""
+    total = sum(sheet.cells for sheet in parts.values())
+    chosen: set[str] = set()
+    share = 0
+    for name, sheet in sorted(parts.items(), key=lambda item: -item[1].cells):
+        if sheet.describes_others or not sheet.cells or (chosen and share + sheet.cells > total / 2):
+            break
+        chosen.add(name)
+        share += sheet.cells
+    return chosen if share >= CHILD_MIN_CELLS else set()
+
+
+def _write_members(
+    members: list[tuple[str, bytes]],
+    parts: dict[str, Sheet],
+    theirs: set[str],
+    child: Worker[list[Deflated]] | None,
+    fh: BinaryIO,
+) -> None:
+    """Write ``members`` into ``fh`` in order, the child making ``theirs`` (see :func:`_assemble`)."""
+    first = next((i for i, (name, _) in enumerate(members) if name in theirs), len(members))
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED, compresslevel=ZLIB_LEVEL) as dst, \
+            ThreadPoolExecutor(1, thread_name_prefix="xlsx-zip") as zipper:
+        for name, xml in members[:first]:
+            _write_member(dst, name, xml, parts.get(name), zipper)
+        if child is None:
+            return
+        ahead = {
+            name: _deflated(name, xml, parts[name].body, zipper)
+            for name, xml in members[first:]
+            if name in parts and name not in theirs and not parts[name].describes_others
+        }
+        made = iter(child.result())
+        for name, xml in members[first:]:
+            if name in theirs:
+                member = next(made)
+                parts[name].body.truncated = member.truncated  # counted in the child
+                write_deflated(dst, name, member)
+            elif name in ahead:
+                write_deflated(dst, name, ahead.pop(name))
+            else:
+                _write_member(dst, name, xml, parts.get(name), zipper)
+
+
+def _write_member(dst: zipfile.ZipFile, name: str, xml: bytes, sheet: Sheet | None,
+                  zipper: ThreadPoolExecutor) -> None:
+    """Copy one member of the skeleton, a worksheet with its rows rendered as they are written."""
+    if sheet is None:
+        dst.writestr(name, xml)
+        return
+    head, tail = _split_sheet_data(xml, name)
+    with dst.open(name, "w") as out:
+        _pipelined(chain([head], sheet.body.chunks(), [tail]), out.write, zipper)
+
+
+def _deflate_all(jobs: list[tuple[str, bytes, SheetXml]]) -> list[Deflated]:
+    """The child's work: each sheet of ``jobs`` made, rendered and compressed, in order."""
+    with ThreadPoolExecutor(1, thread_name_prefix="xlsx-zip") as zipper:
+        return [_deflated(name, xml, body, zipper) for name, xml, body in jobs]
+
+
+def _deflated(name: str, xml: bytes, body: SheetXml, zipper: ThreadPoolExecutor) -> Deflated:
+    """Worksheet ``xml`` with ``body``'s rows, compressed as a zip member, into memory."""
+    head, tail = _split_sheet_data(xml, name)
+    compressor = zlib.compressobj(ZLIB_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)  # raw: no header
+    data: list[bytes] = []
+    crc = size = 0
+
+    def take(piece: bytes) -> None:
+        nonlocal crc, size
+        crc, size = zlib.crc32(piece, crc), size + len(piece)
+        data.append(compressor.compress(piece))
+
+    _pipelined(chain([head], body.chunks(), [tail]), take, zipper)
+    data.append(compressor.flush())
+    return Deflated(b"".join(data), crc, size, body.truncated)
+
+
+def _pipelined(pieces: Iterable[bytes], take: Callable[[bytes], object],
+               zipper: ThreadPoolExecutor) -> None:
+    """``take`` each piece in ``zipper``'s thread while the next one is made in this one.
+
+    zlib, CRC-32 and file writes release the GIL, and compressing costs about as much as
+    rendering (≈ 1 s each for the 300 MB of sheet XML of the 32x92 NPU pair), so the two
+    overlap. One piece is made while at most one is being taken.
+    """
+    taking: Future[object] | None = None
+    try:
+        for piece in pieces:
+            if taking is not None:
+                taking.result()  # its error, if any, is raised here
+            taking = zipper.submit(take, piece)
+        if taking is not None:
+            taking.result()
+    finally:
+        if taking is not None:
+            wait([taking])  # a member is never closed while the other thread writes it
+
+
+def write_deflated(dst: zipfile.ZipFile, name: str, member: Deflated) -> None:
+    """Add ``member``, compressed already, to ``dst`` as entry ``name`` (deflated).
+
+    :mod:`zipfile` compresses what it is given and has no public way to add compressed data,
+    so this does what ``dst.open(name, "w")`` and closing it do, with the CRC and sizes known
+    up front (so no data descriptor and no seeking back, on a stream too): the local header
+    (ZIP64 when a size needs it; the central directory, written by ``dst.close()``, handles
+    offsets past 4 GiB), the data, and the entry in ``dst``'s list. The tests read back what it
+    writes with :mod:`zipfile` and openpyxl, ZIP64 included.
+    """
+    info = zipfile.ZipInfo(name)  # what dst.open(name, "w") makes: no date (1980), mode 0600
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o600 << 16
+    info.CRC, info.file_size, info.compress_size = member.crc, member.size, len(member.data)
+    zip64 = max(info.file_size, info.compress_size) > zipfile.ZIP64_LIMIT
+    with dst._lock:  # noqa: SLF001 - see the docstring
+        if dst._writing:  # noqa: SLF001
+            raise ValueError(f"{name}: another member of the zip is being written")
+        if dst._seekable:  # noqa: SLF001
+            dst.fp.seek(dst.start_dir)
+        info.header_offset = dst.fp.tell()
+        dst._writecheck(info)  # noqa: SLF001 - ZIP64 allowed, name not yet written
+        dst._didModify = True  # noqa: SLF001
+        dst.fp.write(info.FileHeader(zip64))
+        dst.fp.write(member.data)
+        dst.start_dir = dst.fp.tell()
+        dst.filelist.append(info)
+        dst.NameToInfo[name] = info
 
 
 def _split_sheet_data(xml: bytes, part: str) -> tuple[bytes, bytes]:

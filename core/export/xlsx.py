@@ -14,9 +14,17 @@ Speed: openpyxl (write-only) builds the workbook skeleton — sheets, styles, co
 titles, frozen panes, autofilter — but its per-cell XML serialisation costs ~15 µs a cell, about
 4 s for a 20k-row sheet. So the ``<sheetData>`` rows are rendered as XML text (:mod:`.sheet_xml`,
 a column at a time) with the style ids openpyxl registered (:mod:`.styles`), and spliced into the
-saved skeleton while copying it into the output zip: each sheet's rows are rendered chunk by
-chunk as they are written, while a second thread compresses the previous chunk, so memory never
-holds a whole sheet's XML (310 MB for the 32x92 NPU pair). The README sheet is :mod:`.readme`.
+saved skeleton while copying it into the output zip (:func:`_assemble`). A sheet's columns are
+made (distinct values, escaping) and its rows rendered chunk by chunk only when it is written,
+so memory never holds a whole sheet's XML (300 MB for the 32x92 NPU pair). Making, rendering and
+compressing cost about the same per cell, and one sheet holds most cells, so where this process
+can fork a child makes the largest sheets and sends each back compressed while this process
+writes the others: the workbook then keeps both cores busy (the 32x92 NPU pair's 2.6 s → 1.7 s
+on two cores, docs/performance.md). Every member keeps its name, content and place in the zip;
+:func:`write_deflated` adds those compressed ahead. Where it cannot fork (the running app has
+threads) one process writes every sheet, a second thread compressing the previous chunk while
+the next is rendered. The README sheet is :mod:`.readme`; its rows are made last, once the cells
+the other sheets cut are counted.
 """
 
 from __future__ import annotations
@@ -340,15 +348,17 @@ def _assemble(skeleton: io.BytesIO, parts: dict[str, Sheet], fh: BinaryIO) -> No
 
 def _for_child(parts: dict[str, Sheet]) -> set[str]:
     """The sheets a child makes: the largest, then the next largest while the child's share
-    stays under half of the cells; none when that is under :data:`CHILD_MIN_CELLS`."""
-    total = sum(sheet.cells for sheet in parts.values())
+    stays under half of the cells; none when that is under :data:`CHILD_MIN_CELLS`. Never one
+    that describes the others (its rows wait for theirs)."""
+    sheets = {name: sheet.cells for name, sheet in parts.items() if not sheet.describes_others}
+    total = sum(sheets.values())
     chosen: set[str] = set()
     share = 0
-    for name, sheet in sorted(parts.items(), key=lambda item: -item[1].cells):
-        if sheet.describes_others or not sheet.cells or (chosen and share + sheet.cells > total / 2):
+    for name, cells in sorted(sheets.items(), key=lambda item: -item[1]):
+        if not cells or (chosen and share + cells > total / 2):
             break
         chosen.add(name)
-        share += sheet.cells
+        share += cells
     return chosen if share >= CHILD_MIN_CELLS else set()
 
 
@@ -443,9 +453,9 @@ def _pipelined(pieces: Iterable[bytes], take: Callable[[bytes], object],
                zipper: ThreadPoolExecutor) -> None:
     """``take`` each piece in ``zipper``'s thread while the next one is made in this one.
 
-    zlib, CRC-32 and file writes release the GIL, and compressing costs about as much as
-    rendering (≈ 1 s each for the 300 MB of sheet XML of the 32x92 NPU pair), so the two
-    overlap. One piece is made while at most one is being taken.
+    zlib, CRC-32 and file writes release the GIL, so compressing (1.1 s for the 300 MB of sheet
+    XML of the 32x92 NPU pair) overlaps rendering (0.5 s). One piece is made while at most one
+    is being taken.
     """
     taking: Future[object] | None = None
     try:

@@ -13,6 +13,7 @@ import errno
 import io
 import multiprocessing as mp
 import os
+import signal
 import struct
 import zipfile
 import zlib
@@ -33,7 +34,7 @@ from perfcmp_core.export.sheet_xml import SheetXml
 from perfcmp_core.export.xlsx import Deflated, Sheet, write_deflated, write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
-from perfcmp_core.processes import start_method
+from perfcmp_core.processes import ChildDied, start_method
 from perfcmp_core.request import RunRequest
 from test_export_xlsx import OP_STAT_COLUMNS, make_result  # the writer's own test tables
 
@@ -220,6 +221,23 @@ def test_a_failing_child_is_reported_and_leaves_nothing(
         write_workbook(result, tmp_path, now=NOW)
     assert str(os.getpid()) not in str(failed.value)  # raised in the child, reported here
     assert list(tmp_path.iterdir()) == []  # neither the workbook nor a temporary file
+    assert mp.active_children() == []
+
+
+def _killed_in_child(jobs: list[tuple[str, bytes, SheetXml]]) -> list[Deflated]:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+    raise AssertionError("unreachable")
+
+
+def test_a_killed_child_is_reported_and_leaves_nothing(
+    result: ComparisonResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(xlsx, "start_method", lambda: "fork")
+    monkeypatch.setattr(xlsx, "CHILD_MIN_CELLS", 1)
+    monkeypatch.setattr(xlsx, "_deflate_all", _killed_in_child)
+    with pytest.raises(ChildDied, match="perfcmp-xlsx .* exit code -9 before sending"):
+        write_workbook(result, tmp_path, now=NOW)
+    assert list(tmp_path.iterdir()) == []
     assert mp.active_children() == []
 
 

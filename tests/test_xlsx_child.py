@@ -13,6 +13,7 @@ import errno
 import io
 import multiprocessing as mp
 import os
+import re
 import signal
 import struct
 import zipfile
@@ -211,33 +212,27 @@ def _fails_in_child(jobs: list[tuple[str, bytes, SheetXml]]) -> list[Deflated]:
     raise RuntimeError(f"sheet making failed in process {os.getpid()}")
 
 
-def test_a_failing_child_is_reported_and_leaves_nothing(
-    result: ComparisonResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(xlsx, "start_method", lambda: "fork")
-    monkeypatch.setattr(xlsx, "CHILD_MIN_CELLS", 1)
-    monkeypatch.setattr(xlsx, "_deflate_all", _fails_in_child)
-    with pytest.raises(RuntimeError, match="sheet making failed in process") as failed:
-        write_workbook(result, tmp_path, now=NOW)
-    assert str(os.getpid()) not in str(failed.value)  # raised in the child, reported here
-    assert list(tmp_path.iterdir()) == []  # neither the workbook nor a temporary file
-    assert mp.active_children() == []
-
-
 def _killed_in_child(jobs: list[tuple[str, bytes, SheetXml]]) -> list[Deflated]:
     os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
     raise AssertionError("unreachable")
 
 
-def test_a_killed_child_is_reported_and_leaves_nothing(
-    result: ComparisonResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("child", "error", "message"), [
+    (_fails_in_child, RuntimeError, r"sheet making failed in process (\d+)"),
+    (_killed_in_child, ChildDied, r"perfcmp-xlsx \(pid (\d+)\) ended with exit code -9 before sending"),
+], ids=["raises", "killed"])
+def test_a_failing_child_is_reported_and_leaves_nothing(
+    child: Any, error: type[Exception], message: str, result: ComparisonResult, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(xlsx, "start_method", lambda: "fork")
     monkeypatch.setattr(xlsx, "CHILD_MIN_CELLS", 1)
-    monkeypatch.setattr(xlsx, "_deflate_all", _killed_in_child)
-    with pytest.raises(ChildDied, match="perfcmp-xlsx .* exit code -9 before sending"):
+    monkeypatch.setattr(xlsx, "_deflate_all", child)
+    with pytest.raises(error, match=message) as failed:
         write_workbook(result, tmp_path, now=NOW)
-    assert list(tmp_path.iterdir()) == []
+    pid = re.search(message, str(failed.value)).group(1)  # type: ignore[union-attr]
+    assert int(pid) != os.getpid()  # it happened in the child, and is reported here
+    assert list(tmp_path.iterdir()) == []  # neither the workbook nor a temporary file
     assert mp.active_children() == []
 
 

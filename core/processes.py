@@ -17,7 +17,6 @@ import multiprocessing as mp
 import os
 import sys
 import threading
-from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Generic, TypeVar
 
 from . import lifetime
@@ -76,10 +75,6 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, 
         q.put((False, exc))
 
 
-class ChildDied(RuntimeError):
-    """A worker ended without sending the result it was started for."""
-
-
 class Worker(Generic[T]):
     """``fn(*args)`` started at construction in a child process (see :func:`start_method`).
 
@@ -103,12 +98,9 @@ class Worker(Generic[T]):
 
     def result(self) -> T:
         """Wait for the next value (re-raising the child's exception); after the last one, or
-        an exception, the child is joined. A child that ends without sending it (killed: by the
-        kernel's out-of-memory killer, a signal) is a :class:`ChildDied` error, not a wait that
-        never ends."""
+        an exception, the child is joined."""
         ok = False
         try:
-            self._wait_sent()
             ok, value = self._queue.get()
         finally:
             if self._left is not None:
@@ -118,18 +110,6 @@ class Worker(Generic[T]):
         if not ok:
             raise value
         return value
-
-    def _wait_sent(self) -> None:
-        """Return once the child has sent something; raise :class:`ChildDied` if it ended first.
-
-        Waits on the queue's reading end and the child's sentinel together: the queue alone
-        never reports a writer gone, since this process holds a writing end too."""
-        reader = self._queue._reader  # noqa: SLF001 - SimpleQueue's connection, to wait on both
-        if reader in mp_wait([reader, self._proc.sentinel]) or not self._queue.empty():
-            return
-        self._proc.join()
-        raise ChildDied(f"{self._proc.name} (pid {self._proc.pid}) ended with exit code "
-                        f"{self._proc.exitcode} before sending its result")
 
     def stop(self) -> None:
         """End the child now if it still runs (its result is no longer wanted)."""

@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import ChildDied, Producer, Worker, in_background, start_method
+from perfcmp_core.processes import Producer, Worker, in_background, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -136,14 +136,3 @@ def test_producer_items_are_taken_as_they_are_made_and_stop_ends_it(tmp_path: Pa
     assert producer._proc.daemon
     producer.stop()
     assert not producer._proc.is_alive()
-
-
-def _killed() -> None:
-    os.kill(os.getpid(), 9)  # as the out-of-memory killer would
-
-
-def test_a_worker_killed_before_sending_is_an_error_not_a_wait() -> None:
-    worker = Worker(_killed, name="killed-worker")
-    with pytest.raises(ChildDied, match=r"killed-worker \(pid \d+\) ended with exit code -9 before sending"):
-        worker.result()
-    assert not worker._proc.is_alive()  # joined: no zombie left

@@ -13,7 +13,6 @@ import errno
 import io
 import multiprocessing as mp
 import os
-import re
 import signal
 import struct
 import zipfile
@@ -35,7 +34,7 @@ from perfcmp_core.export.sheet_xml import SheetXml
 from perfcmp_core.export.xlsx import Deflated, Sheet, write_deflated, write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.pipeline import comparison_events
-from perfcmp_core.processes import ChildDied, start_method
+from perfcmp_core.processes import start_method
 from perfcmp_core.request import RunRequest
 from test_export_xlsx import OP_STAT_COLUMNS, make_result  # the writer's own test tables
 
@@ -217,21 +216,20 @@ def _killed_in_child(jobs: list[tuple[str, bytes, SheetXml]]) -> list[Deflated]:
     raise AssertionError("unreachable")
 
 
-@pytest.mark.parametrize(("child", "error", "message"), [
-    (_fails_in_child, RuntimeError, r"sheet making failed in process (\d+)"),
-    (_killed_in_child, ChildDied, r"perfcmp-xlsx \(pid (\d+)\) ended with exit code -9 before sending"),
+@pytest.mark.parametrize(("child", "message"), [
+    (_fails_in_child, r"sheet making failed in process \d+"),
+    (_killed_in_child, r"perfcmp-xlsx process ended before sending its result \(exit code -9\)"),
 ], ids=["raises", "killed"])
 def test_a_failing_child_is_reported_and_leaves_nothing(
-    child: Any, error: type[Exception], message: str, result: ComparisonResult, tmp_path: Path,
+    child: Any, message: str, result: ComparisonResult, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(xlsx, "start_method", lambda: "fork")
     monkeypatch.setattr(xlsx, "CHILD_MIN_CELLS", 1)
     monkeypatch.setattr(xlsx, "_deflate_all", child)
-    with pytest.raises(error, match=message) as failed:
+    with pytest.raises(RuntimeError, match=message) as failed:
         write_workbook(result, tmp_path, now=NOW)
-    pid = re.search(message, str(failed.value)).group(1)  # type: ignore[union-attr]
-    assert int(pid) != os.getpid()  # it happened in the child, and is reported here
+    assert str(os.getpid()) not in str(failed.value)  # it happened in the child, reported here
     assert list(tmp_path.iterdir()) == []  # neither the workbook nor a temporary file
     assert mp.active_children() == []
 

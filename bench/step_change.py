@@ -48,6 +48,10 @@ from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import prepare, start_comparison
 from perfcmp_core.view import TableView
+try:
+    from perfcmp_core.lanes import sides_of
+except ImportError:  # a checkout from before the Timeline
+    sides_of = lambda table: TableView(table).prepare()
 
 way, views, base, comp, wanted, both = (sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5],
                                         json.loads(sys.argv[6]), sys.argv[7] == "1")
@@ -57,7 +61,11 @@ def read(run):
     steps = {}
     for event in run.events():
         if isinstance(event, TableReady) and views:
-            TableView(event.table).prepare()
+            # as the app's worker thread does: the Timeline's lanes indexed, a table's view made
+            if event.table.name == "Timeline":
+                sides_of(event.table)
+            else:
+                TableView(event.table).prepare()
         elif isinstance(event, Loaded):
             steps[event.side] = [int(s["step"]) for s in event.info.get("steps", ())]
         elif isinstance(event, Failed):

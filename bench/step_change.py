@@ -7,8 +7,8 @@
         ../shared/data/gpu-real/h200/llama16_train_bf16_12steps.pt.trace.json.gz
 
 What the app does on ``S``, without the screen: a comparison child's events read as the app's
-worker thread reads them (each table's view prepared; ``--no-views`` leaves that out), timed from
-the step chosen to the run's ``Finished``. Each side is ``CHECKOUT:WAY``, the packages imported
+worker thread reads them (each table's view prepared, the Timeline's lanes indexed; ``--no-views``
+leaves that out), timed from the step chosen to the run's ``Finished``. Each side is ``CHECKOUT:WAY``, the packages imported
 from that checkout (as ``bench/ab.py`` does) and one of two ways:
 
 * ``fresh``: a new child on the chosen steps (``runner.start_comparison``), as the app did

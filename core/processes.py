@@ -17,6 +17,7 @@ import multiprocessing as mp
 import os
 import sys
 import threading
+from multiprocessing.connection import wait
 from typing import Any, Callable, Generic, TypeVar
 
 from . import lifetime
@@ -75,6 +76,10 @@ def _run_into(q: Any, fn: Callable[..., Any], args: tuple[Any, ...], nice: int, 
         q.put((False, exc))
 
 
+class WorkerDied(RuntimeError):
+    """A worker ended without sending its result."""
+
+
 class Worker(Generic[T]):
     """``fn(*args)`` started at construction in a child process (see :func:`start_method`).
 
@@ -101,7 +106,7 @@ class Worker(Generic[T]):
         an exception, the child is joined."""
         ok = False
         try:
-            ok, value = self._queue.get()
+            ok, value = self._next()
         finally:
             if self._left is not None:
                 self._left -= 1
@@ -110,6 +115,19 @@ class Worker(Generic[T]):
         if not ok:
             raise value
         return value
+
+    def _next(self) -> tuple[bool, Any]:
+        """The child's next message; :class:`WorkerDied` when it ended without sending one
+        (killed by a signal, the kernel's OOM killer): waiting on the queue alone would wait
+        forever, as this process holds the queue's writing end too."""
+        reader = self._queue._reader  # type: ignore[attr-defined]
+        if not reader.poll():
+            wait([reader, self._proc.sentinel])
+            if not reader.poll():
+                self._proc.join()
+                raise WorkerDied(f"{self._proc.name} ended (exit code {self._proc.exitcode}) "
+                                 "without a result")
+        return self._queue.get()
 
     def stop(self) -> None:
         """End the child now if it still runs (its result is no longer wanted)."""

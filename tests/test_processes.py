@@ -136,3 +136,18 @@ def test_producer_items_are_taken_as_they_are_made_and_stop_ends_it(tmp_path: Pa
     assert producer._proc.daemon
     producer.stop()
     assert not producer._proc.is_alive()
+
+
+def _dies(code: int) -> None:
+    os._exit(code)  # as a child killed mid-work ends: nothing sent back
+
+
+def test_worker_that_dies_without_a_result_is_an_error_not_a_hang() -> None:
+    """This process holds the queue's writing end too, so a child gone without a word (the OOM
+    killer, SIGKILL) would leave ``result`` waiting forever."""
+    from perfcmp_core.processes import WorkerDied
+
+    worker = Worker(_dies, 3, name="t")
+    with pytest.raises(WorkerDied, match="exit code 3"):
+        worker.result()
+    worker.stop()

@@ -4,6 +4,10 @@ Parsing JSON holds the GIL, so two threads would take as long as one after the o
 comparison side is therefore parsed in a :class:`~perfcmp_core.processes.Worker` while this
 process parses the base side; the finished :class:`Profile` (numpy-backed DataFrames, cheap to
 pickle) comes back.
+
+An unbalanced pair (one step against twelve) would leave the core of the smaller side idle for
+most of the load: the larger side's GPU trace is then parsed in two processes
+(:func:`split_larger`, :mod:`.load.halves`), a forked child taking the second half of its events.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Child processes of a run: when they fork, when they spawn, and the one worker that sends a
 result back.
 
-Four places start processes: the app's comparison child (:mod:`.runner`), the parse and
-analysis of the comparison side beside the base side's (:mod:`.pair`), the steps the pipeline
+Five places start processes: the app's comparison child (:mod:`.runner`), the parse and
+analysis of the comparison side beside the base side's (:mod:`.pair`), the second half of an
+unbalanced pair's larger GPU trace (:mod:`.load.halves`, fork only), the steps the pipeline
 runs on the second core (:func:`in_background`: those declared ``beside``) and the analyses of
 every step that the app's comparison child makes ahead while it waits (:class:`Producer`,
 :mod:`.held`). They follow one

@@ -3,7 +3,9 @@
 Each event gets one role (host op, kernel, python frame, flow end, fwdbwd end, memory instant),
 decided once per distinct category; :class:`Builder` turns each parsed piece of ``traceEvents``
 (:mod:`.gpu_read`) into numpy columns — numbers as int64 ns, repeated texts stored once — and
-:class:`Events` holds the columns of the whole file, plus the :data:`FIELDS` each role keeps.
+:class:`Events` holds the columns of the whole file, plus the :data:`FIELDS` each role keeps. A
+trace read in two processes (:mod:`.halves`) has two builders, the second merged into the first
+(:meth:`Builder.merge`) before :meth:`Builder.finish`.
 """
 
 from __future__ import annotations

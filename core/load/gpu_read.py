@@ -6,6 +6,11 @@ it exactly like orjson, into dicts; :class:`.gpu_events.Builder` keeps the colum
 Anything unusual — a second ``traceEvents`` key after the events, a parse error inside a piece
 (NaN tokens, a broken file) — falls back to parsing the whole file at once, which also yields the
 precise error message.
+
+With ``LoadOptions.split`` (the larger side of an unbalanced pair, :func:`..pair.split_larger`)
+the events after a cut near that fraction are parsed by a forked child (:mod:`.halves`) and its
+columns merged (:meth:`.gpu_events.Builder.merge`); when that fails in any way, the file is read
+as above, in this process, with the same result.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ process parses the base side; the finished :class:`Profile` (numpy-backed DataFr
 pickle) comes back.
 
 An unbalanced pair (one step against twelve) would leave the core of the smaller side idle for
-most of the load: the larger side's GPU trace is then parsed in two processes
+most of the load: the larger side's GPU trace or NPU ``trace_view.json`` is then parsed in two
+processes
 (:func:`split_larger`, :mod:`.load.halves`), a forked child taking the second half of its events.
 """
 
@@ -25,13 +26,15 @@ from .options import LoadOptions
 from .processes import BACKGROUND_NICE, Worker, start_method
 
 A = TypeVar("A")
-#: An unbalanced pair's larger GPU trace is parsed in two processes (:func:`split_larger`) from
+#: An unbalanced pair's larger trace is parsed in two processes (:func:`split_larger`) from
 #: this size on (below it, the fork and the merge cost about what the second process saves) …
 SPLIT_MIN_BYTES = 32 << 20
 #: … when it is at least this many times the other side's.
 SPLIT_RATIO = 2.0
 #: The part of the larger trace's events that the forked child parses.
 SPLIT_FRACTION = 0.5
+#: The kinds whose trace reader can split (:mod:`.load.halves`).
+_SPLIT_KINDS = ("gpu", "npu_text")
 #: What to compute of each side as soon as it is loaded, where it was loaded (None: nothing).
 Analyse = Optional[Callable[[Profile], A]]
 
@@ -135,7 +138,7 @@ def split_larger(base: str | Source, comp: str | Source, base_opts: LoadOptions,
     processes (:mod:`.load.halves`) when the pair is unbalanced: its trace at least
     :data:`SPLIT_MIN_BYTES` and :data:`SPLIT_RATIO` times the other's. Each side's parse has a
     core of its own, and the smaller one's ends first: its core then takes part of the larger
-    one. GPU traces only (the one reader that can split)."""
+    one. GPU traces and NPU Text ``trace_view.json`` (the readers that can split)."""
     sizes = [_trace_bytes(given) for given in (base, comp)]
     if None in sizes:
         return base_opts, comp_opts
@@ -148,9 +151,10 @@ def split_larger(base: str | Source, comp: str | Source, base_opts: LoadOptions,
 
 
 def _trace_bytes(given: str | Source) -> int | None:
-    """The size of a GPU side's trace as parsed (a ``.gz``'s content, from the size gzip records
-    at its end, modulo 4 GiB); None for another kind or a file that cannot be read."""
-    if not isinstance(given, Source) or given.kind != "gpu" or given.trace is None:
+    """The size of a side's GPU trace or NPU ``trace_view.json`` as parsed (a ``.gz``'s content,
+    from the size gzip records at its end, modulo 4 GiB); None for a Db export or a file that
+    cannot be read."""
+    if not isinstance(given, Source) or given.kind not in _SPLIT_KINDS or given.trace is None:
         return None
     try:
         if not given.trace.name.lower().endswith(".gz"):

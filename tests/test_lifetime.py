@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from perfcmp_core import cache, lifetime, runner
+from perfcmp_core import cache, lifetime, processes, runner
 from perfcmp_core.events import Failed
 from perfcmp_core.load import detect
 from perfcmp_core.options import LoadOptions
@@ -167,10 +167,10 @@ def test_close_kills_a_child_that_ignores_sigterm() -> None:
     """A run whose child does not end on SIGTERM is SIGKILLed after the grace period."""
     run = runner.ChildRun(_ignores_sigterm)
     time.sleep(0.5)  # let it install SIG_IGN
-    pid = run._proc.pid
+    pid = run.pid
     t0 = time.monotonic()
     run.close()
-    assert time.monotonic() - t0 < runner.GRACE_S + 1.5
+    assert time.monotonic() - t0 < processes.GRACE_S + 1.5
     assert _gone_within(pid, 1.0)
 
 

@@ -133,6 +133,9 @@ def test_producer_items_are_taken_as_they_are_made_and_stop_ends_it(tmp_path: Pa
     assert got == [0, 1, 2]  # the last one waits for the gate
     time.sleep(0.1)
     assert producer.made() == []
-    assert producer._proc.daemon
+    assert producer.child.daemon
+    pid = producer.child.pid
     producer.stop()
-    assert not producer._proc.is_alive()
+    assert producer.child.exitcode is not None  # ended and reaped
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -254,7 +254,7 @@ class Child:
 
 
 def _others_in_group(pgid: int) -> bool:
-    """Whether a process other than ``pgid`` itself belongs to process group ``pgid`` (from
+    """Whether a process other than ``pgid`` itself still runs in process group ``pgid`` (from
     ``/proc``; without it, the group is taken as ended with its leader, whose children then end
     on their own: :mod:`perfcmp_core.lifetime`)."""
     try:
@@ -271,7 +271,8 @@ def _others_in_group(pgid: int) -> bool:
             except OSError:
                 continue
             # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses
-            if int(stat.rsplit(b")", 1)[1].split()[2]) == pgid:
+            state, _ppid, pgrp = stat.rsplit(b")", 1)[1].split()[:3]
+            if int(pgrp) == pgid and state != b"Z":  # a zombie has ended: its reaper is not us
                 return True
     return False
 

@@ -316,3 +316,22 @@ def test_a_comparison_child_that_dies_is_a_failed_run_and_leaves_nothing() -> No
     assert isinstance(event, Failed) and "exit code 7" in event.message
     assert run.child.stopped and run.child not in processes._live
     assert run.pid is not None and not _group_running(run.pid)
+
+
+@linux
+def test_terminate_all_reaches_every_live_child_and_stop_still_reaps_them() -> None:
+    """What a signal handler does (the app's Guard): every child not stopped gets the signal at
+    once, without waiting; each ends through its own handler (exit 128 + SIGTERM), and its
+    owner's stop reaps it."""
+    import signal
+
+    from perfcmp_core import processes
+
+    children = [processes.Child(_sleeps, name="t", method="fork", group=group) for group in (False, True)]
+    # no wait: a signal that comes before a child's own handlers waits for them (lifetime.start)
+    processes.terminate_all(signal.SIGTERM)
+    for child in children:
+        child._proc.join(10)
+        assert child.exitcode == 128 + signal.SIGTERM
+        child.stop()
+        assert child not in processes._live

@@ -335,3 +335,12 @@ def test_terminate_all_reaches_every_live_child_and_stop_still_reaps_them() -> N
         assert child.exitcode == 128 + signal.SIGTERM
         child.stop()
         assert child not in processes._live
+
+
+def test_a_spawned_worker_sends_its_result_and_its_error_the_same_way() -> None:
+    """Spawned (the app's own process, where threads run), the pipe's end travels to the new
+    interpreter: the same result and the same re-raised error."""
+    pid, value = Worker(_pid_and, 4, name="t", method="spawn").result()
+    assert value == 8 and pid != os.getpid()
+    with pytest.raises(InputError, match="y.json: not a profiling result"):
+        Worker(_fails, "y.json", name="t", method="spawn").result()

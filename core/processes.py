@@ -39,9 +39,12 @@ through every other free one. Every child not stopped yet is in :data:`_live`, s
 handler can reach them all (:func:`terminate_all`).
 
 What stays separate, and why: the cluster's per-rank pool (:mod:`perfcmp_core.cluster.pool_map`,
-``ProcessPoolExecutor``) and Dask's workers. Their processes are started, fed and replaced by the
-pool (a crashed worker is a ``BrokenProcessPool`` the map reports), which a :class:`Child` cannot
-take over without losing that: they follow the same lifetime rules through their initializer.
+a ``ProcessPoolExecutor``). Its processes are started, fed tasks and replaced by the pool, which
+also turns one that died into the ``BrokenProcessPool`` the map reports by rank; a
+:class:`Child` per pool process would mean writing that pool again. It follows the same lifetime
+rules through its initializer (:func:`perfcmp_core.lifetime.child_started`), and its processes
+are children of whichever process runs the map (the comparison child, in the app), so they end
+with its group. Dask's workers (``--scheduler``) belong to the user's cluster, not to us.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import Callable, Generator, Iterator
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
+from .heap import return_free_memory
 from .held import Held
 from .info import profile_info
 from .model import Profile
@@ -140,6 +141,8 @@ class HeldComparisons:
 
     def __call__(self, request: RunRequest) -> Iterator[Event]:
         yield from comparison_events(request, self.held)
+        # This child stays for the session: what the run freed goes back to the system.
+        return_free_memory()
         # Finished: the analyses of the other steps are made while the user looks at this run,
         # with what else of each side a step change would make (its Overall figures, its
         # Timeline step).

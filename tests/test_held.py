@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from perfcmp_core import held as held_module
-from perfcmp_core import pipeline, runner
+from perfcmp_core import pipeline, processes, runner
 from perfcmp_core.compare import overall_metrics as overall_metrics_module
 from perfcmp_core.lanes import table as lanes_table
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
@@ -157,7 +157,7 @@ def test_a_step_change_stopped_half_way_leaves_no_process(prepared: None) -> Non
     stream.close()
     assert _gone(pid)
     assert not run.again(request=_request(None, 3))
-    assert run not in runner._live
+    assert run.child not in processes._live and run.child.stopped
 
 
 def test_a_step_change_cancelled_by_should_stop_leaves_no_process(prepared: None) -> None:

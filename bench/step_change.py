@@ -7,8 +7,8 @@
         ../shared/data/gpu-real/h200/llama16_train_bf16_12steps.pt.trace.json.gz
 
 What the app does on ``S``, without the screen: a comparison child's events read as the app's
-worker thread reads them (each table's view prepared; ``--no-views`` leaves that out), timed from
-the step chosen to the run's ``Finished``. Each side is ``CHECKOUT:WAY``, the packages imported
+worker thread reads them (each table's view prepared, the Timeline's lanes indexed; ``--no-views``
+leaves that out), timed from the step chosen to the run's ``Finished``. Each side is ``CHECKOUT:WAY``, the packages imported
 from that checkout (as ``bench/ab.py`` does) and one of two ways:
 
 * ``fresh``: a new child on the chosen steps (``runner.start_comparison``), as the app did
@@ -48,6 +48,10 @@ from perfcmp_core.options import CompareOptions, LoadOptions
 from perfcmp_core.request import RunRequest
 from perfcmp_core.runner import prepare, start_comparison
 from perfcmp_core.view import TableView
+try:
+    from perfcmp_core.lanes import sides_of
+except ImportError:  # a checkout from before the Timeline
+    sides_of = lambda table: TableView(table).prepare()
 
 way, views, base, comp, wanted, both = (sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5],
                                         json.loads(sys.argv[6]), sys.argv[7] == "1")
@@ -57,7 +61,11 @@ def read(run):
     steps = {}
     for event in run.events():
         if isinstance(event, TableReady) and views:
-            TableView(event.table).prepare()
+            # as the app's worker thread does: the Timeline's lanes indexed, a table's view made
+            if event.table.name == "Timeline":
+                sides_of(event.table)
+            else:
+                TableView(event.table).prepare()
         elif isinstance(event, Loaded):
             steps[event.side] = [int(s["step"]) for s in event.info.get("steps", ())]
         elif isinstance(event, Failed):

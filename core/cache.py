@@ -86,8 +86,9 @@ MAX_BYTES = 2 * 1024**3
 #: Inputs modified this recently are not cached (see the module docstring).
 RACY_SECONDS = 2.0
 #: LoadOptions fields that never change the loaded profile (only whether/how it is read).
-#: ``step`` too: the entry holds every step and the step is cut from it after reading.
-_NEUTRAL_OPTIONS = frozenset({"force", "use_cache", "step"})
+#: ``step`` too: the entry holds every step and the step is cut from it after reading; ``split``
+#: only says how many processes parse the trace.
+_NEUTRAL_OPTIONS = frozenset({"force", "use_cache", "step", "split"})
 #: Code whose source decides what a profile contains (relative to this package).
 _CODE = ("load/*.py", "model.py", "options.py", "timeline.py", "cache.py")
 #: The name ending of entries (``<key>.pfcol``).

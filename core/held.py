@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Iterator, TypeVar
 
+from .compare.masks import Masks
 from .load import Source, load_profile, load_source
 from .load.steps import select_step, step_ids
 from .model import Profile
@@ -35,6 +36,12 @@ A = TypeVar("A")
 #: Step cuts (with their analyses) kept per side besides the whole profile: the steps the user
 #: goes back and forth between stay instant, the memory stays bounded.
 KEPT_CUTS = 4
+#: The Timeline steps that analyses made ahead carry (:class:`~perfcmp_core.side.SideProducts`)
+#: are kept up to this many bytes of lane tables per side, in the order they were made (the
+#: steps nearest the start, as the picker lists them): on a run of a hundred steps they would
+#: otherwise hold about a megabyte per step and side; a step beyond it makes its lanes in the
+#: run (tens of milliseconds).
+AHEAD_LANES_BYTES = 64 << 20
 _SIDES = ("base", "comparison")
 
 
@@ -48,6 +55,22 @@ class _Side:
     cuts: OrderedDict[int | None, Profile] = field(default_factory=OrderedDict)
     #: step → its analysis, every one made so far (far smaller than the cuts: all are kept)
     analyses: dict[int | None, object] = field(default_factory=dict)
+    #: bytes of the Timeline lanes its analyses made ahead hold (:data:`AHEAD_LANES_BYTES`)
+    lanes_bytes: int = 0
+
+    def take(self, step: int, analysis: object) -> None:
+        """Keep ``analysis`` of ``step``, made ahead, unless one is held already; its Timeline
+        lanes only within :data:`AHEAD_LANES_BYTES`."""
+        if step in self.analyses:
+            return
+        products = getattr(analysis, "products", None)
+        if products is not None and not isinstance(products.lanes, (str, type(None))):
+            size = int(products.lanes[1].memory_usage(index=False).sum())
+            if self.lanes_bytes + size > AHEAD_LANES_BYTES:
+                analysis = replace(analysis, products=replace(products, lanes=None))  # type: ignore[type-var]
+            else:
+                self.lanes_bytes += size
+        self.analyses[step] = analysis
 
     def keep(self, step: int | None, profile: Profile) -> None:
         self.cuts[step] = profile
@@ -87,7 +110,7 @@ class Held:
             return
         for side, step, analysis in self._ahead.made():
             if side in self._sides:
-                self._sides[side].analyses.setdefault(step, analysis)
+                self._sides[side].take(step, analysis)
         if stop:
             self._ahead.stop()
             self._ahead = None
@@ -193,7 +216,9 @@ def _input_key(given: str | Source) -> object:
     return repr(given) if isinstance(given, Source) else given
 
 
-def _config_key(request: RunRequest) -> bytes:
-    """The configuration the analyses depend on (the equivalence table, the advisor rules),
-    compared by content: each request comes over the pipe as a new object."""
-    return pickle.dumps((request.equivalence, request.advisor))
+def _config_key(request: RunRequest) -> tuple[bytes, Masks]:
+    """The configuration the analyses depend on (the equivalence table, the advisor rules, the
+    kernel masks of the Overall figures made ahead), compared by content: each request comes
+    over the pipe as a new object. The masks are compared as values: their pickle differs with
+    which of their texts happen to be one object."""
+    return pickle.dumps((request.equivalence, request.advisor)), request.masks

@@ -27,6 +27,9 @@ class LoadOptions:
     gpu_flow_cat: str = ""  # replaces DEFAULT_GPU_FLOW_CATS (flows are only a fallback)
     load_memory: bool = True  # skip [memory] / memory csv parsing when no memory compare runs
     use_cache: bool = True  # reuse/store the loaded profile in the user cache (core/cache.py)
+    #: Part of a large trace's events parsed by a forked child beside this process (0: none;
+    #: set by ``pair.iter_pair`` for the larger side of an unbalanced pair; load/halves.py).
+    split: float = 0.0
 
     @property
     def flow_cats(self) -> tuple[str, ...]:

@@ -4,12 +4,18 @@ Parsing JSON holds the GIL, so two threads would take as long as one after the o
 comparison side is therefore parsed in a :class:`~perfcmp_core.processes.Worker` while this
 process parses the base side; the finished :class:`Profile` (numpy-backed DataFrames, cheap to
 pickle) comes back.
+
+An unbalanced pair (one step against twelve) would leave the core of the smaller side idle for
+most of the load: the larger side's GPU trace or NPU ``trace_view.json`` is then parsed in two
+processes
+(:func:`split_larger`, :mod:`.load.halves`), a forked child taking the second half of its events.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Callable, Generic, Iterator, Optional, TypeVar
 
@@ -20,6 +26,15 @@ from .options import LoadOptions
 from .processes import BACKGROUND_NICE, Worker, start_method
 
 A = TypeVar("A")
+#: An unbalanced pair's larger trace is parsed in two processes (:func:`split_larger`) from
+#: this size on (below it, the fork and the merge cost about what the second process saves) …
+SPLIT_MIN_BYTES = 32 << 20
+#: … when it is at least this many times the other side's.
+SPLIT_RATIO = 2.0
+#: The part of the larger trace's events that the forked child parses.
+SPLIT_FRACTION = 0.5
+#: The kinds whose trace reader can split (:mod:`.load.halves`).
+_SPLIT_KINDS = ("gpu", "npu_text")
 #: What to compute of each side as soon as it is loaded, where it was loaded (None: nothing).
 Analyse = Optional[Callable[[Profile], A]]
 
@@ -100,6 +115,7 @@ def iter_pair(
         finally:
             worker.stop()
         return
+    base_opts, comp_opts = split_larger(base, comp, base_opts, comp_opts)
     t0 = time.perf_counter()
     # The comparison side's profile is sent as soon as it is loaded, its analysis after it: the
     # caller can start the work that needs only the profiles while the analysis is being made.
@@ -114,6 +130,40 @@ def iter_pair(
         yield "comparison", c, Analysis(worker.result, ready=False, after_parse=True), time.perf_counter() - t0
     finally:
         worker.stop()
+
+
+def split_larger(base: str | Source, comp: str | Source, base_opts: LoadOptions,
+                 comp_opts: LoadOptions) -> tuple[LoadOptions, LoadOptions]:
+    """The options of both sides, the larger side's asking for its trace to be parsed in two
+    processes (:mod:`.load.halves`) when the pair is unbalanced: its trace at least
+    :data:`SPLIT_MIN_BYTES` and :data:`SPLIT_RATIO` times the other's. Each side's parse has a
+    core of its own, and the smaller one's ends first: its core then takes part of the larger
+    one. GPU traces and NPU Text ``trace_view.json`` (the readers that can split)."""
+    sizes = [_trace_bytes(given) for given in (base, comp)]
+    if None in sizes:
+        return base_opts, comp_opts
+    small, large = sorted(sizes)  # type: ignore[type-var]
+    if large < SPLIT_MIN_BYTES or large < SPLIT_RATIO * small:
+        return base_opts, comp_opts
+    if sizes[0] == large:
+        return replace(base_opts, split=SPLIT_FRACTION), comp_opts
+    return base_opts, replace(comp_opts, split=SPLIT_FRACTION)
+
+
+def _trace_bytes(given: str | Source) -> int | None:
+    """The size of a side's GPU trace or NPU ``trace_view.json`` as parsed (a ``.gz``'s content,
+    from the size gzip records at its end, modulo 4 GiB); None for a Db export or a file that
+    cannot be read."""
+    if not isinstance(given, Source) or given.kind not in _SPLIT_KINDS or given.trace is None:
+        return None
+    try:
+        if not given.trace.name.lower().endswith(".gz"):
+            return given.trace.stat().st_size
+        with given.trace.open("rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            return int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return None
 
 
 def analysed_beside(profile: Profile, analyse: Callable[[Profile], A]) -> tuple[Analysis[A], Worker[A]]:

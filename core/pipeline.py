@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Generator, Iterator
+from typing import Callable, Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
 from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
+from .heap import return_free_memory
 from .held import Held
 from .info import profile_info
 from .model import Profile
@@ -27,7 +28,7 @@ from .notes import Note
 from .pair import iter_pair
 from .processes import BACKGROUND_NICE, Later, in_background
 from .request import RunRequest
-from .side import SideAnalysis, analyse_side
+from .side import SideAnalysis, analyse_ahead, analyse_side
 
 #: The step behind the screen the app opens on (the Overall screen's figures).
 OPENING_STEP = "OverallMetrics"
@@ -91,11 +92,22 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         from .advisor import advisor_tables
 
         base, comp = analyses["base"], analyses["comparison"]
-        ctx.adopt((base.classes, comp.classes), (base.explanation, comp.explanation))
+        ctx.adopt((base, comp))
         # The beside steps that read the analyses: in a worker that shares them with this process.
         started = {name for names, _ in beside for name in names}
         beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx, nice)
-        notes = first + (yield from _step_events(steps_left, ctx, beside))
+        advised: list[tuple[list[Table], float]] = []
+
+        def advise() -> None:
+            """The Advisor table, which reads the two analyses only: made while the steps beside
+            are still running where there are some (then it is no longer the run's last wait),
+            shown last in any case."""
+            if not advised:
+                t0 = time.perf_counter()
+                tables = advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice))
+                advised.append((tables, time.perf_counter() - t0))
+
+        notes = first + (yield from _step_events(steps_left, ctx, beside, advise))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)
@@ -103,10 +115,11 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         yield Phase("summary", done=True, seconds=time.perf_counter() - t0)
 
         yield Phase("advisor")
-        t0 = time.perf_counter()
-        for table in advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice)):
+        advise()
+        tables, seconds = advised[0]
+        for table in tables:
             yield TableReady(declare(table))
-        yield Phase("advisor", done=True, seconds=time.perf_counter() - t0)
+        yield Phase("advisor", done=True, seconds=seconds)
         yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
         for _, later in beside:
@@ -128,8 +141,13 @@ class HeldComparisons:
 
     def __call__(self, request: RunRequest) -> Iterator[Event]:
         yield from comparison_events(request, self.held)
-        # Finished: the analyses of the other steps are made while the user looks at this run.
-        self.held.prefetch(partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor))
+        # This child stays for the session: what the run freed goes back to the system.
+        return_free_memory()
+        # Finished: the analyses of the other steps are made while the user looks at this run,
+        # with what else of each side a step change would make (its Overall figures, its
+        # Timeline step).
+        self.held.prefetch(partial(analyse_ahead, equivalence=request.equivalence, advisor=request.advisor,
+                                   masks=request.masks))
 
     def idle(self) -> None:
         """Called while the child waits for its next run: take the analyses made ahead."""
@@ -137,11 +155,12 @@ class HeldComparisons:
 
 
 def _step_events(steps: list[Step], ctx: Context,
-                 beside: list[tuple[tuple[str, ...], Later[list[Ran]]]]) -> Generator[Event, None, list[Note]]:
+                 beside: list[tuple[tuple[str, ...], Later[list[Ran]]]],
+                 meanwhile: Callable[[], None] = lambda: None) -> Generator[Event, None, list[Note]]:
     """Every step's events in workbook order; the steps declared ``beside`` come from the
     ``beside`` workers (each one's step names and results), this process runs the others (those
-    after a beside step first, then it waits). Returns the run's notes in step order, wherever
-    each step ran."""
+    after a beside step first, then ``meanwhile``, then it waits). Returns the run's notes in
+    step order, wherever each step ran."""
     done: dict[str, Ran] = {}
     for i, step in enumerate(steps):
         yield Phase(step.name)
@@ -149,6 +168,7 @@ def _step_events(steps: list[Step], ctx: Context,
             if step.beside:
                 here = [s for s in steps[i:] if not s.beside and s.name not in done]
                 done.update(zip((s.name for s in here), _run_steps(here, ctx)))
+                meanwhile()
                 names, later = next((names, later) for names, later in beside if step.name in names)
                 done.update(zip(names, later()))
             else:

@@ -4,41 +4,37 @@ The TUI must never freeze: JSON parsing and the comparisons hold the GIL, so the
 process and the UI thread only receives finished, picklable events. Cancelling (Esc/q in the app)
 closes the generator, which terminates the child at once.
 
-The child leads its own process group, which holds its loader and background workers too, so one
-signal reaches all of them; and each of them dies with its parent (:mod:`perfcmp_core.lifetime`).
-Stopping a run (:meth:`ChildRun.close`) sends the group SIGTERM, lets it end for at most
-:data:`GRACE_S` (each process removes its temporary files and leaves), then SIGKILLs what is left:
-a run is gone within a second whatever it was doing.
+The child is a :class:`perfcmp_core.processes.Child` that leads its own process group, which
+holds its loader and background workers too, so one signal reaches all of them; and each of them
+dies with its parent (:mod:`perfcmp_core.lifetime`). Stopping a run (:meth:`ChildRun.close`) is
+stopping that child: SIGTERM to the group, at most :data:`~perfcmp_core.processes.GRACE_S` to end
+(each process removes its temporary files and leaves), then SIGKILL of what is left: a run is
+gone within a second whatever it was doing. Its events come over the child's pipe (not a
+``Queue``: no feeder thread in a child that forks).
 
 A child started with ``serve=True`` outlives a finished run: it waits for the next run's
 arguments over its pipe (:meth:`ChildRun.again`), keeping what its run function holds (the app's
 comparison child keeps both loaded profiles, :mod:`perfcmp_core.held`, so a step change reads
 nothing again). Everything else stays as above: a run stopped half way or failed ends the child,
-an idle child is in :data:`_live` like a running one (a signal reaches it), dies with its parent,
-and ends when its owner closes it or closes its end of the pipe.
+an idle child is a live child like a running one (:func:`perfcmp_core.processes.terminate_all`
+reaches it), dies with its parent, and ends when its owner closes it or closes its end of the
+pipe.
 """
 
 from __future__ import annotations
 
 import importlib
-import multiprocessing as mp
-import os
-import signal
 import threading
-import time
 import traceback
 from typing import Any, Callable, Iterator, Union
 
-from . import lifetime
 from .errors import InputError
 from .gcpause import gc_paused
-from .processes import start_method
+from .processes import Child, start_method
 from .events import Event, Failed, Finished
 from .request import RunRequest
 
 _POLL_S = 0.1
-#: How long a stopped run may take to end on SIGTERM before the rest of its group is SIGKILLed.
-GRACE_S = 0.4
 PIPELINE = "perfcmp_core.pipeline:comparison_events"
 #: The factory of a serving child's run function (see :class:`ChildRun`).
 SERVER = "perfcmp_core.pipeline:HeldComparisons"
@@ -59,12 +55,8 @@ def _resolve(target: Target) -> Callable[..., Iterator[Event]]:
 
 
 def _child(conn: Any, target: Target, kwargs: dict[str, Any], serve: bool) -> None:
-    if hasattr(os, "setpgid"):
-        # Own process group: cancelling kills the loader processes this child starts, too, and
-        # a Ctrl+C in the terminal reaches only the app (which then cancels us). The parent sets
-        # it as well, so the group exists from the start whoever runs first.
-        os.setpgid(0, 0)
-    lifetime.child_started()
+    """The comparison child's body (its group and lifetime set up by
+    :class:`~perfcmp_core.processes.Child`): each run's events, then, serving, the next run."""
     # Serving, the target makes the function that runs each request: what that function keeps
     # between requests (the loaded profiles) lives as long as this process; its ``idle()``, if
     # it has one, is called every IDLE_S while no request waits.
@@ -91,39 +83,6 @@ def _send_events(conn: Any, run: Callable[..., Iterator[Event]], kwargs: dict[st
         conn.send(Failed(exc.message, is_input=True))
     except Exception as exc:  # noqa: BLE001 - reported to the UI, which shows it
         conn.send(Failed(f"{type(exc).__name__}: {exc}", is_input=False, detail=traceback.format_exc()))
-
-
-def _signal_group(proc: Any, sig: int) -> None:
-    """Send ``sig`` to the child's whole process group (it and its workers), else to it alone
-    (before its group exists, it has started nothing)."""
-    if proc.pid is None:
-        return
-    try:
-        if hasattr(os, "killpg") and os.getpgid(proc.pid) == proc.pid:
-            os.killpg(proc.pid, sig)
-        else:
-            os.kill(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-#: Runs not closed yet, for :func:`terminate_all` (a signal handler stopping everything).
-_live: set[ChildRun] = set()
-
-
-def terminate_all(sig: int = signal.SIGTERM) -> None:
-    """Send ``sig`` to every open run's process group, without waiting (safe in a signal
-    handler); :meth:`ChildRun.close` still reaps them."""
-    for run in list(_live):
-        _signal_group(run._proc, sig)
 
 
 def prepare() -> None:
@@ -153,20 +112,9 @@ class ChildRun:
     """
 
     def __init__(self, target: Target, *, serve: bool = False, **kwargs: Any) -> None:
-        ctx = mp.get_context(start_method())
-        # A Pipe, not a Queue: Queue.put starts a feeder thread in the child, and the child forks
-        # (loader and background workers), which must not happen while another thread runs.
         # Two-way only when serving: the next run's arguments come the other way.
-        self._reader, writer = ctx.Pipe(duplex=serve)
-        self._proc = ctx.Process(target=_child, args=(writer, target, kwargs, serve),
-                                 name="perfcmp-compare")
-        lifetime.start(self._proc)
-        if hasattr(os, "setpgid"):
-            try:
-                os.setpgid(self._proc.pid, self._proc.pid)
-            except OSError:  # it did so itself (and, spawned, may have started its interpreter)
-                pass
-        writer.close()  # the child holds the only other end: EOF means it is gone
+        self._child = Child(_child, target, kwargs, serve, name="perfcmp-compare", group=True,
+                            duplex=serve)
         self._closed = False
         #: "running" while a run's events are still to come, "idle" when a serving child
         #: finished its run and waits for :meth:`again`; guarded by ``_lock`` (the app reads a
@@ -174,12 +122,16 @@ class ChildRun:
         self._state = "running"
         self._serve = serve
         self._lock = threading.Lock()
-        _live.add(self)
 
     @property
     def pid(self) -> int | None:
         """The child's process id (its process group's too)."""
-        return self._proc.pid
+        return self._child.pid
+
+    @property
+    def child(self) -> Child:
+        """The process this run is (:class:`perfcmp_core.processes.Child`)."""
+        return self._child
 
     def again(self, **kwargs: Any) -> bool:
         """Start the next run in this child, if it serves and waits, idle, for one: True when
@@ -188,7 +140,7 @@ class ChildRun:
             if not self._serve or self._state != "idle" or self._closed:
                 return False
             try:
-                self._reader.send(kwargs)
+                self._child.conn.send(kwargs)
                 self._state = "running"
                 return True
             except OSError:  # it died meanwhile
@@ -201,7 +153,7 @@ class ChildRun:
         no event arrives, so a cancel takes effect during a long parse, not only between phases.
         Closing the iterator (or a stop) kills the child and everything it started, unless it
         serves and its run finished (then it waits for :meth:`again`)."""
-        reader = self._reader
+        reader = self._child.conn
         try:
             while not should_stop():
                 if not reader.poll(_POLL_S):
@@ -209,8 +161,9 @@ class ChildRun:
                 try:
                     event = reader.recv()
                 except EOFError:
-                    self._proc.join(timeout=_POLL_S)
-                    yield Failed(f"the comparison process stopped (exit code {self._proc.exitcode})",
+                    # Stopped (what it started with it) and reaped before its exit code is read.
+                    self.close()
+                    yield Failed(f"the comparison process stopped (exit code {self._child.exitcode})",
                                  is_input=False)
                     return
                 if isinstance(event, Finished) and self._serve:
@@ -226,39 +179,14 @@ class ChildRun:
                 self.close()
 
     def close(self) -> None:
-        """Stop the child and everything it started: SIGTERM to its group, at most
-        :data:`GRACE_S` to end, then SIGKILL (idempotent: once reaped, its pid may be another
-        process's)."""
+        """Stop the child and everything it started (:meth:`perfcmp_core.processes.Child.stop`:
+        SIGTERM to its group, a grace period, SIGKILL, reaped; idempotent, and never a signal
+        once it is reaped: its pid may be another process's)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        _live.discard(self)
-        proc = self._proc
-        grouped = proc.pid is not None and hasattr(os, "killpg") and _pgid(proc.pid) == proc.pid
-        _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + GRACE_S
-        while time.monotonic() < deadline:
-            proc.join(timeout=0.02)
-            if proc.exitcode is not None and not (grouped and _group_alive(proc.pid)):
-                break
-        else:
-            if grouped:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            if proc.exitcode is None:
-                proc.kill()
-        proc.join(timeout=1)
-        self._reader.close()
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
+        self._child.stop()
 
 
 def stream_in_process(

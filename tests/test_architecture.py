@@ -42,9 +42,9 @@ def test_cli_headless_commands_do_not_import_textual() -> None:
 #: package and everything in it; the last layer takes every module not named before.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("perfcmp_core", "perfcmp_core.errors", "perfcmp_core.options", "perfcmp_core.gcpause",
-     "perfcmp_core.timeline", "perfcmp_core.lifetime", "perfcmp_core.processes", "perfcmp_core.events",
+     "perfcmp_core.heap", "perfcmp_core.timeline", "perfcmp_core.lifetime", "perfcmp_core.events",
      "perfcmp_core.export.safe_write", "perfcmp_core.compat", "perfcmp_core.notes",
-     "perfcmp_core.text_codes"),
+     "perfcmp_core.text_codes", "perfcmp_core.processes"),
     ("perfcmp_core.model",),
     ("perfcmp_core.cache",),
     ("perfcmp_core.load.",),

@@ -37,6 +37,19 @@ def test_comm_keys(name, key):
     assert comm_keys(pd.Series([name])).tolist() == [key]
 
 
+def test_comm_keys_of_a_column_are_each_names_key_in_place() -> None:
+    """Keys are worked out per distinct name and put back on every row, index kept; a missing
+    name reads as "" (its own key), a name with a NUL is not taken for its prefix."""
+    names = ["hcom_allReduce__284_0_1", "HcclAllreduce", None, "hcom_allReduce__284_0_1",
+             "ncclKernel_Reduce_RING_LL_Sum_float", "Hccl\x00x", "Hccl\x00y", "HcclAllreduce", ""]
+    col = pd.Series(names, index=range(10, 19), dtype=object)
+    got = comm_keys(col)
+    assert got.index.tolist() == list(range(10, 19))
+    assert got.tolist() == [comm_keys(pd.Series([n], dtype=object)).iloc[0] for n in names]
+    assert got.tolist() == ["allreduce", "hcclallreduce", "", "allreduce", "reduce", "hccl\x00x", "hccl\x00y",
+                            "hcclallreduce", ""]
+
+
 def _profile(ops: list[tuple[str, float, float]], tasks: list[tuple[int, str, float, float]] = (),
              kind: str = "npu_text", op_type: list[str] | None = None) -> Profile:
     """ops: (name, start µs, dur µs); tasks: (op index, name, start µs, dur µs)."""

@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 
 from perfcmp_core import held as held_module
-from perfcmp_core import pipeline, runner
+from perfcmp_core import pipeline, processes, runner
+from perfcmp_core.compare import overall_metrics as overall_metrics_module
+from perfcmp_core.lanes import table as lanes_table
 from perfcmp_core.events import Event, Failed, Finished, Loaded, Skipped, SummaryReady, TableReady
 from perfcmp_core.load import load_profile
 from perfcmp_core.load.steps import select_step, step_ids
 from perfcmp_core.options import CompareOptions, LoadOptions
+from perfcmp_core.processes import Later
 from perfcmp_core.request import RunRequest
 from test_pipeline import _same
 
@@ -65,6 +68,20 @@ def _gone(pid: int, seconds: float = 3.0) -> bool:
     return False
 
 
+def _counted(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[tuple[Any, ...]]:
+    """``module.name`` replaced by itself recording the arguments of each call (in this
+    process), which the returned list holds."""
+    calls: list[tuple[Any, ...]] = []
+    real = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def test_a_step_cut_leaves_the_whole_profile_as_it_was() -> None:
     """The held whole profile is cut again and again: a cut has its own metadata."""
     whole = load_profile(COMP, LoadOptions(use_cache=False))
@@ -78,14 +95,7 @@ def test_held_runs_give_what_fresh_runs_of_those_steps_give(monkeypatch: pytest.
     """Every step, then one step of the comparison side, then both sides on another, then every
     step again: the same results as a run of each request from nothing; the inputs are read once
     (by the first run), the later runs cut the held profiles."""
-    reads: list[RunRequest] = []
-    real = held_module.iter_pair
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        reads.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(held_module, "iter_pair", counted)
+    reads = _counted(monkeypatch, held_module, "iter_pair")
     serve = pipeline.HeldComparisons()
     for request in (_request(), _request(None, 2), _request(3, 3), _request(None, 2), _request()):
         _same(_results(serve(request=request)), _results(pipeline.comparison_events(request)))
@@ -147,7 +157,7 @@ def test_a_step_change_stopped_half_way_leaves_no_process(prepared: None) -> Non
     stream.close()
     assert _gone(pid)
     assert not run.again(request=_request(None, 3))
-    assert run not in runner._live
+    assert run.child not in processes._live and run.child.stopped
 
 
 def test_a_step_change_cancelled_by_should_stop_leaves_no_process(prepared: None) -> None:
@@ -188,6 +198,23 @@ def test_analyses_of_the_other_steps_are_made_while_waiting(monkeypatch: pytest.
     if start_method() != "fork":
         pytest.skip("this process cannot fork: nothing is made ahead")
     serve = pipeline.HeldComparisons()
+    _served_ahead(serve)
+    assert set(serve.held._sides["comparison"].analyses) == {None, 1, 2, 3}
+
+    def not_again(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("analysed again")
+
+    request = _request(2, 3)
+    fresh = _results(pipeline.comparison_events(request))
+    monkeypatch.setattr(pipeline, "analyse_side", not_again)
+    # Made ahead with the analyses: each side's Overall figures and Timeline step.
+    monkeypatch.setattr(overall_metrics_module, "overall_metrics", not_again)
+    monkeypatch.setattr(lanes_table, "side_step", not_again)
+    _same(_results(serve(request=request)), fresh)
+
+
+def _served_ahead(serve: pipeline.HeldComparisons) -> None:
+    """A first run, then wait until every step of both sides has its analysis made ahead."""
     for _ in serve(request=_request()):  # to its end: the analyses ahead start after Finished
         pass
     sides = serve.held._sides
@@ -196,15 +223,65 @@ def test_analyses_of_the_other_steps_are_made_while_waiting(monkeypatch: pytest.
             set(step_ids(s.whole)) <= set(s.analyses) for s in sides.values() if s.whole is not None):
         serve.idle()
         time.sleep(0.05)
-    assert set(sides["comparison"].analyses) == {None, 1, 2, 3}
 
-    def not_again(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("analysed again")
 
-    request = _request(2, 3)
-    fresh = _results(pipeline.comparison_events(request))
-    monkeypatch.setattr(pipeline, "analyse_side", not_again)
-    _same(_results(serve(request=request)), fresh)
+def test_timeline_lanes_made_ahead_are_kept_within_their_memory_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past :data:`AHEAD_LANES_BYTES` an analysis made ahead is kept without its Timeline lanes:
+    the run then makes them, with the same results."""
+    from perfcmp_core.processes import start_method
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing is made ahead")
+    monkeypatch.setattr(held_module, "AHEAD_LANES_BYTES", 0)
+    serve = pipeline.HeldComparisons()
+    _served_ahead(serve)
+    kept = [a for s in serve.held._sides.values() for step, a in s.analyses.items() if step is not None]
+    assert kept and all(a.products is not None and a.products.lanes is None for a in kept)
+    assert all(s.lanes_bytes == 0 for s in serve.held._sides.values())
+    made = _counted(monkeypatch, lanes_table, "side_step")
+    # the steps beside run here, so that what they make is seen
+    monkeypatch.setattr(pipeline, "in_background", lambda fn, *args, nice: Later(fn, args, None))
+    request = _request(3, 2)
+    served = _results(serve(request=request))
+    assert len(made) == 2  # both sides' lanes made in the run
+    _same(served, _results(pipeline.comparison_events(request)))
+
+
+def test_lanes_within_the_bound_are_counted_per_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept lanes add up to each side's count, which stays within the bound."""
+    from perfcmp_core.processes import start_method
+
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing is made ahead")
+    serve = pipeline.HeldComparisons()
+    _served_ahead(serve)
+    for side in serve.held._sides.values():
+        lanes = [a.products.lanes for step, a in side.analyses.items()
+                 if step is not None and a.products is not None and not isinstance(a.products.lanes, (str, type(None)))]
+        assert lanes
+        assert side.lanes_bytes == sum(int(x[1].memory_usage(index=False).sum()) for x in lanes)
+        assert side.lanes_bytes <= held_module.AHEAD_LANES_BYTES
+
+
+def test_the_configuration_key_survives_the_pipe() -> None:
+    """A request comes to the serving child pickled: its configuration must compare equal to the
+    held one's (the kernel masks' pickle differs with which of their texts are one object)."""
+    import pickle
+
+    request = _request()
+    assert held_module._config_key(pickle.loads(pickle.dumps(request))) == held_module._config_key(request)
+    other = replace(request, masks=replace(request.masks, fa=("flash",)))
+    assert held_module._config_key(other) != held_module._config_key(request)
+
+
+def test_other_kernel_masks_are_read_again() -> None:
+    """The Overall figures made ahead depend on the kernel masks: other masks, another reading."""
+    serve = pipeline.HeldComparisons()
+    _results(serve(request=_request()))
+    base = _request(2, 2)
+    other = replace(base, masks=replace(base.masks, cube=("gemm",)))
+    _same(_results(serve(request=other)), _results(pipeline.comparison_events(other)))
+    assert not serve.held.cut
 
 
 def test_a_step_change_runs_the_steps_beside_at_full_priority(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from perfcmp_core import cache, lifetime, runner
+from perfcmp_core import cache, lifetime, processes, runner
 from perfcmp_core.events import Failed
 from perfcmp_core.load import detect
 from perfcmp_core.options import LoadOptions
@@ -138,14 +138,27 @@ ORPHAN = textwrap.dedent("""
 """)
 
 
+ORPHAN_CHILD = textwrap.dedent("""
+    import sys, time
+    from perfcmp_core.processes import Child
+    def body(conn):
+        time.sleep(60)
+    if __name__ == "__main__":
+        child = Child(body, name="t", method=sys.argv[1], group=True)
+        print(child.pid, flush=True)
+        time.sleep(60)
+""")
+
+
 @linux
 @pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_children_die_when_the_parent_is_killed(tmp_path: Path, start: str) -> None:
+@pytest.mark.parametrize("script_text", [ORPHAN, ORPHAN_CHILD], ids=["process", "Child"])
+def test_children_die_when_the_parent_is_killed(tmp_path: Path, start: str, script_text: str) -> None:
     """SIGKILL leaves a parent no chance to clean up: its children notice on their own
     (PR_SET_PDEATHSIG) and are gone within a second; before, a comparison child stayed,
     re-parented to PID 1, for minutes."""
     script = tmp_path / "orphan.py"
-    script.write_text(ORPHAN)
+    script.write_text(script_text)
     proc = subprocess.Popen([sys.executable, str(script), start], stdout=subprocess.PIPE,
                             cwd=ROOT)
     assert proc.stdout is not None
@@ -167,10 +180,10 @@ def test_close_kills_a_child_that_ignores_sigterm() -> None:
     """A run whose child does not end on SIGTERM is SIGKILLed after the grace period."""
     run = runner.ChildRun(_ignores_sigterm)
     time.sleep(0.5)  # let it install SIG_IGN
-    pid = run._proc.pid
+    pid = run.pid
     t0 = time.monotonic()
     run.close()
-    assert time.monotonic() - t0 < runner.GRACE_S + 1.5
+    assert time.monotonic() - t0 < processes.GRACE_S + 1.5
     assert _gone_within(pid, 1.0)
 
 

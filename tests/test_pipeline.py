@@ -304,3 +304,27 @@ def test_steps_not_declared_to_read_analyses_do_not(monkeypatch: pytest.MonkeyPa
     assert {s.name for s in profile_only} >= {"operators / modules", "MemoryCompare"}
     for step in profile_only:
         step.run(ctx)
+
+
+def test_the_advisor_is_made_before_the_steps_beside_are_waited_for() -> None:
+    """What this process makes while the steps beside still run (``meanwhile``: the Advisor
+    table, which reads the analyses only) comes before it waits for them; the events stay in
+    workbook order."""
+    from perfcmp_core.compare import Context
+    from perfcmp_core.load import load_profile
+
+    order: list[str] = []
+    by_name = {s.name: s for s in STEPS}
+    steps = [by_name["CommunicationCompare"], by_name["operators / modules"], by_name["ApiCompare"]]
+
+    def waited() -> list[pipeline.Ran]:
+        order.append("waited")
+        return pipeline._run_steps([by_name["operators / modules"]], ctx)
+
+    base = load_profile(str(FIX / "npu_text/base_ascend_pt"), LoadOptions(use_cache=False))
+    comp = load_profile(str(FIX / "npu_text/comp_ascend_pt"), LoadOptions(use_cache=False))
+    ctx = Context(base, comp, CompareOptions())
+    beside = [(("operators / modules",), Later(waited, (), None))]
+    events = list(pipeline._step_events(steps, ctx, beside, lambda: order.append("meanwhile")))
+    assert order == ["meanwhile", "waited"]
+    assert [e.name for e in events if isinstance(e, Phase) and e.done] == [s.name for s in steps]

@@ -133,6 +133,214 @@ def test_producer_items_are_taken_as_they_are_made_and_stop_ends_it(tmp_path: Pa
     assert got == [0, 1, 2]  # the last one waits for the gate
     time.sleep(0.1)
     assert producer.made() == []
-    assert producer._proc.daemon
+    assert producer.child.daemon
+    pid = producer.child.pid
     producer.stop()
-    assert not producer._proc.is_alive()
+    assert producer.child.exitcode is not None  # ended and reaped
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+# ------------------------------------------------- the one child abstraction's guarantees
+
+linux = pytest.mark.skipif(sys.platform != "linux", reason="process groups, /proc")
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an ended process whose reaper is not this test)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _group_running(pgid: int) -> bool:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
+
+
+def _starts_a_grandchild(conn: object, ignore_sigterm: bool) -> None:
+    """A child that starts a process of its own (in its group), tells its pid, and waits."""
+    import signal
+    import subprocess
+
+    code = "import signal, time\n"
+    if ignore_sigterm:
+        code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    code += "print('ready', flush=True)\ntime.sleep(60)\n"
+    grandchild = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert grandchild.stdout is not None and grandchild.stdout.readline().strip() == b"ready"
+    conn.send(grandchild.pid)  # type: ignore[attr-defined]
+    time.sleep(60)
+
+
+@linux
+@pytest.mark.parametrize("ignore_sigterm", [False, True])
+def test_a_stopped_child_and_its_group_are_gone(ignore_sigterm: bool) -> None:
+    """stop() ends the child and what it started (its process group): on SIGTERM at once, or,
+    where they ignore it, by SIGKILL after the grace period; the child is reaped, the handle
+    leaves the live set, and a second stop does nothing."""
+    from perfcmp_core.processes import GRACE_S, Child, _live
+
+    child = Child(_starts_a_grandchild, ignore_sigterm, name="t", method="fork", group=True)
+    assert child in _live
+    assert child.conn.poll(30)
+    grandchild = child.conn.recv()
+    pid = child.pid
+    assert pid is not None and os.getpgid(grandchild) == pid and _running(grandchild)
+    t0 = time.monotonic()
+    child.stop()
+    took = time.monotonic() - t0
+    assert not _running(grandchild) and not _group_running(pid)
+    assert child.exitcode is not None and child not in _live and child.stopped
+    assert (took >= GRACE_S) == ignore_sigterm and took < GRACE_S + 1.5
+    child.stop()  # idempotent
+
+
+def _exits(conn: object, code: int) -> None:
+    os._exit(code)
+
+
+def test_a_child_that_dies_without_its_result_is_an_error_not_a_wait() -> None:
+    """The parent holds no writing end of the pipe: a child gone without a word (killed for
+    memory, a crash in a native library) is an end of file at once, never a wait for ever."""
+    from perfcmp_core.processes import _live
+
+    worker = Worker(os._exit, 3, name="perfcmp-t")
+    with pytest.raises(RuntimeError, match=r"perfcmp-t process ended before sending its result \(exit code 3\)"):
+        worker.result()
+    assert worker.child not in _live
+
+
+def _numbers(n: int) -> Iterator[int]:
+    for i in range(n):
+        yield i * i
+
+
+def test_worker_parts_come_in_the_order_they_were_made() -> None:
+    worker = Worker(_numbers, 6, name="t", parts=6)
+    assert [worker.result() for _ in range(6)] == [i * i for i in range(6)]
+    assert worker.child.exitcode == 0  # reaped after its last part
+
+
+def test_producer_that_made_everything_and_ended_gives_its_items() -> None:
+    """A producer that ended after its last item: its items are taken, then none (an end of
+    file, not an error)."""
+    producer: Producer[int] = Producer(_numbers, 3, name="t")
+    got: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < deadline:
+        got += producer.made()
+        time.sleep(0.01)
+    assert got == [0, 1, 4]
+    producer.child._proc.join(10)
+    assert producer.made() == []
+    producer.stop()
+
+
+def _sleeps(conn: object) -> None:
+    time.sleep(60)
+
+
+@linux
+def test_a_closed_or_reaped_child_is_never_signalled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once reaped — by its own stop, or by multiprocessing's clean-up when this process started
+    another child — its pid may be another process's: neither stop(), nor terminate_all(), nor
+    a direct send_signal() sends anything to it."""
+    import multiprocessing as mp
+    import signal
+
+    from perfcmp_core import processes
+
+    sent: list[tuple[str, int, int]] = []
+    real_kill, real_killpg = os.kill, os.killpg
+
+    def kill(pid: int, sig: int) -> None:
+        sent.append(("kill", pid, sig))
+        real_kill(pid, sig)
+
+    def killpg(pgid: int, sig: int) -> None:
+        sent.append(("killpg", pgid, sig))
+        real_killpg(pgid, sig)
+
+    stopped = processes.Child(_sleeps, name="t", method="fork", group=True)
+    ended = processes.Child(_exits, 0, name="t", method="fork", group=True)
+    deadline = time.monotonic() + 30
+    # multiprocessing reaps a finished child whenever active_children() (or a start) runs
+    while ended.exitcode is None and time.monotonic() < deadline:
+        mp.active_children()
+        time.sleep(0.01)
+    assert ended.exitcode == 0
+    stopped.stop()
+    assert stopped.exitcode is not None
+
+    monkeypatch.setattr(os, "kill", kill)
+    monkeypatch.setattr(os, "killpg", killpg)
+    assert ended.send_signal(signal.SIGTERM) is False
+    processes._live.add(ended)  # as if its owner had not stopped it yet
+    try:
+        processes.terminate_all(signal.SIGKILL)
+        ended.stop()
+        stopped.stop()
+        assert not stopped.send_signal(signal.SIGKILL)
+    finally:
+        processes._live.discard(ended)
+    assert sent == []
+    live = processes.Child(_sleeps, name="t", method="fork", group=True)
+    live.stop()  # not reaped yet: its group is signalled (the spy sees what a stop sends)
+    assert sent[0] == ("killpg", live.pid, signal.SIGTERM)
+
+
+def _run_dies(**kwargs: object) -> Iterator[object]:
+    os._exit(7)
+    yield
+
+
+@linux
+def test_a_comparison_child_that_dies_is_a_failed_run_and_leaves_nothing() -> None:
+    from perfcmp_core import processes, runner
+    from perfcmp_core.events import Failed
+
+    run = runner.ChildRun(_run_dies)
+    (event,) = list(run.events())
+    assert isinstance(event, Failed) and "exit code 7" in event.message
+    assert run.child.stopped and run.child not in processes._live
+    assert run.pid is not None and not _group_running(run.pid)
+
+
+@linux
+def test_terminate_all_reaches_every_live_child_and_stop_still_reaps_them() -> None:
+    """What a signal handler does (the app's Guard): every child not stopped gets the signal at
+    once, without waiting; each ends through its own handler (exit 128 + SIGTERM), and its
+    owner's stop reaps it."""
+    import signal
+
+    from perfcmp_core import processes
+
+    children = [processes.Child(_sleeps, name="t", method="fork", group=group) for group in (False, True)]
+    # no wait: a signal that comes before a child's own handlers waits for them (lifetime.start)
+    processes.terminate_all(signal.SIGTERM)
+    for child in children:
+        child._proc.join(10)
+        assert child.exitcode == 128 + signal.SIGTERM
+        child.stop()
+        assert child not in processes._live
+
+
+def test_a_spawned_worker_sends_its_result_and_its_error_the_same_way() -> None:
+    """Spawned (the app's own process, where threads run), the pipe's end travels to the new
+    interpreter: the same result and the same re-raised error."""
+    pid, value = Worker(_pid_and, 4, name="t", method="spawn").result()
+    assert value == 8 and pid != os.getpid()
+    with pytest.raises(InputError, match="y.json: not a profiling result"):
+        Worker(_fails, "y.json", name="t", method="spawn").result()

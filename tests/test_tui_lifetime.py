@@ -14,7 +14,7 @@ terminal) are behavioural requirements, checked by polling until the condition h
 the bound times :func:`slack`: 1 on an idle machine, up to 4 when the load average says the
 2 cores are shared (CI runs beside other jobs), or ``PERFCMP_TIME_SLACK``. The defects they guard
 against fail any bound (an orphan stayed a minute and more; the app without a terminal spun
-forever); the design itself ends everything in well under a second (``core/runner.py`` GRACE_S,
+forever); the design itself ends everything in well under a second (``core/processes.py`` GRACE_S,
 ``tui/terminal.py`` EXIT_AFTER_S).
 """
 

@@ -4,7 +4,7 @@ Over SSH the terminal goes away without notice: a dropped connection hangs the p
 a supervisor sends SIGTERM, and a pty whose other side closed without making us its controlling
 terminal only reports POLLHUP. Each of these ends the app the same way (:class:`Guard`):
 
-1. at once, every comparison process group gets SIGTERM (:func:`perfcmp_core.runner.terminate_all`);
+1. at once, every comparison process group gets SIGTERM (:func:`perfcmp_core.processes.terminate_all`);
 2. the app is asked to exit, which restores the terminal when it is still there;
 3. a watchdog makes sure of the rest: SIGKILL for process groups still alive after
    :data:`KILL_AFTER_S`, and the process ends after :data:`EXIT_AFTER_S` even if shutting down
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from perfcmp_core import lifetime, runner
+from perfcmp_core import lifetime, processes
 from perfcmp_core.errors import UsageError
 
 #: After a signal: comparison groups still alive then get SIGKILL …
@@ -85,7 +85,7 @@ class Guard:
         return None if self.signum is None else 128 + self.signum
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        runner.terminate_all()
+        processes.terminate_all()
         if self.signum is not None:
             return  # already ending
         self.signum = signum
@@ -106,7 +106,7 @@ class Guard:
     @staticmethod
     def _watchdog(signum: int) -> None:
         time.sleep(KILL_AFTER_S)
-        runner.terminate_all(signal.SIGKILL)
+        processes.terminate_all(signal.SIGKILL)
         time.sleep(EXIT_AFTER_S - KILL_AFTER_S)
         lifetime.remove_temp_files()
         for stream in (sys.stdout, sys.stderr):

@@ -113,10 +113,18 @@ class Context:
                                      explain_profile(self.comp, self.equivalence, c))
         return self.cache["explain"]
 
-    def adopt(self, classes: tuple[Any, Any], explanations: tuple[Any, Any]) -> None:
-        """Take both sides' kernel classes and step explanations as they were made where the
-        sides loaded (:mod:`perfcmp_core.side`), instead of making them here."""
-        self.cache["kernel classes"], self.cache["explain"] = classes, explanations
+    def adopt(self, analyses: tuple[Any, Any]) -> None:
+        """Take both sides' analyses (:class:`perfcmp_core.side.SideAnalysis`) as they were
+        made where the sides loaded: their kernel classes and step explanations, and — made
+        ahead of a step change — their Overall figures and Timeline steps, instead of making
+        them here (Overall figures already made in this run are kept)."""
+        base, comp = analyses
+        self.cache["kernel classes"] = (base.classes, comp.classes)
+        self.cache["explain"] = (base.explanation, comp.explanation)
+        if base.products is not None and comp.products is not None:
+            self.cache.setdefault("metrics", (base.products.metrics, comp.products.metrics))
+            if base.products.lanes is not None and comp.products.lanes is not None:
+                self.cache["timeline steps"] = (base.products.lanes, comp.products.lanes)
 
     def operator_match(self) -> Any:
         if "match" not in self.cache:
@@ -254,10 +262,14 @@ def _step_time(ctx: Context) -> Outcome:
 
 
 def _timeline(ctx: Context) -> Outcome:
-    from ..lanes import timeline_table
+    from ..lanes.table import timeline_of, timeline_table
 
-    base, comp = ctx.explanations()
-    table = timeline_table((ctx.base, base), (ctx.comp, comp))
+    made = ctx.cache.get("timeline steps")  # made ahead with the analyses (Context.adopt)
+    if made is not None:
+        table = timeline_of(made)
+    else:
+        base, comp = ctx.explanations()
+        table = timeline_table((ctx.base, base), (ctx.comp, comp))
     return table if isinstance(table, str) else [table]
 
 

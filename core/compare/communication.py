@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, factorize_text
 from ..model import Profile
 from ..options import CompareOptions
 from .result import IS_TOTAL, LEVEL, NODE, PARENT, SHOWN, Column, Table, diff, ratio
@@ -30,7 +30,15 @@ _NCCL_COLLECTIVE = r"(allreduce|allgather|reducescatter|alltoall|broadcast|sendr
 
 
 def comm_keys(names: pd.Series) -> pd.Series:
-    """Grouping key of each communication op name (see module docstring)."""
+    """Grouping key of each communication op name (see module docstring), worked out once per
+    distinct name (a long run repeats a few dozen names tens of thousands of times)."""
+    codes, distinct = factorize_text(names, use_na_sentinel=False)  # a missing name is a value
+    keys = _distinct_keys(pd.Series(distinct, dtype=object)).to_numpy(dtype=object)
+    return pd.Series(keys[codes] if len(codes) else np.zeros(0, dtype=object), index=names.index,
+                     dtype=object)
+
+
+def _distinct_keys(names: pd.Series) -> pd.Series:
     lower = as_text(names).str.lower()
     if lower.empty:
         return lower

@@ -116,6 +116,14 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, equivalence: Equival
     and the ops inside it into one row.
     """
     codes, distinct = pd.factorize(names.to_numpy(dtype=object))
+    return _pairing_keys(codes, distinct, opts, equivalence, by_primitive, parent, other)
+
+
+def _pairing_keys(codes: np.ndarray, distinct: np.ndarray, opts: CompareOptions,
+                  equivalence: Equivalence | None, by_primitive: bool, parent: np.ndarray | None,
+                  other: frozenset[str] | None) -> PairingKeys:
+    """:func:`pairing_keys` of the names ``distinct[codes]`` (each distinct name looked up
+    once)."""
     plain = _distinct_names(pd.Series(distinct, dtype=object), opts)
     key = plain.to_numpy(dtype=object).copy()
     cls = np.full(len(key), "", dtype=object)
@@ -152,9 +160,9 @@ def side_keys(profile: Profile, other: Profile, opts: CompareOptions,
     """The pairing keys of ``profile``'s ops when compared with ``other``: MindSpore launches
     looked up by primitive when the other side is not MindSpore, names the other side has kept,
     ops nested in an op of their own class kept (see :func:`pairing_keys`)."""
-    return pairing_keys(profile.ops["name"], opts, equivalence=equivalence,
-                        by_primitive=by_primitive(profile, other),
-                        parent=profile.ops["parent"].to_numpy(), other=other_names(other, opts))
+    codes, distinct = profile.codes("ops", "name")  # the profile's, made once (or cached)
+    return _pairing_keys(codes, distinct, opts, equivalence, by_primitive(profile, other),
+                         profile.ops["parent"].to_numpy(), other_names(other, opts))
 
 
 def by_primitive(profile: Profile, other: Profile) -> bool:
@@ -164,7 +172,7 @@ def by_primitive(profile: Profile, other: Profile) -> bool:
 
 def other_names(profile: Profile, opts: CompareOptions) -> frozenset[str]:
     """The pairing names of ``profile``'s ops (the set :func:`pairing_keys` takes as ``other``)."""
-    distinct = pd.Series(pd.unique(profile.ops["name"].to_numpy(dtype=object)), dtype=object)
+    distinct = pd.Series(profile.codes("ops", "name")[1], dtype=object)
     return frozenset(_distinct_names(distinct, opts).tolist())
 
 

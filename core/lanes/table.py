@@ -41,16 +41,36 @@ _COLUMNS = (
 )
 
 
+#: One side's Timeline step: the step's id, its lanes (times from the window's start) and the
+#: window's length in ns.
+SideStep = tuple[int, pd.DataFrame, int]
+
+
+def side_step(profile: Profile, explanation: StepExplanation, step: int | None = None) -> SideStep | str:
+    """One side's part of the ``Timeline`` table: ``step`` (None: the side's median step), or
+    why there is none."""
+    chosen = median_step(explanation) if step is None else step
+    if chosen is None:
+        return f"timeline: no device activity and no steps in {profile.meta.source}"
+    lanes, window = step_lanes(profile, explanation, chosen)
+    return chosen, lanes, window
+
+
 def timeline_table(base: tuple[Profile, StepExplanation], comp: tuple[Profile, StepExplanation],
                    steps: tuple[int | None, int | None] = (None, None)) -> Table | str:
     """The ``Timeline`` table of one step per side (``steps``; None: the side's median step),
     or why there is none."""
+    first = side_step(*base, steps[0])
+    return first if isinstance(first, str) else timeline_of((first, side_step(*comp, steps[1])))
+
+
+def timeline_of(sides: tuple[SideStep | str, SideStep | str]) -> Table | str:
+    """The ``Timeline`` table of both sides' steps (:func:`side_step`), or why there is none."""
     frames = []
-    for side, (profile, ex), step in zip(SIDES, (base, comp), steps):
-        chosen = median_step(ex) if step is None else step
-        if chosen is None:
-            return f"timeline: no device activity and no steps in {profile.meta.source}"
-        lanes, window = step_lanes(profile, ex, chosen)
+    for side, made in zip(SIDES, sides):
+        if isinstance(made, str):
+            return made
+        chosen, lanes, window = made
         head = pd.DataFrame({"lane": [""], "kind": [STEP_ROW], "start_ns": [0], "end_ns": [window],
                              "name": [f"step {chosen}"], "cls": [""], "stream": [chosen], "op": [""]})
         frames.append(pd.concat([head, lanes], ignore_index=True).assign(side=side))

@@ -3,7 +3,9 @@
 Each event gets one role (host op, kernel, python frame, flow end, fwdbwd end, memory instant),
 decided once per distinct category; :class:`Builder` turns each parsed piece of ``traceEvents``
 (:mod:`.gpu_read`) into numpy columns — numbers as int64 ns, repeated texts stored once — and
-:class:`Events` holds the columns of the whole file, plus the :data:`FIELDS` each role keeps.
+:class:`Events` holds the columns of the whole file, plus the :data:`FIELDS` each role keeps. A
+trace read in two processes (:mod:`.halves`) has two builders, the second merged into the first
+(:meth:`Builder.merge`) before :meth:`Builder.finish`.
 """
 
 from __future__ import annotations
@@ -255,6 +257,29 @@ class Builder:
         keeps the profile, and its pickle to the parent process, small)."""
         share = self.strings.setdefault
         return list(map(share, texts, texts))
+
+    def merge(self, later: Builder) -> None:
+        """Append the columns ``later`` built of the events that follow this builder's (the
+        second part of a trace read in two processes, :mod:`.halves`): the columns as if one
+        builder had read both parts. ``later``'s texts stay its own objects (equal texts, two
+        objects at most: the cost of sharing them again would be a pass over every row)."""
+        for key, parts in later.parts.items():
+            self.parts[key].extend(parts)
+        for role, keys in later.fields.items():
+            for key, parts in keys.items():
+                self.fields[role][key].extend(parts)
+        for mine, theirs in zip(self.id_texts, later.id_texts):
+            mine.extend((self.count + at, text) for at, text in theirs)
+        self.count += later.count
+        self.not_objects += later.not_objects
+        self.no_ts += later.no_ts
+        self.bad_dur += later.bad_dur
+        self.inexact_ts |= later.inexact_ts
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (sent back by :mod:`.halves`' child) without its caches of texts: only the
+        columns travel."""
+        return {**self.__dict__, "strings": {}, "rendered": {}}
 
     def finish(self, notes: list[Note]) -> Events:
         """The columns of all pieces, with the notes on what was skipped or approximated."""

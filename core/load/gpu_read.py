@@ -6,6 +6,11 @@ it exactly like orjson, into dicts; :class:`.gpu_events.Builder` keeps the colum
 Anything unusual — a second ``traceEvents`` key after the events, a parse error inside a piece
 (NaN tokens, a broken file) — falls back to parsing the whole file at once, which also yields the
 precise error message.
+
+With ``LoadOptions.split`` (the larger side of an unbalanced pair, :func:`..pair.split_larger`)
+the events after a cut near that fraction are parsed by a forked child (:mod:`.halves`) and its
+columns merged (:meth:`.gpu_events.Builder.merge`); when that fails in any way, the file is read
+as above, in this process, with the same result.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import gzip
 import json
 import re
 import zlib
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,6 +31,7 @@ from ..options import JSON_CAP, LoadOptions
 from . import pieces
 from .gpu_decode import decode
 from .gpu_events import Builder, Events
+from .halves import feed_in_two
 
 #: Size of one parsed piece of ``traceEvents`` (:data:`.pieces.PIECE_BYTES`; tests shrink it).
 PIECE_BYTES = pieces.PIECE_BYTES
@@ -40,8 +47,12 @@ _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
 def read_trace(path: Path, opts: LoadOptions, notes: list[Note]) -> tuple[dict[str, Any], Events]:
     """The trace's top-level object without its events, and the events as :class:`Events`."""
     raw = _read_bytes(path, None if opts.force else JSON_CAP)
-    builder = Builder(opts)
-    doc = _parse_in_pieces(raw, builder)
+    split = _parse_in_two(raw, opts) if opts.split else None
+    if split is not None:
+        doc, builder = split
+    else:
+        builder = Builder(opts)
+        doc = _parse_in_pieces(raw, builder)
     if doc is None:
         raw = pieces.whole(raw)
         doc = _parse(path, raw, notes)
@@ -113,6 +124,23 @@ def _parse_in_pieces(raw: pieces.Content, builder: Builder) -> dict[str, Any] | 
 
     end = pieces.feed(raw, opening.end(), ends(), decode, builder.add_typed, builder.add, PIECE_BYTES)
     return None if end is None else docs[end]
+
+
+def _parse_in_two(raw: pieces.Content, opts: LoadOptions) -> tuple[dict[str, Any], Builder] | None:
+    """As :func:`_parse_in_pieces`, the events after a cut near ``opts.split`` of them parsed in
+    a forked child (:mod:`.halves`): the top-level object and the merged builder; None when that
+    cannot be done (the file is then read in one process)."""
+    first = raw.find(_KEY)
+    opening = pieces.match(raw, _ARRAY_OPEN, first) if first >= 0 else None
+    if opening is None:
+        return None
+    halves = feed_in_two(raw, opening.end(), opts.split, partial(_array_ends, raw, opening.end()),
+                         partial(Builder, opts), decode, PIECE_BYTES)
+    if halves is None:
+        return None
+    builder, second = halves
+    builder.merge(second.builder)
+    return second.extra, builder
 
 
 def _array_ends(raw: pieces.Content, start: int) -> Iterator[tuple[dict[str, Any], int]]:

@@ -199,7 +199,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
 
         return load_npu_text_without_trace(src, opts)
     notes = list(src.notes)
-    ev = read_trace(src.trace)  # the collector is paused by the caller
+    ev = read_trace(src.trace, opts.split)  # the collector is paused by the caller
     if ev.bad_dur:
         notes.append(Note(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
                           "negative dur are counted as 0 µs"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, repeat
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import pandas as pd
 from ..compat import as_text
 from ..errors import InputError
 from . import npu_decode, pieces
+from .halves import feed_in_two
 from ..notes import Note
 from ..text_codes import first_seen_codes
 from .common import float_us_to_ns, us_text_to_ns
@@ -46,14 +48,20 @@ CANN_PROCESS = "CANN"
 # ------------------------------------------------------------------------------------------------
 
 
-def read_trace(path: Path) -> Events:
+def read_trace(path: Path, split: float = 0.0) -> Events:
     """The trace's events as columns, parsed piece by piece (:mod:`.pieces`); anything that is
     not a JSON array of objects is an InputError. A file the pieces cannot cover (a parse error,
-    a value msgspec reads unlike orjson) is parsed whole, which also gives the precise error."""
+    a value msgspec reads unlike orjson) is parsed whole, which also gives the precise error.
+    ``split`` (``LoadOptions.split``): the events after a cut near that fraction are parsed by a
+    forked child (:mod:`.halves`), with the same columns; when that cannot be done, the file is
+    read in this process alone."""
     try:
         raw = pieces.read_file(path)
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    halves = _in_two(raw, split) if split else None
+    if halves is not None:
+        return halves.finish()
     builder = _Builder()
     if _in_pieces(raw, builder):
         return builder.finish()
@@ -62,19 +70,45 @@ def read_trace(path: Path) -> Events:
     return builder.finish()
 
 
-def _in_pieces(raw: pieces.Content, builder: _Builder) -> bool:
-    """Feed the top-level array to ``builder`` in pieces; False when that cannot be done."""
+def _array_span(raw: pieces.Content) -> tuple[int, int] | None:
+    """Where the top-level array's items start, and its closing ``]``; None when the file is
+    not one array."""
     opening = pieces.match(raw, _ARRAY_OPEN)
     if opening is None:
-        return False
+        return None
     tail = raw[max(len(raw) - 64, 0):len(raw)]
     end = len(raw) - (len(tail) - len(tail.rstrip())) - 1  # the last byte that is not whitespace
     if end < opening.end() - 1 or raw[end:end + 1] != b"]":
+        return None
+    return opening.end(), end
+
+
+def _in_pieces(raw: pieces.Content, builder: _Builder) -> bool:
+    """Feed the top-level array to ``builder`` in pieces; False when that cannot be done."""
+    span = _array_span(raw)
+    if span is None:
         return False
-    if pieces.search(raw, _CONTENT, opening.end(), end) is None:
+    start, end = span
+    if pieces.search(raw, _CONTENT, start, end) is None:
         return True  # an empty array
-    return pieces.feed(raw, opening.end(), iter((end,)), npu_decode.decode, builder.add_typed,
+    return pieces.feed(raw, start, iter((end,)), npu_decode.decode, builder.add_typed,
                        builder.add, PIECE_BYTES) is not None
+
+
+def _in_two(raw: pieces.Content, fraction: float) -> _Builder | None:
+    """As :func:`_in_pieces`, the events after a cut near ``fraction`` of them fed to a builder
+    in a forked child (:mod:`.halves`): the merged builder, or None (read in one process)."""
+    span = _array_span(raw)
+    if span is None:
+        return None
+    start, end = span
+    halves = feed_in_two(raw, start, fraction, partial(iter, ((None, end),)), _Builder,
+                         npu_decode.decode, PIECE_BYTES)
+    if halves is None:
+        return None
+    builder, second = halves
+    builder.merge(second.builder)
+    return builder
 
 
 def _parse_whole(path: Path, raw: bytes | bytearray) -> list[dict]:
@@ -278,6 +312,31 @@ class _Builder:
             self.ids[0].append(at + self.count)
             self.ids[1].append(_packed((view if len(at) == n else view.subset(at.tolist())).top("id")))
         self.count += n
+
+    def merge(self, later: _Builder) -> None:
+        """Append the columns ``later`` built of the events that follow this builder's (the
+        second part of a trace read in two processes, :mod:`.halves`): ``later``'s ``ph`` and
+        ``cat`` codes are renumbered into this builder's tables, texts first met in ``later``
+        numbered after this builder's in the order ``later`` met them — the codes one builder
+        reading both parts gives."""
+        for key, mine, theirs in (("ph", self.ph, later.ph), ("cat", self.cat, later.cat)):
+            table = np.array([mine.code.setdefault(t, len(mine.code)) for t in theirs.code],
+                             dtype=np.int16)
+            self.parts[key].extend(table[codes] for codes in later.parts[key])
+        for key in ("name", "pid", "tid", "ts", "dur"):
+            self.parts[key].extend(later.parts[key])
+        for group, (rows, columns) in later.groups.items():
+            my_rows, my_columns = self.groups[group]
+            my_rows.extend(r + self.count for r in rows)
+            for key, parts in columns.items():
+                my_columns[key].extend(parts)
+        self.ids[0].extend(r + self.count for r in later.ids[0])
+        self.ids[1].extend(later.ids[1])
+        self.count += later.count
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (sent back by :mod:`.halves`' child) without its caches of texts."""
+        return {**self.__dict__, "strings": {}, "names": {None: ""}}
 
     def finish(self) -> Events:
         def col(key: str, dtype: object) -> np.ndarray:

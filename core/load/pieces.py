@@ -38,7 +38,7 @@ import orjson
 PIECE_BYTES = 1 << 20
 #: Cuts tried per piece before giving up on splitting (each retry re-parses the piece).
 _CUT_TRIES = 32
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 #: Files at least this large are read piece by piece from disk rather than into memory.
 STREAM_BYTES = 16 << 20
 #: Bytes read at a time when :class:`FileContent` searches for something: small, as the usual
@@ -228,7 +228,7 @@ def feed(raw: Content, start: int, ends: Iterator[int],
     while a < end:
         cut = a + piece_bytes
         for _ in range(_CUT_TRIES):
-            boundary = search(raw, _BOUNDARY, cut, end) if cut < end else None
+            boundary = search(raw, BOUNDARY, cut, end) if cut < end else None
             b = boundary.start() + 1 if boundary else end
             text = b"".join((b"[", view[a:b], b"]"))
             typed = decode(text)

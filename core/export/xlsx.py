@@ -478,7 +478,9 @@ def write_deflated(dst: zipfile.ZipFile, name: str, member: Deflated) -> None:
     up front (so no data descriptor and no seeking back, on a stream too): the local header
     (ZIP64 when a size needs it; the central directory, written by ``dst.close()``, handles
     offsets past 4 GiB), the data, and the entry in ``dst``'s list. The tests read back what it
-    writes with :mod:`zipfile` and openpyxl, ZIP64 included.
+    writes with :mod:`zipfile` and openpyxl, ZIP64 included; the internals it uses are the same
+    from CPython 3.10 to 3.13 (each checked with a member between two ordinary ones, on a file
+    and on a stream).
     """
     info = zipfile.ZipInfo(name)  # what dst.open(name, "w") makes: no date (1980), mode 0600
     info.compress_type = zipfile.ZIP_DEFLATED

@@ -58,10 +58,11 @@ class _Side:
     #: bytes of the Timeline lanes its analyses made ahead hold (:data:`AHEAD_LANES_BYTES`)
     lanes_bytes: int = 0
 
-    def take(self, step: int, analysis: object) -> None:
-        """Keep ``analysis`` of ``step``, made ahead, unless one is held already; its Timeline
+    def take(self, step: int | None, analysis: object) -> None:
+        """Keep ``analysis`` of ``step``, made ahead, unless one is held already (one made in a
+        run, without :class:`~perfcmp_core.side.SideProducts`, gives way to it); its Timeline
         lanes only within :data:`AHEAD_LANES_BYTES`."""
-        if step in self.analyses:
+        if step in self.analyses and not _lacks_products(self.analyses[step]):
             return
         products = getattr(analysis, "products", None)
         if products is not None and not isinstance(products.lanes, (str, type(None))):
@@ -96,9 +97,14 @@ class Held:
         position). The next run takes those made by then and stops the rest
         (:meth:`pair`): a step change then analyses neither side."""
         wholes = {side: s.whole for side, s in self._sides.items() if s.whole is not None}
-        todo = [(side, step) for side, whole in wholes.items() for step in step_ids(whole)
-                if step not in self._sides[side].analyses]
+        todo: list[tuple[str, int | None]] = [
+            (side, step) for side, whole in wholes.items() for step in step_ids(whole)
+            if step not in self._sides[side].analyses]
         todo.sort(key=lambda t: (step_ids(wholes[t[0]]).index(t[1]), t[0]))
+        # First the whole profiles' products, which the run that read them did not make: every
+        # step change that keeps a side on all its steps reads them.
+        todo[:0] = [(side, None) for side in wholes
+                    if _lacks_products(self._sides[side].analyses.get(None))]
         if todo and start_method() == "fork":
             self._ahead = Producer(_analysed_steps, wholes, todo, analyse, name="perfcmp-ahead",
                                    method="fork", nice=BACKGROUND_NICE)
@@ -204,11 +210,17 @@ class Held:
         return Analysis(value, ready=False, after_parse=analysis.after_parse)
 
 
-def _analysed_steps(wholes: dict[str, Profile], todo: list[tuple[str, int]],
-                    analyse: Callable[[Profile], A]) -> Iterator[tuple[str, int, A]]:
-    """``(side, step, analysis)`` of each step in ``todo``, cut from that side's whole profile."""
+def _analysed_steps(wholes: dict[str, Profile], todo: list[tuple[str, int | None]],
+                    analyse: Callable[[Profile], A]) -> Iterator[tuple[str, int | None, A]]:
+    """``(side, step, analysis)`` of each step in ``todo``, cut from that side's whole profile
+    (``None``: the whole profile)."""
     for side, step in todo:
-        yield side, step, analyse(select_step(wholes[side], step))
+        yield side, step, analyse(wholes[side] if step is None else select_step(wholes[side], step))
+
+
+def _lacks_products(analysis: object) -> bool:
+    """An analysis held without the products made ahead (one made in a run)."""
+    return analysis is not None and getattr(analysis, "products", None) is None
 
 
 def _input_key(given: str | Source) -> object:

@@ -204,13 +204,16 @@ def test_analyses_of_the_other_steps_are_made_while_waiting(monkeypatch: pytest.
     def not_again(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("analysed again")
 
-    request = _request(2, 3)
-    fresh = _results(pipeline.comparison_events(request))
+    # Both sides on a step, and the base on all its steps (the whole profile, whose analysis the
+    # first run made: made again ahead, with its products).
+    requests = [_request(2, 3), _request(None, 2)]
+    fresh = [_results(pipeline.comparison_events(request)) for request in requests]
     monkeypatch.setattr(pipeline, "analyse_side", not_again)
     # Made ahead with the analyses: each side's Overall figures and Timeline step.
     monkeypatch.setattr(overall_metrics_module, "overall_metrics", not_again)
     monkeypatch.setattr(lanes_table, "side_step", not_again)
-    _same(_results(serve(request=request)), fresh)
+    for request, expected in zip(requests, fresh):
+        _same(_results(serve(request=request)), expected)
 
 
 def _served_ahead(serve: pipeline.HeldComparisons) -> None:
@@ -220,7 +223,8 @@ def _served_ahead(serve: pipeline.HeldComparisons) -> None:
     sides = serve.held._sides
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not all(
-            set(step_ids(s.whole)) <= set(s.analyses) for s in sides.values() if s.whole is not None):
+            set(step_ids(s.whole)) <= set(s.analyses) and s.analyses[None].products is not None
+            for s in sides.values() if s.whole is not None):
         serve.idle()
         time.sleep(0.05)
 
@@ -235,7 +239,7 @@ def test_timeline_lanes_made_ahead_are_kept_within_their_memory_bound(monkeypatc
     monkeypatch.setattr(held_module, "AHEAD_LANES_BYTES", 0)
     serve = pipeline.HeldComparisons()
     _served_ahead(serve)
-    kept = [a for s in serve.held._sides.values() for step, a in s.analyses.items() if step is not None]
+    kept = [a for s in serve.held._sides.values() for a in s.analyses.values()]  # the whole's too
     assert kept and all(a.products is not None and a.products.lanes is None for a in kept)
     assert all(s.lanes_bytes == 0 for s in serve.held._sides.values())
     made = _counted(monkeypatch, lanes_table, "side_step")
@@ -256,8 +260,8 @@ def test_lanes_within_the_bound_are_counted_per_side(monkeypatch: pytest.MonkeyP
     serve = pipeline.HeldComparisons()
     _served_ahead(serve)
     for side in serve.held._sides.values():
-        lanes = [a.products.lanes for step, a in side.analyses.items()
-                 if step is not None and a.products is not None and not isinstance(a.products.lanes, (str, type(None)))]
+        lanes = [a.products.lanes for a in side.analyses.values()  # the whole profile's too
+                 if a.products is not None and not isinstance(a.products.lanes, (str, type(None)))]
         assert lanes
         assert side.lanes_bytes == sum(int(x[1].memory_usage(index=False).sum()) for x in lanes)
         assert side.lanes_bytes <= held_module.AHEAD_LANES_BYTES

@@ -12,22 +12,25 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+from functools import cache
 from typing import Callable
 
-_trim: Callable[[int], int] | None = None
-_looked_up = False
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, looked up once; None where there is none (not Linux, or musl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
 
 
 def return_free_memory() -> None:
     """Hand the allocator's free pages back to the system where the C library can (glibc on
     Linux); elsewhere nothing."""
-    global _trim, _looked_up
-    if not _looked_up:
-        _looked_up = True
-        if sys.platform.startswith("linux"):
-            try:
-                _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-                _trim = None
-    if _trim is not None:
-        _trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

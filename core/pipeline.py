@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from itertools import islice
 from typing import Callable, Generator, Iterator
 
@@ -96,18 +96,17 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         # The beside steps that read the analyses: in a worker that shares them with this process.
         started = {name for names, _ in beside for name in names}
         beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx, nice)
-        advised: list[tuple[list[Table], float]] = []
 
-        def advise() -> None:
-            """The Advisor table, which reads the two analyses only: made while the steps beside
-            are still running where there are some (then it is no longer the run's last wait),
-            shown last in any case."""
-            if not advised:
-                t0 = time.perf_counter()
-                tables = advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice))
-                advised.append((tables, time.perf_counter() - t0))
+        @cache
+        def advised() -> tuple[list[Table], float]:
+            """The Advisor table (and its seconds), which reads the two analyses only: made while
+            the steps beside are still running where there are some (then it is no longer the
+            run's last wait), shown last in any case."""
+            t0 = time.perf_counter()
+            tables = advisor_tables(ctx, request.advisor, request.advisor_file, (base.advice, comp.advice))
+            return tables, time.perf_counter() - t0
 
-        notes = first + (yield from _step_events(steps_left, ctx, beside, advise))
+        notes = first + (yield from _step_events(steps_left, ctx, beside, advised))
         yield Phase("summary")
         t0 = time.perf_counter()
         figures, text = summary_step(ctx)
@@ -115,8 +114,7 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         yield Phase("summary", done=True, seconds=time.perf_counter() - t0)
 
         yield Phase("advisor")
-        advise()
-        tables, seconds = advised[0]
+        tables, seconds = advised()
         for table in tables:
             yield TableReady(declare(table))
         yield Phase("advisor", done=True, seconds=seconds)
@@ -156,7 +154,7 @@ class HeldComparisons:
 
 def _step_events(steps: list[Step], ctx: Context,
                  beside: list[tuple[tuple[str, ...], Later[list[Ran]]]],
-                 meanwhile: Callable[[], None] = lambda: None) -> Generator[Event, None, list[Note]]:
+                 meanwhile: Callable[[], object] = lambda: None) -> Generator[Event, None, list[Note]]:
     """Every step's events in workbook order; the steps declared ``beside`` come from the
     ``beside`` workers (each one's step names and results), this process runs the others (those
     after a beside step first, then ``meanwhile``, then it waits). Returns the run's notes in

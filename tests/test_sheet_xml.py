@@ -49,7 +49,10 @@ def per_cell(columns: list[tuple[str, pd.Series, np.ndarray]]) -> tuple[bytes, i
 def by_column(columns: list[tuple[str, pd.Series, np.ndarray]]) -> tuple[bytes, int]:
     """The same rows from :class:`DataColumn` (what the workbook writer uses)."""
     xml = SheetXml()
-    xml.add_columns(lambda: [DataColumn(*c) for c in columns], FIRST_ROW, len(columns[0][1]))
+    xml.add_columns(
+        lambda start, stop: [DataColumn(letter, series.iloc[start:stop], styles[start:stop])
+                             for letter, series, styles in columns],
+        FIRST_ROW, len(columns[0][1]))
     return b"".join(xml.chunks()), xml.truncated
 
 
@@ -193,3 +196,33 @@ def test_cut_is_counted_per_cell(text: str) -> None:
     got = by_column([("C", series, np.full(4, 1))])
     assert got == per_cell([("C", series, np.full(4, 1))])
     assert got[1] == (0 if sheet_xml.fit(text) is text else 3)
+
+
+def test_rows_are_made_one_chunk_at_a_time() -> None:
+    """``add_columns`` makes a chunk's columns only when the previous chunk has been taken, so a
+    sheet's rows are never all made (or rendered) at once — and the bytes are the per-cell
+    rule's whatever the chunk size."""
+    n = 10
+    values = pd.Series([f"<r{i % 4}>" for i in range(n)], dtype=STR)
+    numbers = pd.Series(np.arange(n) * 0.5)
+    styles = np.broadcast_to(np.int64(3), n)  # one style: a view, no array per row
+    asked: list[tuple[int, int]] = []
+
+    def make(start: int, stop: int) -> list[DataColumn]:
+        asked.append((start, stop))
+        return [DataColumn("A", values.iloc[start:stop], styles[start:stop]),
+                DataColumn("B", numbers.iloc[start:stop], styles[start:stop])]
+
+    xml = SheetXml()
+    xml.add_columns(make, FIRST_ROW, n)
+    assert asked == []  # nothing made before the rows are asked for
+    with chunks_of(4):
+        chunks = xml.chunks()
+        first = next(chunks)
+        assert asked == [(0, 4)]
+        assert first.startswith(b'<row r="4">') and first.endswith(b'</row>')
+        assert first.count(b"<row ") == 4
+        rest = list(chunks)
+    assert asked == [(0, 4), (4, 8), (8, 10)]
+    want, _ = per_cell([("A", values, np.full(n, 3)), ("B", numbers, np.full(n, 3))])
+    assert b"".join([first, *rest]) == want

@@ -27,9 +27,10 @@ import pandas as pd
 import pytest
 
 from perfcmp_core.collect import collect
+from perfcmp_core.compare import ADVISOR, matching
 from perfcmp_core.compare.result import ComparisonResult, Table
 from perfcmp_core.errors import InputError
-from perfcmp_core.export import xlsx
+from perfcmp_core.export import sheet_xml, xlsx
 from perfcmp_core.export.sheet_xml import SheetXml
 from perfcmp_core.export.xlsx import Deflated, Sheet, write_deflated, write_workbook
 from perfcmp_core.options import CompareOptions, LoadOptions
@@ -106,6 +107,47 @@ def test_child_and_single_process_write_the_same_workbook(
     rows = list(book[largest.name].iter_rows(min_row=4, values_only=True))
     assert len(rows) == len(largest.data)
     assert any(isinstance(v, str) and v.endswith("…[truncated 7256 chars]") for v in rows[0])
+
+
+def test_sheets_are_made_a_chunk_of_rows_at_a_time(
+    result: ComparisonResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sheet's data columns — values, the kernel lists rendered from child tables, their
+    distinct cells — are made for one chunk of rows at a time, never for a whole sheet, and the
+    workbook's content does not depend on the chunk size, in one process or with the child."""
+    monkeypatch.setattr(xlsx, "start_method", lambda: "spawn")  # made here, so seen here
+    default = _parts(write_workbook(result, tmp_path / "default", now=NOW))
+    chunk = 7
+    monkeypatch.setattr(sheet_xml, "ROWS_PER_CHUNK", chunk)
+    made: list[int] = []  # rows of each DataColumn made
+    rendered: list[int] = []  # rows of each child-table column (kernel lists) rendered
+    real_column, real_values = xlsx.DataColumn, Table.values
+
+    def column(letter: str, series: pd.Series, styles: np.ndarray) -> sheet_xml.DataColumn:
+        made.append(len(series))
+        return real_column(letter, series, styles)
+
+    def values(self: Table, key: str, rows: np.ndarray | None = None) -> pd.Series:
+        if key in self.children:
+            rendered.append(len(self.data) if rows is None else len(rows))
+        return real_values(self, key, rows)
+
+    monkeypatch.setattr(xlsx, "DataColumn", column)
+    monkeypatch.setattr(Table, "values", values)
+    small = _parts(write_workbook(result, tmp_path / "small", now=NOW))
+    sheets = [t for n, t in result.tables.items() if n != ADVISOR.name and xlsx._written(t)]
+    sheets += [t for t in (matching(sheets), result.tables.get(ADVISOR.name))
+               if t is not None and xlsx._written(t)]
+    assert max(len(t.data) for t in sheets) > 10 * chunk  # so that it is many chunks
+    assert made and max(made) == chunk and rendered and max(rendered) == chunk
+    # Every cell of every sheet made exactly once.
+    assert sum(made) == sum(len(t.data) * len(t.sheet_columns()) for t in sheets)
+    assert small == default
+    monkeypatch.undo()
+    monkeypatch.setattr(sheet_xml, "ROWS_PER_CHUNK", chunk)
+    monkeypatch.setattr(xlsx, "CHILD_MIN_CELLS", 1)
+    assert start_method() == "fork"
+    assert _parts(write_workbook(result, tmp_path / "child", now=NOW)) == default
 
 
 def test_the_child_takes_the_largest_sheets_up_to_half() -> None:

@@ -12,9 +12,17 @@ pair), and one Python call per cell cost seconds. So data rows are rendered a co
 mapped over the floats, text escaped in one regular-expression pass over the join of a whole
 chunk), and the rows are the join of one grid of fixed pieces. :func:`cell` renders one value
 (titles, headers, the README) and is the rule the column path follows byte for byte — the
-tests hold them equal. A sheet's columns are made, and its data rows rendered
-:data:`ROWS_PER_CHUNK` at a time, only while the package is being zipped (perhaps in a child
-process, :mod:`.xlsx`), so memory holds one chunk of a sheet, not the sheet.
+tests hold them equal.
+
+Data rows are made and rendered :data:`ROWS_PER_CHUNK` at a time, and only while the package is
+being zipped (perhaps in a child process, :mod:`.xlsx`): a chunk's columns (its values, their
+distinct cells and the XML of each) are made from that chunk's rows alone, rendered, handed on
+and freed before the next chunk's are made. Memory holds one chunk of a sheet, never the sheet:
+made for the whole sheet at once, the distinct cells' XML, the rows' indexes and the rendered
+kernel lists of the 32x92 NPU Db pair's largest sheet were ≈ 200 MB, as much again as the
+sheet's table (docs/performance.md). Per chunk, a value repeated across chunks is rendered once
+per chunk instead of once: a few hundred thousand more ``repr`` / escapes on that sheet, a
+few percent of its time.
 """
 
 from __future__ import annotations
@@ -48,7 +56,9 @@ _ILLEGAL_BUT_SEP = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uf
 _ESCAPE_BUT_SEP = re.compile("[&<>\r\x01-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _ILLEGAL_ASCII_BUT_SEP = _ILLEGAL_ASCII.replace(b"\x00", b"")
 _ESCAPED_ASCII = _ILLEGAL_ASCII_BUT_SEP + b"&<>\r"
-#: Data rows rendered into one encoded chunk (bounds the size of the intermediate strings).
+#: Data rows made and rendered into one encoded chunk: what bounds the writer's memory (a chunk
+#: of the 32x92 NPU pair's largest sheet is ≈ 6.5 MB of XML). Its chunks are also the segments
+#: the writer compresses apart (:mod:`.xlsx`), so changing it changes the workbook's bytes.
 ROWS_PER_CHUNK = 5000
 
 # A cell is ``<c r="{ref}" s="{style}`` + OPEN[kind] + its text + CLOSE[kind].
@@ -134,13 +144,15 @@ def legal(value: str) -> str:
 
 
 class DataColumn:
-    """The data cells of one column: its values, its letter and the style id of every row.
+    """The data cells of one column over one chunk of rows: their values, the column's letter
+    and the style id of every row.
 
     Values are read as :func:`~perfcmp_core.export.values.python_values` reads them (NaN, None
     and NA empty, numpy scalars as Python ones) and written as :func:`kind_text` says, each
     distinct value once: a large sheet repeats its durations, names and call stacks thousands of
-    times (the 32x92 NPU pair's 1.2 M float cells hold 71 k distinct values), so a column is
-    the XML of its few distinct (style, value) cells, and each row an index into them.
+    times, so a column is the XML of its few distinct (style, value) cells, and each row an
+    index into them. It is made for one chunk (:meth:`SheetXml.add_columns`), so what it holds
+    is bounded by the chunk, whatever the sheet's size.
     """
 
     def __init__(self, letter: str, series: pd.Series, styles: np.ndarray) -> None:
@@ -272,12 +284,15 @@ class SheetXml:
         self._parts.append(["".join(rows).encode("utf-8", "replace")])
 
     def add_columns(
-        self, columns: Callable[[], list[DataColumn]], first_row: int, rows: int
+        self, columns: Callable[[int, int], list[DataColumn]], first_row: int, rows: int
     ) -> None:
-        """Rows ``first_row`` … of the columns ``columns()`` makes, made and rendered only when
-        :meth:`chunks` gets there (in the process that writes this sheet: making the columns
-        of a large sheet, its distinct values and their escaping, costs as much as rendering);
-        :attr:`truncated` counts their cut cells from then on."""
+        """Data rows ``first_row`` … (``rows`` of them), made and rendered only when
+        :meth:`chunks` gets there (in the process that writes this sheet: making the columns of
+        a large sheet, its distinct values and their escaping, costs as much as rendering), one
+        chunk at a time: ``columns(start, stop)`` makes the columns of the rows at positions
+        ``start`` … ``stop - 1`` (at most :data:`ROWS_PER_CHUNK` of them), which are rendered
+        and dropped before the next chunk's are made. :attr:`truncated` counts their cut cells
+        from then on."""
         self._parts.append(self._rendered(columns, first_row, rows))
 
     def add_later(self, rows: Callable[[], Iterable[str]]) -> None:
@@ -289,11 +304,15 @@ class SheetXml:
         yield "".join(rows()).encode("utf-8", "replace")
 
     def _rendered(
-        self, make: Callable[[], list[DataColumn]], first_row: int, rows: int
+        self, make: Callable[[int, int], list[DataColumn]], first_row: int, rows: int
     ) -> Iterator[bytes]:
-        columns = make()
-        self.truncated += sum(c.truncated for c in columns)
-        yield from _render(columns, first_row, rows)
+        for start in range(0, rows, ROWS_PER_CHUNK):
+            stop = min(start + ROWS_PER_CHUNK, rows)
+            columns = make(start, stop)
+            self.truncated += sum(c.truncated for c in columns)
+            chunk = _render(columns, first_row + start, stop - start)
+            del columns  # freed before the chunk is taken and the next one made
+            yield chunk
 
     def cell(self, ref: str, value: object, style: int) -> str:
         """One ``<c>``: numbers as numbers, anything else as an inline string, never a formula."""
@@ -305,20 +324,18 @@ class SheetXml:
         return f'<c r="{ref}" s="{style}{OPEN[kind]}{text}{CLOSE[kind]}'
 
 
-def _render(columns: list[DataColumn], first_row: int, rows: int) -> Iterator[bytes]:
-    """The ``<row>`` elements of ``columns``: per chunk a grid of pieces, joined row by row.
+def _render(columns: list[DataColumn], first_row: int, rows: int) -> bytes:
+    """The ``<row>`` elements of ``columns`` (``rows`` rows from row ``first_row``): a grid of
+    pieces, joined row by row.
 
     A row is ``<row r="`` N ``"><c r="A`` then per cell: N and the XML of its cell, which ends
     with the next cell's ``<c r="`` and letter (or ``</row>``) — two pieces a cell."""
     after = [c.prefix for c in columns[1:]] + ["</row>"]
-    cells = [column.cells(a) for column, a in zip(columns, after)]
-    width = 3 + 2 * len(columns)
-    for start in range(0, rows, ROWS_PER_CHUNK):
-        stop = min(start + ROWS_PER_CHUNK, rows)
-        numbers = np.array(list(map(str, range(first_row + start, first_row + stop))), object)
-        grid = np.empty((stop - start, width), dtype=object)
-        grid[:, 0], grid[:, 1], grid[:, 2] = '<row r="', numbers, '">' + columns[0].prefix
-        for i, (cell_of_row, xml) in enumerate(cells):
-            grid[:, 3 + 2 * i] = numbers
-            grid[:, 4 + 2 * i] = xml[cell_of_row[start:stop]]
-        yield "".join(grid.ravel().tolist()).encode("utf-8", "replace")
+    numbers = np.array(list(map(str, range(first_row, first_row + rows))), object)
+    grid = np.empty((rows, 3 + 2 * len(columns)), dtype=object)
+    grid[:, 0], grid[:, 1], grid[:, 2] = '<row r="', numbers, '">' + columns[0].prefix
+    for i, (column, end) in enumerate(zip(columns, after)):
+        cell_of_row, xml = column.cells(end)
+        grid[:, 3 + 2 * i] = numbers
+        grid[:, 4 + 2 * i] = xml[cell_of_row]
+    return "".join(grid.ravel().tolist()).encode("utf-8", "replace")

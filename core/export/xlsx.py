@@ -14,9 +14,10 @@ Speed: openpyxl (write-only) builds the workbook skeleton — sheets, styles, co
 titles, frozen panes, autofilter — but its per-cell XML serialisation costs ~15 µs a cell, about
 4 s for a 20k-row sheet. So the ``<sheetData>`` rows are rendered as XML text (:mod:`.sheet_xml`,
 a column at a time) with the style ids openpyxl registered (:mod:`.styles`), and spliced into the
-saved skeleton while copying it into the output zip (:func:`_assemble`). A sheet's columns are
-made (distinct values, escaping) and its rows rendered chunk by chunk only when it is written,
-so memory never holds a whole sheet's XML (300 MB for the 32x92 NPU pair). Making, rendering and
+saved skeleton while copying it into the output zip (:func:`_assemble`). A sheet's columns
+(values, kernel lists, distinct cells, escaping) are made and its rows rendered a chunk of rows
+at a time, only when it is written, so memory never holds a whole sheet's XML (300 MB for the
+32x92 NPU pair) nor its columns made whole. Making, rendering and
 compressing cost about the same per cell, and one sheet holds most cells, so where this process
 can fork a child makes the largest sheets and sends each back compressed while this process
 writes the others: the workbook then keeps both cores busy (the 32x92 NPU pair's 2.6 s → 1.7 s
@@ -59,6 +60,7 @@ from perfcmp_core.export.sheet_xml import DataColumn, SheetXml
 from perfcmp_core.export.styles import (BASE_FILL, COMP_FILL, LEVEL_FILLS, NUMBER_FORMATS,
                                         TONE_FILLS, WRAP_HEADERS, Palette, Style)
 from perfcmp_core.export.values import python_values
+from perfcmp_core.heap import map_large_blocks, return_free_memory
 from perfcmp_core.processes import Worker, start_method
 
 FILE_PREFIX = "performance_comparison_result_"
@@ -129,7 +131,14 @@ def _utc(now: datetime | None) -> datetime:
 def _write(
     fh: BinaryIO, result: ComparisonResult, sheets: list[tuple[str, Table]], stamp: datetime
 ) -> None:
-    """Build the skeleton with openpyxl, render every sheet's rows, and zip them together."""
+    """Build the skeleton with openpyxl, render every sheet's rows, and zip them together.
+
+    What the comparison freed goes back to the system first: glibc keeps it mapped (≈ 0.5 GB
+    of the 0.78 GB this process holds after the 32x92 NPU Db pair's comparison), and a child
+    forked to write the largest sheets (:func:`_assemble`) would share it, each process then
+    copying the pages it reuses.
+    """
+    return_free_memory()
     wb = Workbook(write_only=True)
     palette: Palette | None = None
     bodies: dict[WriteOnlyWorksheet, tuple[SheetXml, int]] = {}
@@ -207,8 +216,8 @@ def _table_sheet(
         for i, col in enumerate(columns)
     ]
     xml.add_columns(
-        lambda: [
-            DataColumn(letter, _values(table, data, col.key), ids)
+        lambda start, stop: [
+            DataColumn(letter, _values(table, data, col.key, start, stop), ids[start:stop])
             for letter, col, ids in zip(letters, columns, styles)
         ],
         FIRST_DATA_ROW,
@@ -217,12 +226,15 @@ def _table_sheet(
     return xml
 
 
-def _values(table: Table, data: pd.DataFrame, key: str) -> pd.Series:
-    """Column ``key`` of the rows written: a child table's text (the ``Kernel Details`` cells)
-    is rendered here, the one place the workbook needs it."""
+def _values(table: Table, data: pd.DataFrame, key: str, start: int = 0,
+            stop: int | None = None) -> pd.Series:
+    """Column ``key`` of the rows written (positions ``start`` … ``stop - 1``; all by default):
+    a child table's text (the ``Kernel Details`` cells) is rendered here, the one place the
+    workbook needs it, a chunk of rows at a time (:meth:`SheetXml.add_columns`)."""
+    stop = len(data) if stop is None else stop
     if key in table.children:
-        return table.values(key, np.arange(len(data), dtype="int64"))
-    return data[key]
+        return table.values(key, np.arange(start, stop, dtype="int64"))
+    return data[key].iloc[start:stop]
 
 
 def _levels(table: Table, data: pd.DataFrame) -> np.ndarray | None:
@@ -251,8 +263,8 @@ def _styles(
         bold=col.fmt == "bold",
         wrap=col.header in WRAP_HEADERS,
     )
-    if levels is None and not toned:
-        return np.full(rows, palette.id(base))
+    if levels is None and not toned:  # one id, seen as a row's each (no array of them held)
+        return np.broadcast_to(np.int64(palette.id(base)), rows)
     level = levels if levels is not None else np.full(rows, -1)
     shade = _tones(series) if series is not None and toned else np.zeros(rows, np.int64)
     keys, first, inverse = np.unique(
@@ -330,12 +342,21 @@ def _assemble(skeleton: io.BytesIO, parts: dict[str, Sheet], fh: BinaryIO) -> No
     until the child's arrive (the compressed sheet, a tenth of its XML, is held, never the XML).
     Every member keeps its name, content and place in the zip. Elsewhere (the running app has
     threads) every sheet is written here, as it is rendered.
+
+    Memory, on both sides of the fork: each process holds one chunk of rows of the sheet it
+    makes (:meth:`SheetXml.add_columns`), the compressed sheets made ahead, and the pages of
+    the comparison it touches (copied on write); the freed heap went back before the fork
+    (:func:`_write`) and, from the fork on, large blocks are mapped apart.
     """
     with zipfile.ZipFile(skeleton) as src:
         members = [(info.filename, src.read(info)) for info in src.infolist()]
     theirs = _for_child(parts) if start_method() == "fork" else set()
     child: Worker[list[Deflated]] | None = None
     if theirs:
+        # Each chunk's XML is a few MB; mapped on their own, the freed ones leave no heap that
+        # either process of the pair would copy and keep (:func:`map_large_blocks`). A process
+        # forks this child only where it ends after writing (the headless commands).
+        map_large_blocks()
         jobs = [(name, xml, parts[name].body) for name, xml in members if name in theirs]
         child = Worker(_deflate_all, jobs, name="perfcmp-xlsx", method="fork")
     try:

@@ -104,7 +104,10 @@ class KernelRows:
         if self.task is None:
             return name + tail
         task_id, task_type, shapes = self.task
-        ids = np.where(task_id.values == "", "None", task_id.values)[task_id.codes[entries]]
+        # Task ids are nearly all distinct, so they are read per entry, not per dictionary value:
+        # the workbook renders a chunk of rows at a time, and the dictionary is the whole table's.
+        ids = task_id.text(entries)
+        ids = np.where(ids == "", "None", ids)
         types = np.where(task_type.values == "", "None", task_type.values)[task_type.codes[entries]]
         shape_part = np.where(shapes.values == "", "", ", [input shapes: " + shapes.values + "]")
         # One f-string per line: task ids are nearly all distinct, and one pass over Python lists

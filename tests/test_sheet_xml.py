@@ -226,3 +226,20 @@ def test_rows_are_made_one_chunk_at_a_time() -> None:
     assert asked == [(0, 4), (4, 8), (8, 10)]
     want, _ = per_cell([("A", values, np.full(n, 3)), ("B", numbers, np.full(n, 3))])
     assert b"".join([first, *rest]) == want
+
+
+def test_a_whole_column_read_by_chunks() -> None:
+    """A float column made once for the sheet (``WholeColumn``) and read a chunk at a time gives
+    the per-cell rule's bytes, per-row styles included."""
+    n = 11
+    ratios = pd.Series([1.5, 0.5, -0.0, np.nan, np.inf, 1.5, 0.5, 0.0, 2.0, 1.5, 0.1 + 0.2])
+    styles = np.array([7, 9, 7, 7, 8, 9, 7, 7, 8, 9, 7])
+    names = pd.Series([f"n{i % 3}" for i in range(n)], dtype=STR)
+    whole = sheet_xml.WholeColumn(DataColumn("B", ratios, styles))
+    xml = SheetXml()
+    xml.add_columns(lambda start, stop: [
+        DataColumn("A", names.iloc[start:stop], np.full(stop - start, 2)),
+        whole.rows(start, stop)], FIRST_ROW, n)
+    with chunks_of(4):
+        got = b"".join(xml.chunks())
+    assert got == per_cell([("A", names, np.full(n, 2)), ("B", ratios, styles)])[0]

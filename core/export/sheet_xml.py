@@ -186,6 +186,44 @@ class DataColumn:
         return cell_of_row, opens[style, kinds] + self._texts[value] + closes[kinds]
 
 
+class WholeColumn:
+    """A column made once for a whole sheet, read a chunk of rows at a time (:meth:`rows`).
+
+    For float columns: a sheet's durations repeat across its chunks (the 32x92 NPU pair's
+    ModuleCompare: 13.5 k distinct values in each 152 k-row duration column, thousands in each
+    chunk), and made per chunk their ``repr`` was most of the sheet's extra cost (0.06 → 0.19 s
+    for six such columns). What it holds grows with the sheet's rows, not with its texts: two
+    row indexes and the XML of its distinct cells (≈ 3 MB for such a column).
+    """
+
+    def __init__(self, column: DataColumn) -> None:
+        self.column = column
+        self._cells: tuple[str, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def rows(self, start: int, stop: int) -> ColumnRows:
+        return ColumnRows(self, start, stop)
+
+    def cells(self, after: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`DataColumn.cells` of the whole column, made once."""
+        if self._cells is None or self._cells[0] != after:
+            self._cells = after, self.column.cells(after)
+        return self._cells[1]
+
+
+class ColumnRows:
+    """Rows ``start`` … ``stop - 1`` of a :class:`WholeColumn`: what :func:`_render` reads of a
+    :class:`DataColumn` (its cut cells counted with its first chunk)."""
+
+    def __init__(self, whole: WholeColumn, start: int, stop: int) -> None:
+        self.whole, self.start, self.stop = whole, start, stop
+        self.prefix = whole.column.prefix
+        self.truncated = whole.column.truncated if start == 0 else 0
+
+    def cells(self, after: str) -> tuple[np.ndarray, np.ndarray]:
+        cell_of_row, xml = self.whole.cells(after)
+        return cell_of_row[self.start:self.stop], xml
+
+
 def _fit_and_escape(texts: np.ndarray, text: np.ndarray, uses: np.ndarray) -> int:
     """:func:`escape` of :func:`fit` of ``texts[text]``, in place: the long ones one by one,
     the rest at once. Returns the number of cells cut (``uses``: the cells of each text)."""
@@ -284,7 +322,8 @@ class SheetXml:
         self._parts.append(["".join(rows).encode("utf-8", "replace")])
 
     def add_columns(
-        self, columns: Callable[[int, int], list[DataColumn]], first_row: int, rows: int
+        self, columns: Callable[[int, int], list[DataColumn | ColumnRows]], first_row: int,
+        rows: int
     ) -> None:
         """Data rows ``first_row`` … (``rows`` of them), made and rendered only when
         :meth:`chunks` gets there (in the process that writes this sheet: making the columns of
@@ -304,7 +343,8 @@ class SheetXml:
         yield "".join(rows()).encode("utf-8", "replace")
 
     def _rendered(
-        self, make: Callable[[int, int], list[DataColumn]], first_row: int, rows: int
+        self, make: Callable[[int, int], list[DataColumn | ColumnRows]], first_row: int,
+        rows: int
     ) -> Iterator[bytes]:
         for start in range(0, rows, ROWS_PER_CHUNK):
             stop = min(start + ROWS_PER_CHUNK, rows)
@@ -324,7 +364,7 @@ class SheetXml:
         return f'<c r="{ref}" s="{style}{OPEN[kind]}{text}{CLOSE[kind]}'
 
 
-def _render(columns: list[DataColumn], first_row: int, rows: int) -> bytes:
+def _render(columns: list[DataColumn | ColumnRows], first_row: int, rows: int) -> bytes:
     """The ``<row>`` elements of ``columns`` (``rows`` rows from row ``first_row``): a grid of
     pieces, joined row by row.
 

@@ -56,7 +56,7 @@ from perfcmp_core.compare.result import (LEVEL, Column, ComparisonResult, Table,
                                          number_format, ratio_tone)
 from perfcmp_core.export.readme import README_SHEET, readme_sheet
 from perfcmp_core.export.safe_write import safe_write
-from perfcmp_core.export.sheet_xml import DataColumn, SheetXml
+from perfcmp_core.export.sheet_xml import ColumnRows, DataColumn, SheetXml, WholeColumn
 from perfcmp_core.export.styles import (BASE_FILL, COMP_FILL, LEVEL_FILLS, NUMBER_FORMATS,
                                         TONE_FILLS, WRAP_HEADERS, Palette, Style)
 from perfcmp_core.export.values import python_values
@@ -215,15 +215,39 @@ def _table_sheet(
                 levels, i == 0, palette)
         for i, col in enumerate(columns)
     ]
-    xml.add_columns(
-        lambda start, stop: [
-            DataColumn(letter, _values(table, data, col.key, start, stop), ids[start:stop])
-            for letter, col, ids in zip(letters, columns, styles)
-        ],
-        FIRST_DATA_ROW,
-        len(data),
-    )
+    xml.add_columns(_chunk_columns(table, data, letters, columns, styles), FIRST_DATA_ROW,
+                    len(data))
     return xml
+
+
+def _chunk_columns(
+    table: Table, data: pd.DataFrame, letters: list[str], columns: tuple[Column, ...],
+    styles: list[np.ndarray],
+) -> Callable[[int, int], list[DataColumn | ColumnRows]]:
+    """What makes the columns of rows ``start`` … ``stop - 1`` of a sheet
+    (:meth:`SheetXml.add_columns`): each made from those rows alone, but float columns, made
+    once for the sheet on the first chunk (:class:`~.sheet_xml.WholeColumn`: their values repeat
+    across chunks)."""
+    floats = {
+        i for i, col in enumerate(columns)
+        if col.key not in table.children
+        and isinstance(data[col.key].dtype, np.dtype) and data[col.key].dtype.kind == "f"
+    }
+    whole: dict[int, WholeColumn] = {}
+
+    def make(start: int, stop: int) -> list[DataColumn | ColumnRows]:
+        out: list[DataColumn | ColumnRows] = []
+        for i, (letter, col, ids) in enumerate(zip(letters, columns, styles)):
+            if i in floats:
+                if i not in whole:
+                    whole[i] = WholeColumn(DataColumn(letter, _values(table, data, col.key), ids))
+                out.append(whole[i].rows(start, stop))
+            else:
+                out.append(DataColumn(letter, _values(table, data, col.key, start, stop),
+                                      ids[start:stop]))
+        return out
+
+    return make
 
 
 def _values(table: Table, data: pd.DataFrame, key: str, start: int = 0,

@@ -54,10 +54,13 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import struct
 import sys
 import threading
 import time
+from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Generic, TypeVar
 
 from . import lifetime
@@ -313,6 +316,38 @@ def _send_results(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], part
         conn.send((False, exc))
 
 
+def receive(conn: Any) -> Any:
+    """``conn.recv()``, the message read into one buffer of its size.
+
+    :mod:`multiprocessing` reads a message with one ``os.read`` per pipe-full, each asking for
+    all that remains, into a growing buffer: receiving the workbook child's 21 MB compressed
+    sheet (the 32x92 NPU Db pair) raised the parent's resident memory by 142 MB in 0.09 s; read
+    into one buffer, by 21 MB in 0.04 s. The framing is :class:`~multiprocessing.connection.
+    Connection`'s (CPython 3.8 to 3.13): a signed 4-byte big-endian size, or -1 and an 8-byte
+    size past 2 GiB. Anything but a POSIX pipe or socket connection is read by its ``recv``.
+    """
+    if type(conn) is not Connection or sys.platform == "win32":
+        return conn.recv()
+    fd = conn.fileno()
+    (size,) = struct.unpack("!i", _read_exactly(fd, 4, first=True))
+    if size == -1:
+        (size,) = struct.unpack("!Q", _read_exactly(fd, 8))
+    return ForkingPickler.loads(_read_exactly(fd, size))
+
+
+def _read_exactly(fd: int, size: int, *, first: bool = False) -> bytearray:
+    """``size`` bytes from ``fd``; EOFError at its end (as ``Connection.recv`` raises it)."""
+    out = bytearray(size)
+    view = memoryview(out)
+    got = 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError if first and got == 0 else EOFError("got end of file during message")
+        got += n
+    return out
+
+
 class Worker(Generic[T]):
     """``fn(*args)`` started at construction in a :class:`Child` that sends its result back.
 
@@ -340,7 +375,7 @@ class Worker(Generic[T]):
         an exception, the child is reaped. A child that ended without sending it is an error,
         not a wait."""
         try:
-            ok, value = self._child.conn.recv()
+            ok, value = receive(self._child.conn)
         except EOFError:
             self._child.join()
             raise RuntimeError(f"the {self._child.name} process ended before sending its result "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import sys
 import threading
@@ -12,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import Producer, Worker, in_background, start_method
+from perfcmp_core.processes import Producer, Worker, in_background, receive, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -344,3 +345,20 @@ def test_a_spawned_worker_sends_its_result_and_its_error_the_same_way() -> None:
     assert value == 8 and pid != os.getpid()
     with pytest.raises(InputError, match="y.json: not a profiling result"):
         Worker(_fails, "y.json", name="t", method="spawn").result()
+
+
+def test_receive_reads_what_recv_would() -> None:
+    """``receive`` reads Connection's messages itself (into one buffer of their size): small and
+    larger than a pipe-full, in order, and an end of file as ``recv`` reports it."""
+    reader, writer = mp.Pipe(duplex=False)
+    big = os.urandom(3 << 20)  # many pipe-fulls
+    sender = threading.Thread(target=lambda: [writer.send(v) for v in ("small", big, (1, [2.5]))])
+    sender.start()
+    assert receive(reader) == "small"
+    assert receive(reader) == big
+    assert receive(reader) == (1, [2.5])
+    sender.join()
+    writer.close()
+    with pytest.raises(EOFError):
+        receive(reader)
+    reader.close()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, one_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..notes import Note
 from ..options import LoadOptions
@@ -52,7 +52,7 @@ def _ops(ev: Events) -> pd.DataFrame:
     names = pd.Series(ev.name[rows], dtype=object)
     return frame(OPS, {
         "name": names,
-        "cat": np.full(len(rows), "cpu_op", dtype=object),
+        "cat": np.full(len(rows), one_text("cpu_op")),
         "pid": ev.pid[rows],
         "tid": ev.tid[rows],
         "start_ns": start,
@@ -74,12 +74,14 @@ def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
         return frame(SYNCS, n=0)
     rows = ev.complete(ev.pid == layout.cann_pid)
     codes, uniq = pd.factorize(ev.name[rows])
-    rows = rows[pd.Series(uniq, dtype=object).str.match(SYNC_CALL).to_numpy(dtype=bool)[codes]]
+    keep = pd.Series(uniq, dtype=object).str.match(SYNC_CALL).to_numpy(dtype=bool)[codes]
+    rows, codes = rows[keep], codes[keep]
     tid = ev.tid[rows]
     op_pid = ops.drop_duplicates("tid").set_index("tid")["pid"]
     pid = op_pid.reindex(tid).fillna(layout.cann_pid).to_numpy(dtype="int64")
     start = ev.ts_ns[rows]
-    return frame(SYNCS, {"name": pd.Series(ev.name[rows], dtype=object).str.removeprefix("AscendCL@"),
+    names = pd.Series(uniq, dtype=object).str.removeprefix("AscendCL@").to_numpy(dtype=object)[codes]
+    return frame(SYNCS, {"name": names,
                          "pid": pid, "tid": tid, "start_ns": start, "end_ns": start + ev.dur_ns[rows]},
                  n=len(rows))
 

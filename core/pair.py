@@ -20,7 +20,6 @@ from functools import partial
 from typing import Callable, Generic, Iterator, Optional, TypeVar
 
 from .errors import InputError, both_bad
-from .heap import return_free_memory
 from .load import Source, detect, load_profile, load_source, preload
 from .model import Profile
 from .options import LoadOptions
@@ -196,9 +195,7 @@ def _load_then_analyse(given: str | Source, opts: LoadOptions, analyse: Analyse[
     """The profile, then its analysis (a worker's two parts)."""
     profile = _load(given, opts)
     yield profile
-    analysis = analyse(profile) if analyse else None
-    return_free_memory()  # what the analysis freed, before it is pickled beside the profile's
-    yield analysis
+    yield analyse(profile) if analyse else None
 
 
 def _with_other(base_error: InputError, load_comparison: Callable[[], Profile]) -> InputError:

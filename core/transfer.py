@@ -194,7 +194,8 @@ class Receiver:
         # A large payload in memory of its own, unmapped as soon as it is freed: from the heap,
         # the in-band records freed while the value is unpickled would leave holes the process
         # keeps (≈ 150 MB more in the parent after the 32x92 Db pair's operators / modules).
-        out: Buffer = mmap.mmap(-1, n) if n >= MAPPED_MIN else bytearray(n)
+        # Private (copy on write), like the heap: a child forked later writes into its own copy.
+        out: Buffer = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE) if n >= MAPPED_MIN else bytearray(n)
         view = memoryview(out)
         got = 0
         while got < n:

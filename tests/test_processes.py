@@ -383,6 +383,14 @@ def test_a_result_with_numpy_and_pandas_blocks_arrives_equal_and_writeable() -> 
     got["frame"].iloc[0, 0] = -1
     assert got["big"][0] == -1 and got["frame"].iloc[0, 0] == -1
     assert got["text"] == sent["text"]
+    # Its memory is this process's own, as heap memory is: a child forked later writes a copy.
+    assert Worker(_written, got["big"], name="t", method="fork").result() == 7
+    assert got["big"][1] == 1
+
+
+def _written(array: object) -> int:
+    array[1] = 7  # type: ignore[index]
+    return int(array[1])  # type: ignore[index]
 
 
 class _Unpicklable:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..compat import as_text, one_text
+from ..heap import return_free_memory
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..notes import Note
 from ..options import LoadOptions
@@ -63,7 +64,7 @@ def _ops(ev: Events) -> pd.DataFrame:
         "parent": parent,
         "depth": depth,
         "is_step": is_step_name(as_text(names)) if len(rows) else np.zeros(0, dtype=bool),
-    }, n=len(rows))
+    }, n=len(rows), owned=True)
 
 
 def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
@@ -102,7 +103,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
         "is_module": is_module_name(names),
         "parent": parent,
         "depth": depth,
-    }, n=len(rows))
+    }, n=len(rows), owned=True)
 
 
 def _flow_pairs(ev: Events, cat: str) -> pd.DataFrame:
@@ -202,6 +203,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         return load_npu_text_without_trace(src, opts)
     notes = list(src.notes)
     ev = read_trace(src.trace, opts.split)  # the collector is paused by the caller
+    return_free_memory()  # the heap pages of the parsed pieces and the columns' parts
     if ev.bad_dur:
         notes.append(Note(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
                           "negative dur are counted as 0 µs"))
@@ -209,15 +211,21 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     if layout.hardware_pid is None:
         notes.append(Note("no Ascend Hardware process in trace_view.json: no device tasks"))
 
+    # Each group of the trace's args is dropped once read (Events.drop_args), and the heap pages
+    # that building the ops freed (nesting's window tables) go back before the device side.
     ops = _ops(ev)
+    ev.drop_args("meta", "op")
+    return_free_memory()
     steps = steps_of_ops(ops)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     queue = _queue(ev)
+    ev.drop_args("queue")
     fwdbwd, backward_tid = _fwdbwd(ev)
     overlap = npu_device.overlap(ev, layout, notes)
 
     hw = npu_device.hardware_tasks(ev, layout)
     comm = npu_device.communication(ev, layout)
+    ev.drop_args("device")
     targets = pd.DataFrame({
         "pid": np.concatenate([hw.pid, comm.op_pid]),
         "tid": np.concatenate([hw.tid, comm.op_tid]),
@@ -229,6 +237,11 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     comm.ops["link"], comm.op_launch = link[n_hw:], op_row[n_hw:]
     comm.ops["step"] = assign_step(comm.ops["start_ns"].to_numpy(), steps)
     comm.tasks["step"] = assign_step(comm.tasks["start_ns"].to_numpy(), steps)
+    pyfuncs, syncs = _pyfuncs(ev), _syncs(ev, layout, ops)
+    # The trace's columns are done with: on the 32×92 side they (and the heap pages their pieces
+    # freed) were half of the load's peak, held through the side files and the kernels' merge.
+    del ev, targets
+    return_free_memory()
 
     side = _side_files(src, opts, queue, notes)
     kernels = npu_device.kernels(hw, comm, side.details.kernels if side.details else None, ops, steps, notes)
@@ -256,9 +269,9 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         sdma_bandwidth_gbps=side.bandwidth[1],
         variants=text_variants(src),
     )
-    profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=_pyfuncs(ev), fwdbwd=fwdbwd,
+    profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=pyfuncs, fwdbwd=fwdbwd,
                       comm_ops=comm.ops, comm_tasks=comm.tasks, overlap=overlap, queue=queue,
-                      steps=steps, syncs=_syncs(ev, layout, ops))
+                      steps=steps, syncs=syncs)
     for name, table in (("memory", side.memory), ("op_memory", side.op_memory),
                         ("op_statistic", side.op_statistic)):
         if table is not None:

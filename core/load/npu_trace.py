@@ -339,17 +339,24 @@ class _Builder:
         return {**self.__dict__, "strings": {}, "names": {None: ""}}
 
     def finish(self) -> Events:
+        """The columns, each joined from its parts; the builder is spent (each column's parts
+        are dropped once joined, so the parts and the joined columns are not all alive at once)."""
         def col(key: str, dtype: object) -> np.ndarray:
-            parts = self.parts[key]
+            parts = self.parts.pop(key)
             return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+        def joined(parts: list) -> np.ndarray:
+            out = _joined(parts)
+            parts.clear()
+            return out
 
         ph, ts_ns, dur_ns = col("ph", np.int16), col("ts", "int64"), col("dur", "int64")
         x = self.ph.code.get("X", -1)
         is_complete = (ph == x) & (ts_ns >= 0)
         groups = {g: (np.concatenate(rows) if rows else np.empty(0, dtype="int64"),
-                      {k: _joined(parts) for k, parts in columns.items()})
+                      {k: joined(parts) for k, parts in columns.items()})
                   for g, (rows, columns) in self.groups.items()}
-        ids = (np.concatenate(self.ids[0]) if self.ids[0] else np.empty(0, dtype="int64"), _joined(self.ids[1]))
+        ids = (np.concatenate(self.ids[0]) if self.ids[0] else np.empty(0, dtype="int64"), joined(self.ids[1]))
         return Events(
             ph_codes=ph, ph_values=self.ph.values(), cat_codes=col("cat", np.int16),
             cat_values=self.cat.values(), name=col("name", object), pid=col("pid", "int64"),
@@ -411,6 +418,14 @@ class Events:
             found = values[pos[hit]]
             out[hit] = texts_of(found) if texts else found
         return out
+
+    def drop_args(self, *groups: str) -> None:
+        """Forget the ``args`` of these groups (``meta``, ``op``, ``queue``, ``device``) once
+        their readers are done: on the 32×92 side the device tasks' six args alone are ≈ 70 MB,
+        which the later steps of the load would otherwise hold through their own peaks. A read
+        after the drop is a KeyError, never a silent "absent"."""
+        for group in groups:
+            del self.arg_groups[group]
 
     def arg_values(self, rows: np.ndarray, key: str) -> list:
         """``args[key]`` of the given rows (None where absent)."""

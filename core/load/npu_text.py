@@ -244,7 +244,10 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     return_free_memory()
 
     side = _side_files(src, opts, queue, notes)
+    return_free_memory()  # what parsing the side files (kernel_details.csv's cells) freed
     kernels = npu_device.kernels(hw, comm, side.details.kernels if side.details else None, ops, steps, notes)
+    del hw
+    has_pmu, side.details = bool(side.details and side.details.has_pmu), None  # merged into kernels
 
     info = side.info
     meta = ProfileMeta(
@@ -263,7 +266,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         record_shapes=info.record_shapes,
         profiler_level=info.level,
         backward_tid=backward_tid,
-        has_pmu=bool(side.details and side.details.has_pmu),
+        has_pmu=has_pmu,
         group_names=side.group_names,
         rdma_bandwidth_gbps=side.bandwidth[0],
         sdma_bandwidth_gbps=side.bandwidth[1],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..heap import return_free_memory
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OVERLAP, frame
 from ..notes import Note
 from ..timeline import innermost, thread_key
@@ -45,6 +46,8 @@ def _stream_ids(ev: Events, rows: np.ndarray) -> np.ndarray:
 
 
 _TASK_SCHEMA = {c: KERNELS[c] for c in TASK_COLUMNS}
+#: The device args only :func:`hardware_tasks` reads (:func:`communication` reads the others).
+TASK_ONLY_ARGS = ("Task Type", "Stream Id", "Physic Stream Id", "Task Id")
 
 
 def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
@@ -322,16 +325,16 @@ def _merge_details(hw: pd.DataFrame, is_collective: np.ndarray, collectives: pd.
             pd.concat([compute[lost_compute], hccl[lost_hccl]], ignore_index=True))
 
 
-def _part_column(part: dict[str, np.ndarray] | pd.DataFrame, col: str) -> np.ndarray:
-    """Column ``col`` of a part of KERNELS, absent values where the part has no such column."""
+def _part_column(part: dict[str, np.ndarray] | pd.DataFrame, col: str, n: int) -> np.ndarray:
+    """Column ``col`` of a part of KERNELS (``n`` rows), absent values where it has none."""
     if col in part:
         return np.asarray(part[col])
-    return frame({col: KERNELS[col]}, n=len(part["start_ns"]))[col].to_numpy()
+    return frame({col: KERNELS[col]}, n=n)[col].to_numpy()
 
 
 def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
             steps: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
-    """KERNELS: device tasks (merged with kernel_details, flowless tasks of a launch linked like
+    """KERNELS (``hw.tasks`` is taken, left empty): device tasks (merged with kernel_details, flowless tasks of a launch linked like
     its flowed one), HCCL ops as ``is_comm`` kernels of their host op, and kernel_details rows
     absent from the trace; sorted by start.
 
@@ -343,7 +346,8 @@ def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.Data
     holding the start (a kernel runs after its host op, possibly past the host step's end).
     """
     collective = collective_tasks(hw, comm)
-    t = hw.tasks
+    # hw's tasks are taken: each of their columns goes as soon as KERNELS' own is made.
+    t, hw.tasks = hw.tasks, hw.tasks.iloc[:0]
     link, op_row = share_launches(t["link"].to_numpy(), t["op_row"].to_numpy(), hw.conn, collective)
     tasks = {**{c: t[c].to_numpy() for c in TASK_COLUMNS}, "link": link, "op_row": op_row,
              "is_comm": collective}
@@ -360,14 +364,19 @@ def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.Data
     fills: list[_Fill | None] = [None, None, None]
     if details is not None and len(details):
         fills[0], fills[1], parts[2] = _merge_details(t, collective, collectives, details, notes)
+    del t
     # Column by column (the parts joined, filled from the csv and sorted by start), never a whole
     # table copied: on the 32×92 side each copy of the ≈ 0.5M rows was ≈ 75 MB at the load's peak.
+    sizes = [len(p["start_ns"]) for p in parts]
     order = np.argsort(np.concatenate([np.asarray(p["start_ns"]) for p in parts]), kind="stable")
+    return_free_memory()  # the pairing's and the collective test's hash tables, before the columns
     columns: dict[str, np.ndarray] = {}
     for col in KERNELS:
-        values = [_part_column(p, col) for p in parts]
+        values = [_part_column(p, col, n) for p, n in zip(parts, sizes)]
         values = [v if f is None else f.column(v, col) for v, f in zip(values, fills)]
         columns[col] = np.concatenate(values)[order]
+        del values
+        tasks.pop(col, None)
     step, op_row = columns["step"], columns["op_row"]
     need = (step < 0) & (op_row >= 0)
     step[need] = ops["step"].to_numpy()[op_row[need]]

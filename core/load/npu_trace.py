@@ -429,13 +429,17 @@ class Events:
             out[hit] = texts_of(found) if texts else found
         return out
 
-    def drop_args(self, *groups: str) -> None:
-        """Forget the ``args`` of these groups (``meta``, ``op``, ``queue``, ``device``) once
-        their readers are done: on the 32×92 side the device tasks' six args alone are ≈ 70 MB,
-        which the later steps of the load would otherwise hold through their own peaks. A read
-        after the drop is a KeyError, never a silent "absent"."""
-        for group in groups:
-            del self.arg_groups[group]
+    def drop_args(self, *keys: str) -> None:
+        """Forget these ``args`` once their readers are done (a group with none left goes with
+        its rows): on the 32×92 side the device tasks' six args alone are ≈ 70 MB, which the
+        later steps of the load would otherwise hold through their own peaks. A read after the
+        drop is a KeyError, never a silent "absent"."""
+        for key in keys:
+            group = _GROUP_OF[key]
+            columns = self.arg_groups[group][1]
+            del columns[key]
+            if not columns:
+                del self.arg_groups[group]
 
     def arg_values(self, rows: np.ndarray, key: str) -> list:
         """``args[key]`` of the given rows (None where absent)."""

@@ -54,11 +54,13 @@ def as_text(values: Any) -> pd.Series:
         s = pd.Series(arr, dtype=object if arr.dtype.kind in "OUS" else None)
     if s.dtype == object and infer_dtype(s, skipna=False) in ("string", "empty"):
         return s
-    if s.dtype.kind in "iub":
-        # Integers (a Db's plane ids, step numbers) repeat: each distinct one is written once
-        # and its text shared by its rows, instead of one new ``str`` per row.
-        codes, uniques = pd.factorize(s.to_numpy())
-        text = _formatted(pd.Series(uniques, dtype=s.dtype))[codes]
+    text_dtype = isinstance(s.dtype, pd.StringDtype)  # dtype-neutral: a test of the input's dtype
+    if s.dtype.kind in "iub" or (text_dtype and not NUL_TEXTS_COLLIDE):
+        # Integers (a Db's plane ids, step numbers) and the texts of a pandas string column (a
+        # CSV read with pyarrow installed) repeat: each distinct value is written once and shared
+        # by its rows, instead of one new ``str`` per row. (A missing text is code -1: the "".)
+        codes, uniques = pd.factorize(s)
+        text = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))[codes]
     else:
         text = _formatted(s)
     return pd.Series(text, index=s.index, dtype=object, name=s.name)

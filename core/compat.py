@@ -54,13 +54,37 @@ def as_text(values: Any) -> pd.Series:
         s = pd.Series(arr, dtype=object if arr.dtype.kind in "OUS" else None)
     if s.dtype == object and infer_dtype(s, skipna=False) in ("string", "empty"):
         return s
+    text_dtype = isinstance(s.dtype, pd.StringDtype)  # dtype-neutral: a test of the input's dtype
+    if s.dtype.kind in "iub" or (text_dtype and not NUL_TEXTS_COLLIDE):
+        # Integers (a Db's plane ids, step numbers) and the texts of a pandas string column (a
+        # CSV read with pyarrow installed) repeat: each distinct value is written once and shared
+        # by its rows, instead of one new ``str`` per row. (A missing text is code -1: the "".)
+        codes, uniques = pd.factorize(s)
+        text = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))[codes]
+    else:
+        text = _formatted(s)
+    return pd.Series(text, index=s.index, dtype=object, name=s.name)
+
+
+def _formatted(s: pd.Series) -> np.ndarray:
+    """Numbers and booleans through pandas' own formatting (the same in 2.x and 3.x), text
+    dtypes back to object; the missing cells, which pandas 2 spelt "nan" / "None", as ""."""
     missing = s.isna().to_numpy(dtype=bool)
-    # Numbers and booleans through pandas' own formatting (the same in 2.x and 3.x), text dtypes
-    # back to object; then the missing cells, which pandas 2 spelt "nan" / "None", become "".
     text = s.astype(str).to_numpy(dtype=object)  # dtype-neutral: made object on this line
     if missing.any():
         text = np.where(missing, "", text)  # a new array: ``text`` may share the column's memory
-    return pd.Series(text, index=s.index, dtype=object, name=s.name)
+    return text
+
+
+def one_text(text: str) -> np.ndarray:
+    """``text`` as a 0-d ``object`` array, to fill text cells with: given a Python ``str``,
+    ``np.full``, ``np.where`` and ``np.select`` make a numpy string of it and one new ``str`` per
+    cell back (a Text side's 517,776 ops each held their own ``"cpu_op"``: 28 MB in every process
+    holding the profile, and as many objects to pickle); given this, every cell holds the one
+    object."""
+    out = np.empty((), dtype=object)
+    out[()] = text
+    return out
 
 
 def _object_array(values: Any) -> np.ndarray:

@@ -1,11 +1,13 @@
 """Give the memory a finished phase freed back to the system, and keep large blocks out of the
 heap where a process makes one after another (:func:`map_large_blocks`).
 
-Loading a 0.9 GB NPU Text side peaks near 0.9 GB in its process, and most of that — the trace's
-event columns, the side files' frames — is freed when the profile is built. glibc's allocator
-keeps freed heap pages mapped for reuse, so the process still holds ≈ 0.75 GB for a profile of
-≈ 0.4 GB, and every process of the run counts it against the run's memory (summed PSS) until it
-ends. ``malloc_trim`` returns those pages (MADV_DONTNEED) in about ten milliseconds.
+A 0.9 GB NPU Text side frees much of what it builds — the trace's parts once joined, its event
+columns, nesting's window tables, the side files' frames — phase by phase. glibc's allocator
+keeps freed heap pages mapped for reuse, so without this a process held ≈ 0.75 GB for a profile
+of ≈ 0.4 GB, and every phase started from the last one's high-water mark; every process of the
+run counts that against the run's memory (summed PSS) until it ends. ``malloc_trim`` returns
+those pages (MADV_DONTNEED) in about ten milliseconds, so the loaders call it after each phase
+that frees a lot (docs/performance.md, one NPU Text side's load memory).
 """
 
 from __future__ import annotations

@@ -110,8 +110,9 @@ class Held:
                                    method="fork", nice=BACKGROUND_NICE)
 
     def take_ahead(self, *, stop: bool = False) -> None:
-        """Keep the analyses made ahead so far (the worker waits for them to be taken: call
-        this while waiting for the next run), and with ``stop`` stop making more."""
+        """Keep the analyses made ahead so far (received as they are made, they are held as
+        their pickled buffers until taken: call this while waiting for the next run), and with
+        ``stop`` stop making more."""
         if self._ahead is None:
             return
         for side, step, analysis in self._ahead.made():

@@ -23,9 +23,15 @@ one signal then reaches everything it starts).
 parent closes once the child runs, so a child that dies without a word is an end of file at once
 (never a wait for ever). Not a ``Queue``: ``Queue.put`` starts a feeder thread in the child, and a
 child that forks (the comparison child forks its loader and background workers) must not have
-another thread running when it does. The one thread a child may start is :class:`Worker`'s part
-sender (each part is sent by a thread while the next is made): only in a child that starts no
-process after its first part, and :func:`start_method` refuses to fork while it runs anyway.
+another thread running when it does. A :class:`Worker`'s values travel by
+:mod:`perfcmp_core.transfer`: pickled into the channel as they are made, their numpy / pandas
+blocks out of band, with no whole pickled copy on either side, and read by a thread of the
+parent's as soon as they are written, so a child whose result is larger than the channel ends
+(and is reaped) as soon as it sent it, not when the parent asks for it. That reader only waits in
+a socket read or fills buffers of its own: :func:`start_method` still forks while such readers
+run. The one thread a child may start is :class:`Worker`'s part sender (each part is sent by a
+thread while the next is made): only in a child that starts no process after its first part,
+and :func:`start_method` refuses to fork while it runs anyway.
 
 **Stopping.** :meth:`Child.stop`: SIGTERM (to its group when it leads one), at most
 :data:`GRACE_S` to end — each process removes its temporary files and leaves — then SIGKILL of
@@ -54,16 +60,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
-import struct
 import sys
 import threading
 import time
-from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
-from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Generic, TypeVar
 
 from . import lifetime
+from .transfer import Receiver, reader_threads_only, send_value
 
 T = TypeVar("T")
 
@@ -83,10 +87,13 @@ def start_method() -> str:
     A child forked while other threads run can deadlock on a lock one of them held: the running
     app (Textual's threads) therefore spawns, while the command line before the app starts, the
     headless commands and the comparison child itself (which talks over a Pipe: no feeder thread)
-    fork. Never on macOS, where system libraries do not survive a fork.
+    fork. The one kind of thread that does not count is a :class:`Worker`'s reader
+    (:class:`perfcmp_core.transfer.Receiver`): it only waits in a socket read or fills a buffer
+    of its own, holding no lock a forked child could need. Never on macOS, where system
+    libraries do not survive a fork.
     """
     if ("fork" in mp.get_all_start_methods() and sys.platform != "darwin"
-            and threading.active_count() == 1):
+            and reader_threads_only()):
         return "fork"
     return "spawn"
 
@@ -290,21 +297,21 @@ def _others_in_group(pgid: int) -> bool:
 def _send_results(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], parts: int | None) -> None:
     """A :class:`Worker`'s body: send back ``(True, fn(*args))`` — or, for ``parts`` other than
     1, ``(True, value)`` for each value ``fn(*args)`` yields (``parts`` of them, or any number
-    for None) — or ``(False, the exception)``."""
-    sending: threading.Thread | None = None
+    for None) — or ``(False, the exception)``, each with :func:`perfcmp_core.transfer.send_value`."""
+    fd = conn.fileno()
+    sending: _Sending | None = None
     try:
         if parts == 1:
-            conn.send((True, fn(*args)))
+            send_value(fd, (True, fn(*args)))
         else:
-            # A part waits in the pipe until the parent reads it, which may be long after (the
-            # parent still analyses its own side): each part is sent by a thread, so making the
-            # next one goes on meanwhile (this child starts no process after its first part).
+            # The parent reads each part as it comes, but on a thread that waits for the GIL its
+            # own work holds: each part is sent by a thread, so making the next one goes on
+            # meanwhile (this child starts no process after its first part).
             sent = 0
             for value in fn(*args):
                 if sending is not None:
                     sending.join()
-                sending = threading.Thread(target=conn.send, args=((True, value),), daemon=True)
-                sending.start()
+                sending = _Sending(fd, (True, value))
                 sent += 1
             if sending is not None:
                 sending.join()
@@ -312,40 +319,29 @@ def _send_results(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], part
                 raise RuntimeError(f"{getattr(fn, '__name__', fn)} made {sent} parts, not {parts}")
     except BaseException as exc:  # noqa: BLE001 - re-raised by Worker.result in the parent
         if sending is not None:
-            sending.join()
-        conn.send((False, exc))
+            sending.join(check=False)
+        send_value(fd, (False, exc))
 
 
-def receive(conn: Any) -> Any:
-    """``conn.recv()``, the message read into one buffer of its size.
+class _Sending:
+    """One part sent by a thread of its own; :meth:`join` re-raises what failed (a part that
+    cannot be pickled is the worker's error)."""
 
-    :mod:`multiprocessing` reads a message with one ``os.read`` per pipe-full, each asking for
-    all that remains, into a growing buffer: receiving the workbook child's 21 MB compressed
-    sheet (the 32x92 NPU Db pair) raised the parent's resident memory by 142 MB in 0.09 s; read
-    into one buffer, by 21 MB in 0.04 s. The framing is :class:`~multiprocessing.connection.
-    Connection`'s (CPython 3.8 to 3.13): a signed 4-byte big-endian size, or -1 and an 8-byte
-    size past 2 GiB. Anything but a POSIX pipe or socket connection is read by its ``recv``.
-    """
-    if type(conn) is not Connection or sys.platform == "win32":
-        return conn.recv()
-    fd = conn.fileno()
-    (size,) = struct.unpack("!i", _read_exactly(fd, 4, first=True))
-    if size == -1:
-        (size,) = struct.unpack("!Q", _read_exactly(fd, 8))
-    return ForkingPickler.loads(_read_exactly(fd, size))
+    def __init__(self, fd: int, value: object) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._send, args=(fd, value), daemon=True)
+        self._thread.start()
 
+    def _send(self, fd: int, value: object) -> None:
+        try:
+            send_value(fd, value)
+        except BaseException as exc:  # noqa: BLE001 - raised in the sending child's main thread
+            self._error = exc
 
-def _read_exactly(fd: int, size: int, *, first: bool = False) -> bytearray:
-    """``size`` bytes from ``fd``; EOFError at its end (as ``Connection.recv`` raises it)."""
-    out = bytearray(size)
-    view = memoryview(out)
-    got = 0
-    while got < size:
-        n = os.readv(fd, [view[got:]])
-        if n == 0:
-            raise EOFError if first and got == 0 else EOFError("got end of file during message")
-        got += n
-    return out
+    def join(self, check: bool = True) -> None:
+        self._thread.join()
+        if check and self._error is not None:
+            raise self._error
 
 
 class Worker(Generic[T]):
@@ -355,6 +351,12 @@ class Worker(Generic[T]):
     shared as they are. With ``parts`` > 1, ``fn`` is a generator of that many values, each sent
     as soon as it is made (a loaded profile before its analysis): :meth:`result` gives them in
     turn.
+
+    What the child sends is read at once by a thread of this worker
+    (:class:`perfcmp_core.transfer.Receiver`), without a whole pickled copy on either side, and
+    unpickled when :meth:`result` asks for it: a child that sent everything ends and is reaped
+    then, not when its result is asked for. That thread ends with the child's channel: after the
+    last part, an error, or :meth:`stop`.
     """
 
     #: Its parent, ending, waits for it (a :class:`Producer` is ended instead).
@@ -363,8 +365,11 @@ class Worker(Generic[T]):
     def __init__(self, fn: Callable[..., Any], *args: Any, name: str,
                  method: str | None = None, nice: int = 0, parts: int | None = 1) -> None:
         self._left = parts
+        self._stopped = False
+        # A socket pair (duplex), which the reader receives from in whole records.
         self._child = Child(_send_results, fn, args, parts, name=name, method=method, nice=nice,
-                            daemon=self._daemon)
+                            daemon=self._daemon, duplex=True)
+        self._received = Receiver(self._child.conn.fileno(), name, self._child.join)
 
     @property
     def child(self) -> Child:
@@ -374,23 +379,26 @@ class Worker(Generic[T]):
         """Wait for the next value (re-raising the child's exception); after the last one, or
         an exception, the child is reaped. A child that ended without sending it is an error,
         not a wait."""
-        try:
-            ok, value = receive(self._child.conn)
-        except EOFError:
-            self._child.join()
+        received = self._received.next()
+        if received is None:
+            self._received.join()  # the child is reaped
             raise RuntimeError(f"the {self._child.name} process ended before sending its result "
-                               f"(exit code {self._child.exitcode})") from None
+                               f"(exit code {self._child.exitcode})")
+        ok, value = received.load()
         if self._left is not None:
             self._left -= 1
         if not ok or self._left == 0:
-            self._child.join()
+            self._received.join()
         if not ok:
             raise value
         return value
 
     def stop(self) -> None:
-        """End the child now if it still runs (its result is no longer wanted)."""
+        """End the child now if it still runs (its result is no longer wanted), and the thread
+        reading it."""
+        self._stopped = True
         self._child.stop()
+        self._received.close()
 
 
 class Producer(Worker[T]):
@@ -409,17 +417,13 @@ class Producer(Worker[T]):
     def made(self) -> list[T]:
         """The items made since the last call (none waited for). An error ends the items
         quietly: what was made stays usable, and the parent makes what is missing."""
-        out = []
-        conn = self._child.conn
-        if self._child.stopped:
+        out: list[T] = []
+        if self._stopped:
             return out
-        try:
-            while conn.poll():
-                ok, value = conn.recv()
-                if ok:
-                    out.append(value)
-        except EOFError:  # it made all it had and ended
-            pass
+        while (received := self._received.next(wait=False)) is not None:
+            ok, value = received.load()
+            if ok:
+                out.append(value)
         return out
 
 

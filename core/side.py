@@ -26,6 +26,7 @@ from .compare.equivalence import Equivalence
 from .compare.masks import Masks, TextIndexes
 from .compare.overall_metrics import SideMetrics, overall_metrics
 from .explain import StepExplanation, explain_profile
+from .heap import return_free_memory
 from .explain.table import prepare
 from .lanes.table import SideStep, side_step
 from .model import Profile
@@ -51,11 +52,15 @@ class SideAnalysis:
 
 
 def analyse_side(profile: Profile, equivalence: Equivalence, advisor: AdvisorConfig) -> SideAnalysis:
-    """The :class:`SideAnalysis` of ``profile`` (each part computed once, from the one before)."""
+    """The :class:`SideAnalysis` of ``profile`` (each part computed once, from the one before).
+    What it freed on the way goes back to the system: its process then waits with the profile
+    (for the other side, or to send this one), the run's heaviest moment."""
     classes = kernel_families.kernel_classes(profile, equivalence)
     explanation = explain_profile(profile, equivalence, classes)
     prepare(explanation)
-    return SideAnalysis(classes, explanation, analyse(profile, advisor, equivalence, classes, explanation))
+    made = SideAnalysis(classes, explanation, analyse(profile, advisor, equivalence, classes, explanation))
+    return_free_memory()
+    return made
 
 
 def analyse_ahead(profile: Profile, equivalence: Equivalence, advisor: AdvisorConfig,

@@ -68,3 +68,23 @@ def test_large_blocks_are_mapped_apart_once_asked() -> None:
 
     assert mapped("") == 0
     assert mapped("map_large_blocks()") >= 1 << 20
+
+
+def test_an_analysis_returns_what_it_freed_once_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A side's process waits with its profile once the analysis is made (for the other side,
+    or while the profile is sent): the heap is trimmed then, after the last part is made."""
+    from pathlib import Path
+
+    from perfcmp_core import side
+    from perfcmp_core.load import load_profile
+    from perfcmp_core.options import CompareOptions, LoadOptions
+    from perfcmp_core.request import RunRequest
+
+    fixture = str(Path(__file__).resolve().parents[1] / "fixtures" / "npu_text" / "base_ascend_pt")
+    request = RunRequest.read(fixture, fixture, LoadOptions(), LoadOptions(), CompareOptions())
+    calls: list[str] = []
+    real_analyse = side.analyse
+    monkeypatch.setattr(side, "analyse", lambda *a: calls.append("advisor") or real_analyse(*a))
+    monkeypatch.setattr(side, "return_free_memory", lambda: calls.append("trim"))
+    side.analyse_side(load_profile(fixture, LoadOptions(use_cache=False)), request.equivalence, request.advisor)
+    assert calls == ["advisor", "trim"]

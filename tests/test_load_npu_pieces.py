@@ -151,3 +151,26 @@ def test_an_empty_array_and_non_objects_read_as_no_events(tmp_path: Path) -> Non
     assert len(npu_trace.read_trace(_trace(tmp_path, [], b" [ ] \n")).ts_ns) == 0
     ev = npu_trace.read_trace(_trace(tmp_path, [], b'[1, "x", {"ph": "X", "ts": "1.000"}, [2]]'))
     assert ev.is_ph("X").tolist() == [True] and ev.ts_ns.tolist() == [1000]
+
+
+def test_trace_args_dropped_once_read(tmp_path: Path) -> None:
+    """The loader drops each arg of the trace once its readers are done (memory): the other args
+    of the group stay readable, a dropped one is a KeyError rather than a silent "absent", and
+    a group with no args left goes with its rows."""
+    path = tmp_path / "trace_view.json"
+    path.write_bytes(orjson.dumps([
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": "1.000", "dur": 1,
+         "args": {"Input Dims": "[[1]]", "Call stack": "a.py"}},
+        {"ph": "X", "name": "AI_CORE_TASK", "pid": 3, "tid": 4, "ts": "2.000", "dur": 1,
+         "args": {"Task Type": "AI_CORE", "Task Id": 7, "connection_id": 9}},
+    ]))
+    ev = npu_trace.read_trace(path)
+    rows = pd.RangeIndex(2).to_numpy()
+    assert ev.arg_texts(rows, "Task Id").tolist() == ["", "7"]
+    ev.drop_args("Task Type", "Stream Id", "Physic Stream Id", "Task Id")
+    assert ev.arg_values(rows, "connection_id") == [None, 9]
+    with pytest.raises(KeyError):
+        ev.arg_values(rows, "Task Id")
+    ev.drop_args("connection_id", "stream id")
+    assert "device" not in ev.arg_groups
+    assert ev.arg_texts(rows, "Call stack").tolist() == ["a.py", ""]

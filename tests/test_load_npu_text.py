@@ -506,6 +506,34 @@ def test_communication_without_bandwidth_info_does_not_crash(tmp_path: Path) -> 
     assert any("no collective \"Communication Bandwidth Info\"" in n.text for n in p.meta.notes)
 
 
+@pytest.mark.parametrize("comm", [
+    # the usual shape: only each step's collective "Total Op Info" is read, the last one with
+    # bandwidth info wins (RDMA 8 MB / 2 ms = 4 GB/s, SDMA 3 MB / 1 ms)
+    {"step1": {"p2p": {"x": [1, 2]}, "collective": {
+        "hcom_allReduce__1": {"Communication Bandwidth Info": {"RDMA": {"Transit Size(MB)": 99}}},
+        "Total Op Info": {"Communication Bandwidth Info": {"RDMA": {"Transit Size(MB)": 1, "Transit Time(ms)": 1}}}}},
+     "step2": {"collective": {"Total Op Info": {"Communication Bandwidth Info": {
+         "RDMA": {"Transit Size(MB)": 8, "Transit Time(ms)": 2},
+         "SDMA": {"Transit Size(MB)": 3, "Transit Time(ms)": 1}}}}},
+     "step3": {"collective": None}},
+    # shapes the typed reader does not take (a step that is not an object, a collective that is
+    # a list): the whole file is read as before, with the same result
+    {"step0": [1], "step1": {"collective": [2]}, "step2": {"collective": {"Total Op Info": {
+        "Communication Bandwidth Info": {"RDMA": {"Transit Size(MB)": 8, "Transit Time(ms)": 2},
+                                         "SDMA": {"Transit Size(MB)": 3, "Transit Time(ms)": 1}}}}}},
+])
+def test_bandwidth_from_the_total_op_info_of_each_step(tmp_path: Path, comm: dict) -> None:
+    p = load(make_run(tmp_path, output={"communication.json": comm}))
+    assert (p.meta.rdma_bandwidth_gbps, p.meta.sdma_bandwidth_gbps) == (4.0, 3.0)
+
+
+def test_communication_json_not_valid_is_one_line_error(tmp_path: Path) -> None:
+    run = make_run(tmp_path, output={"communication.json": {"step1": {}}})
+    (run / "ASCEND_PROFILER_OUTPUT" / "communication.json").write_bytes(b'{"step1": {"collective": {')
+    with pytest.raises(InputError, match="communication.json.*is not valid JSON"):
+        load(run)
+
+
 def test_profiler_info_rank_id_and_missing_files(tmp_path: Path) -> None:
     info = {"rank_id": 6, "config": {"common_config": {"with_stack": False}}}
     p = load(make_run(tmp_path, run={"profiler_info.json": info}))

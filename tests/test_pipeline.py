@@ -328,3 +328,31 @@ def test_the_advisor_is_made_before_the_steps_beside_are_waited_for() -> None:
     events = list(pipeline._step_events(steps, ctx, beside, lambda: order.append("meanwhile")))
     assert order == ["meanwhile", "waited"]
     assert [e.name for e in events if isinstance(e, Phase) and e.done] == [s.name for s in steps]
+
+
+def test_the_worker_beside_drops_what_its_steps_cached_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps beside cache the operator match on the context (≈ 110 MB on the 32×92 NPU Db
+    pair); their worker drops it, and trims its heap, before its results are pickled. What the
+    context held before (the sides' analyses, shared with this process) stays, and the results
+    are those of the same steps run here."""
+    from perfcmp_core.compare import Context
+    from perfcmp_core.load import load_profile
+
+    trims: list[int] = []
+    monkeypatch.setattr(pipeline, "return_free_memory", lambda: trims.append(1))
+    base = load_profile(str(FIX / "npu_text/base_ascend_pt"), LoadOptions(use_cache=False))
+    comp = load_profile(str(FIX / "npu_text/comp_ascend_pt"), LoadOptions(use_cache=False))
+    steps = [s for s in STEPS if s.name in ("operators / modules", "MemoryCompare")]
+    here = Context(base, comp, CompareOptions())
+    want = pipeline._run_steps(steps, here)
+    assert "match" in here.cache
+    ctx = Context(base, comp, CompareOptions())
+    ctx.cache["kept"] = object()
+    got = pipeline._run_beside(steps, ctx)
+    assert set(ctx.cache) == {"kept"} and trims
+    for a, b in zip(want, got):
+        assert [n.text for n in a.notes] == [n.text for n in b.notes]
+        tables = [(x, y) for x, y in zip(a.outcome, b.outcome) if hasattr(x, "data")]
+        assert tables and len(a.outcome) == len(b.outcome)
+        for x, y in tables:
+            pd.testing.assert_frame_equal(x.data, y.data)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 import threading
@@ -13,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import Producer, Worker, in_background, receive, start_method
+from perfcmp_core.processes import Producer, Worker, in_background, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -347,18 +346,125 @@ def test_a_spawned_worker_sends_its_result_and_its_error_the_same_way() -> None:
         Worker(_fails, "y.json", name="t", method="spawn").result()
 
 
-def test_receive_reads_what_recv_would() -> None:
-    """``receive`` reads Connection's messages itself (into one buffer of their size): small and
-    larger than a pipe-full, in order, and an end of file as ``recv`` reports it."""
-    reader, writer = mp.Pipe(duplex=False)
-    big = os.urandom(3 << 20)  # many pipe-fulls
-    sender = threading.Thread(target=lambda: [writer.send(v) for v in ("small", big, (1, [2.5]))])
-    sender.start()
-    assert receive(reader) == "small"
-    assert receive(reader) == big
-    assert receive(reader) == (1, [2.5])
-    sender.join()
-    writer.close()
-    with pytest.raises(EOFError):
-        receive(reader)
-    reader.close()
+# ------------------------------------------- results sent without a whole copy (transfer)
+
+
+def _frames(rows: int) -> dict[str, object]:
+    """Numpy and pandas blocks (out of band, one larger than a record of in-band bytes), text
+    (in band) and a Fortran-ordered array."""
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp_core.transfer import CHUNK
+
+    frame = pd.DataFrame({"i": np.arange(rows, dtype=np.int64), "f": np.linspace(0, 1, rows),
+                          "name": [f"op{i % 97}" for i in range(rows)]})
+    return {"frame": frame, "big": np.arange(CHUNK // 4 + 3, dtype=np.int32),
+            "fortran": np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+            "text": "é" * (CHUNK + 5), "empty": np.empty(0, dtype=np.float64)}
+
+
+def test_a_result_with_numpy_and_pandas_blocks_arrives_equal_and_writeable() -> None:
+    """Blocks travel out of band into buffers of the parent's own: equal, and writeable (pandas
+    may write in place), like the in-band rest (text larger than one record)."""
+    import numpy as np
+    import pandas as pd
+
+    sent = _frames(200_000)
+    got = Worker(_frames, 200_000, name="t").result()
+    pd.testing.assert_frame_equal(got["frame"], sent["frame"])
+    assert all(block.values.flags.writeable for block in got["frame"]._mgr.blocks
+               if isinstance(block.values, np.ndarray))
+    for key in ("big", "fortran", "empty"):
+        np.testing.assert_array_equal(got[key], sent[key])
+        assert got[key].flags.writeable and got[key].dtype == sent[key].dtype
+    assert got["fortran"].flags.f_contiguous
+    got["big"][0] = -1  # written in place
+    got["frame"].iloc[0, 0] = -1
+    assert got["big"][0] == -1 and got["frame"].iloc[0, 0] == -1
+    assert got["text"] == sent["text"]
+    # Its memory is this process's own, as heap memory is: a child forked later writes a copy.
+    assert Worker(_written, got["big"], name="t", method="fork").result() == 7
+    assert got["big"][1] == 1
+
+
+def _written(array: object) -> int:
+    array[1] = 7  # type: ignore[index]
+    return int(array[1])  # type: ignore[index]
+
+
+class _Unpicklable:
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("cannot be sent")
+
+
+def _half_picklable() -> list[object]:
+    return [b"x" * (8 << 20), "y" * 1000, _Unpicklable()]
+
+
+def test_a_result_that_fails_half_way_through_its_pickling_is_the_childs_error() -> None:
+    """What was sent of it before is dropped: the error comes back, not a broken value."""
+    with pytest.raises(TypeError, match="cannot be sent"):
+        Worker(_half_picklable, name="t").result()
+
+
+def _large(size: int) -> bytes:
+    return b"r" * size
+
+
+@linux
+def test_a_finished_child_is_reaped_before_its_result_is_asked_for() -> None:
+    """A result far larger than the channel holds is read as soon as it is sent: the child ends
+    and is reaped without waiting for result() (a step beside ends long before its parent asks);
+    the result is then given as sent."""
+    before = {t.ident for t in threading.enumerate()}
+    for later in (Worker(_large, 16 << 20, name="t"), in_background(_large, 16 << 20)):
+        worker = later if isinstance(later, Worker) else later._worker
+        if worker is None:
+            pytest.skip("another thread runs: background work runs inline")
+        deadline = time.monotonic() + 30
+        while worker.child.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert worker.child.exitcode == 0 and worker.child.stopped  # reaped, result not asked yet
+        assert not _running(worker.child.pid)  # type: ignore[arg-type]
+        assert (later.result() if isinstance(later, Worker) else later()) == b"r" * (16 << 20)
+    assert {t.ident for t in threading.enumerate()} == before
+
+
+def _waits() -> None:
+    time.sleep(60)
+
+
+def _items_then_waits() -> Iterator[bytes]:
+    yield b"a" * (4 << 20)
+    yield b"b" * (4 << 20)
+    time.sleep(60)
+
+
+@linux
+def test_no_thread_or_child_is_left_after_stop_and_fork_stays_allowed_meanwhile() -> None:
+    """A worker's reader thread does not turn forking off (it holds no lock a forked child could
+    need), and stop() leaves neither the child nor the thread behind — whether the child was
+    still making its result or a producer had sent items nobody took."""
+    from perfcmp_core.processes import _live
+
+    before = {t.ident for t in threading.enumerate()}
+    if len(before) > 1:
+        pytest.skip("another thread runs")
+    waiting = Worker(_waits, name="t")
+    producer: Producer[bytes] = Producer(_items_then_waits, name="t", method="fork")
+    assert len(threading.enumerate()) == 3 and start_method() == "fork"
+    deadline = time.monotonic() + 30
+    got: list[bytes] = []
+    while not got and time.monotonic() < deadline:
+        got += producer.made()
+        time.sleep(0.01)
+    assert got[0] == b"a" * (4 << 20)
+    for worker in (waiting, producer):
+        pid = worker.child.pid
+        worker.stop()
+        assert worker.child.exitcode is not None and worker.child not in _live
+        assert not _running(pid)  # type: ignore[arg-type]
+        worker.stop()  # idempotent
+    assert producer.made() == []
+    assert {t.ident for t in threading.enumerate()} == before

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import one_text
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
 from .kernel_rows import SUMMARY, Coded, KernelRows, offsets
-from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side
+from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side, per_distinct
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .optree import children_csr, preorder, subtree_sizes, tree_levels
@@ -373,7 +374,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
                                "module_name": pick("shown", "")}
     for prefix, side, mod, op in (("base", b, pb, rb), ("comp", c, pc, rc)):
         op_self = take_rows(np.asarray(side.op_dev, dtype="float64"), op, 0.0)
-        cols[f"{prefix}_op"] = np.where(total, "TOTAL", take_rows(np.asarray(side.op_name, dtype=object), op, ""))
+        cols[f"{prefix}_op"] = np.where(total, one_text("TOTAL"), take_rows(np.asarray(side.op_name, dtype=object), op, ""))
         children[f"{prefix}_kernels"] = side.op_kernels.take(np.where(total, -1, op))
         cols[f"{prefix}_self"] = np.where(total, take_rows(side.self_ns.astype("float64"), mod, 0.0), op_self) / _US
         cols[f"{prefix}_total"] = np.where(total, take_rows(side.total_ns.astype("float64"), mod, 0.0) / _US, np.nan)
@@ -393,7 +394,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
                             take_rows(np.asarray(c.op_label, dtype=object), rc, ""),
                             take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_cls, dtype=object), rc, ""), pos)
-    df["matched_as"] = np.where(total, np.where(pos, BY_POSITION, ""), op_matched)
+    df["matched_as"] = np.where(total, np.where(pos, one_text(BY_POSITION), ""), op_matched)
     df["step"] = step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1))
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes), children=children)
@@ -575,11 +576,11 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     bm, cm = pairs.base[idx], pairs.comp[idx]
     hb, hc = bm >= 0, cm >= 0
     bi, ci = np.maximum(bm, 0), np.maximum(cm, 0)
-    own = pd.Series(np.where(hb, b.name[bi], c.name[ci]), dtype=object)
+    own = np.where(hb, b.name[bi], c.name[ci])
     bstack, cstack = np.asarray(b.stack, dtype=object), np.asarray(c.stack, dtype=object)
     df = pd.DataFrame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
-        "module": own.str.replace("nn.Module:", "", regex=False).str.strip(),
+        "module": per_distinct(own, lambda s: s.str.replace("nn.Module:", "", regex=False).str.strip()),
         "step": step_labels(np.where(hb, steps[0][bi] if len(steps[0]) else -1, -1),
                              np.where(hc, steps[1][ci] if len(steps[1]) else -1, -1)),
         "base_self": np.where(hb, b.self_ns[bi], 0) / _US, "base_total": np.where(hb, b.total_ns[bi], 0) / _US,
@@ -589,7 +590,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
         "_base_stack": np.where(hb, bstack[bi] if len(bstack) else "", ""),
         "_comp_stack": np.where(hc, cstack[ci] if len(cstack) else "", ""),
     })
-    df["matched_as"] = np.where(pairs.positional[idx], BY_POSITION, "")
+    df["matched_as"] = np.where(pairs.positional[idx], one_text(BY_POSITION), "")
     df = _nest_backward(df, len(pairs.base))
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])

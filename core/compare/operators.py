@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, one_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
@@ -320,7 +320,7 @@ def side_text(ops: pd.DataFrame, rows: np.ndarray, column: str) -> np.ndarray:
     """Shape/type text of the pairs' ops: ``N/A`` when the op has none, blank when absent."""
     values = ops[column].to_numpy(dtype=object)
     text = take_rows(values, rows, "")
-    return np.where((rows >= 0) & (text == ""), NA, text)
+    return np.where((rows >= 0) & (text == ""), one_text(NA), text)
 
 
 def detail_table(match: OperatorMatch) -> Table:

@@ -34,6 +34,8 @@ def frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[s
     hit = innermost(pkey, pf["start_ns"].to_numpy(), pf["end_ns"].to_numpy(), parent, key, start,
                     strict=True)
     memo: dict[int, str] = {-1: ""}
+    # Each step calls its frames anew: equal stacks are one text, not one per frame row.
+    texts_seen: dict[str, str] = {}
 
     def stack_of(row: int) -> str:
         chain = []
@@ -44,7 +46,7 @@ def frame_stacks(profile: Profile, key: np.ndarray, start: np.ndarray) -> list[s
         for r in reversed(chain):
             if not is_module[r]:
                 text = f"{text}{STACK_SEP}{names[r]}" if text else names[r]
-            memo[r] = text
+            memo[r] = text = texts_seen.setdefault(text, text)
         return text
 
     # Many starts share their innermost frame (every op of a layer's forward): each frame once.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, one_text
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
 from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
@@ -150,7 +150,7 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
     else:
         out["has_details"] = np.zeros(len(gid), dtype=np.int64)
         for _, name in _COMPUTE_COLUMNS:
-            out[name] = np.full(len(gid), absent, dtype=object)
+            out[name] = np.full(len(gid), one_text(absent))
     if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
         comm = db.int_columns(f"SELECT globalTaskId AS gid, COALESCE({_comm_task_type(db)}, -1) AS comm_name "
                               "FROM COMMUNICATION_TASK_INFO GROUP BY globalTaskId", ["gid", "comm_name"])
@@ -161,7 +161,7 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
         out["comm_name"] = np.append(db.texts(comm["comm_name"]), absent)[pos]
     else:
         out["is_comm"] = np.zeros(len(gid), dtype=np.int64)
-        out["comm_name"] = np.full(len(gid), absent, dtype=object)
+        out["comm_name"] = np.full(len(gid), one_text(absent))
     return table(out)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text, factorize_text
+from ..compat import as_text, factorize_text, one_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
 from ..notes import Note
 from ..timeline import nest
@@ -165,7 +165,8 @@ def queue_rows(apis: pd.DataFrame, conn_ids: pd.DataFrame | None) -> pd.DataFram
     df = apis[apis["api_type"] == "queue"].sort_values("start_ns", kind="stable")
     names = df["name"]
     kind = np.select([per_name(names, lambda s: s.str.startswith("Enqueue")),
-                      per_name(names, lambda s: s.str.startswith("Dequeue"))], ["enqueue", "dequeue"], "")
+                      per_name(names, lambda s: s.str.startswith("Dequeue"))],
+                     [one_text("enqueue"), one_text("dequeue")], one_text(""))
     df, kind = df[kind != ""], kind[kind != ""]
     out = frame(QUEUE, {"kind": pd.Series(kind, dtype=object), "correlation": _first_conn(df["conn_ref"], conn_ids),
                         "start_ns": df["start_ns"], "end_ns": df["end_ns"]}, n=len(df))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..heap import return_free_memory
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OVERLAP, frame
 from ..notes import Note
 from ..timeline import innermost, thread_key
@@ -19,11 +20,17 @@ from .common import assign_step
 from .npu_trace import Events, Layout, numbers
 
 
+#: The KERNELS columns an Ascend Hardware task has of its own: the others (kernel_details'
+#: columns, the PMU times) are absent until :func:`kernels`. A whole KERNELS frame of the ≈ 0.5M
+#: tasks of the 32×92 side was ≈ 80 MB, half of it filler, alive through the loader's peaks.
+TASK_COLUMNS = ("name", "task_type", "stream", "task_id", "start_ns", "dur_ns", "in_trace")
+
+
 @dataclass
 class Hardware:
     """Ascend Hardware tasks as KERNELS rows (file order) plus where they sit in the trace."""
 
-    tasks: pd.DataFrame  # KERNELS
+    tasks: pd.DataFrame  # the KERNELS columns of TASK_COLUMNS (``link``, ``op_row`` set by flows)
     pid: np.ndarray
     tid: np.ndarray
     conn: np.ndarray  # ``connection_id``: the CANN call that issued the task (-1 absent)
@@ -38,13 +45,18 @@ def _stream_ids(ev: Events, rows: np.ndarray) -> np.ndarray:
     return np.where(stream >= 0, stream, ev.tid[rows])
 
 
+_TASK_SCHEMA = {c: KERNELS[c] for c in TASK_COLUMNS}
+#: The device args only :func:`hardware_tasks` reads (:func:`communication` reads the others).
+TASK_ONLY_ARGS = ("Task Type", "Stream Id", "Physic Stream Id", "Task Id")
+
+
 def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
     """Ascend Hardware ``X`` events as KERNELS rows (file order) with their pid/tid."""
     if layout.hardware_pid is None:
         empty = np.zeros(0, dtype="int64")
-        return Hardware(frame(KERNELS, n=0), empty, empty, empty)
+        return Hardware(frame(_TASK_SCHEMA, n=0), empty, empty, empty)
     rows = ev.complete(ev.pid == layout.hardware_pid)
-    table = frame(KERNELS, {
+    table = frame(_TASK_SCHEMA, {
         "name": ev.name[rows],
         "task_type": ev.arg_texts(rows, "Task Type"),
         "stream": _stream_ids(ev, rows),
@@ -52,7 +64,7 @@ def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
         "start_ns": ev.ts_ns[rows],
         "dur_ns": ev.dur_ns[rows],
         "in_trace": np.ones(len(rows), dtype=bool),
-    }, n=len(rows))
+    }, n=len(rows), owned=True)
     return Hardware(table, ev.pid[rows], ev.tid[rows], numbers(ev.arg_values(rows, "connection_id")))
 
 
@@ -128,7 +140,7 @@ def communication(ev: Events, layout: Layout) -> Comm:
         "start_ns": task_start,
         "dur_ns": ev.dur_ns[task_rows],
         "op_row": _assign_tasks(ops, task_group, task_start),
-    }, n=len(task_rows))
+    }, n=len(task_rows), owned=True)
     return Comm(ops, tasks, ev.pid[op_rows], ev.tid[op_rows],
                 numbers(ev.arg_values(op_rows, "connection_id")),
                 numbers(ev.arg_values(task_rows, "stream id")))
@@ -197,8 +209,10 @@ def collective_tasks(hw: Hardware, comm: Comm) -> np.ndarray:
     return member
 
 
-def share_launches(tasks: pd.DataFrame, conn: np.ndarray, collective: np.ndarray) -> pd.DataFrame:
-    """``tasks`` where a task without a flow takes the link and host op of a task of its launch.
+def share_launches(link: np.ndarray, op_row: np.ndarray, conn: np.ndarray,
+                   collective: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tasks' ``link`` and ``op_row`` where a task without a flow takes those of a task of its
+    launch (the arrays given, unchanged, where no task needs it).
 
     torch_npu draws one ``async_npu`` flow per launch, to one of its tasks; a launch that runs two
     tasks leaves the second without a flow (real export: ``aclopCompileAndExecute`` issuing two
@@ -206,22 +220,19 @@ def share_launches(tasks: pd.DataFrame, conn: np.ndarray, collective: np.ndarray
     ``connection_id`` (the CANN call), so the flowless one is linked through a flowed task with
     the same id. Collective tasks share their HCCL op's id and stay off host ops.
     """
-    link = tasks["link"].to_numpy(copy=True)
-    op_row = tasks["op_row"].to_numpy(copy=True)
     known = (conn >= 0) & ~collective
     flowed = known & (link >= 0)
     need = np.flatnonzero(known & (link < 0))
     if not flowed.any() or not len(need):
-        return tasks
+        return link, op_row
+    link, op_row = link.copy(), op_row.copy()
     first = pd.DataFrame({"conn": conn[flowed], "link": link[flowed], "op_row": op_row[flowed]})
     first = first.drop_duplicates("conn", keep="first")
     pos = pd.Index(first["conn"].to_numpy()).get_indexer(conn[need])
     hit = pos >= 0
     link[need[hit]] = first["link"].to_numpy()[pos[hit]]
     op_row[need[hit]] = first["op_row"].to_numpy()[pos[hit]]
-    tasks = tasks.copy()
-    tasks["link"], tasks["op_row"] = link, op_row
-    return tasks
+    return link, op_row
 
 
 #: kernel_details columns copied onto the trace row a csv row describes.
@@ -241,8 +252,11 @@ def _pair_tasks(hw: pd.DataFrame, candidates: np.ndarray, details: pd.DataFrame)
     The start alone is not a key: a collective's first HCCL task on its own stream starts at the
     same ns as the kernel_details row of the collective (and as kernels of other streams), so a
     start-only join gave an ``hcom_allReduce_`` row a 0.6 µs SDMA task (issue 12, defect 3)."""
-    rows = np.flatnonzero(candidates)
-    left = pd.DataFrame({"start_ns": hw["start_ns"].to_numpy()[rows], "name": hw["name"].to_numpy()[rows],
+    start = hw["start_ns"].to_numpy()
+    # Only tasks starting when some csv row starts can pair: every task of a (start, name) is
+    # kept or none, so each keeps its k (≈ 0.5M tasks hashed by name for 0.15M csv rows before).
+    rows = np.flatnonzero(candidates & np.isin(start, details["start_ns"].to_numpy()))
+    left = pd.DataFrame({"start_ns": start[rows], "name": hw["name"].to_numpy()[rows],
                          "h": rows})
     right = pd.DataFrame({"start_ns": details["start_ns"].to_numpy(), "name": details["name"].to_numpy(),
                           "d": np.arange(len(details))})
@@ -267,31 +281,36 @@ def _pair_collectives(ops: pd.DataFrame, details: pd.DataFrame) -> tuple[np.ndar
     return pairs["h"].to_numpy(dtype="int64"), pairs["d"].to_numpy(dtype="int64")
 
 
-def _fill(target: pd.DataFrame, details: pd.DataFrame, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
-    """``target`` with the kernel_details columns of csv rows ``d`` copied onto its rows ``t``."""
-    target = target.copy()
-    for col in _DETAIL_COLUMNS:
-        values = target[col].to_numpy(copy=True)
-        values[t] = details[col].to_numpy()[d]
-        target[col] = values
-    return target
+@dataclass
+class _Fill:
+    """kernel_details rows ``d`` of ``details`` describing rows ``t`` of a part of KERNELS."""
+
+    t: np.ndarray
+    details: pd.DataFrame
+    d: np.ndarray
+
+    def column(self, values: np.ndarray, col: str) -> np.ndarray:
+        """``values`` (the part's column ``col``) with the csv rows' values copied in."""
+        if col not in _DETAIL_COLUMNS:
+            return values
+        values = values.copy()
+        values[self.t] = self.details[col].to_numpy()[self.d]
+        return values
 
 
-def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.DataFrame,
-                   notes: list[Note]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Fill trace rows from the kernel_details rows describing them.
+def _merge_details(hw: pd.DataFrame, is_collective: np.ndarray, collectives: pd.DataFrame,
+                   details: pd.DataFrame, notes: list[Note]) -> tuple[_Fill, _Fill, pd.DataFrame]:
+    """Which trace rows the kernel_details rows describe.
 
     Compute rows describe an Ascend Hardware task with the same start and name (collective tasks
     excluded); HCCL rows (``Accelerator Core`` HCCL) describe the HCCL op of the same name. Returns
-    the filled tasks and collectives, and the csv rows that matched nothing (kept as ``in_trace``
-    False kernels, with a note).
+    the fills of the tasks and of the collectives, and the csv rows that matched nothing (kept as
+    ``in_trace`` False kernels, with a note).
     """
     is_hccl = details["is_comm"].to_numpy()
     compute, hccl = details[~is_hccl].reset_index(drop=True), details[is_hccl].reset_index(drop=True)
-    h, d = _pair_tasks(hw, ~hw["is_comm"].to_numpy(), compute)
-    hw = _fill(hw, compute, h, d)
+    h, d = _pair_tasks(hw, ~is_collective, compute)
     c, e = _pair_collectives(collectives, hccl)
-    collectives = _fill(collectives, hccl, c, e)
     lost_compute = np.ones(len(compute), dtype=bool)
     lost_compute[d] = False
     lost_hccl = np.ones(len(hccl), dtype=bool)
@@ -302,12 +321,20 @@ def _merge_details(hw: pd.DataFrame, collectives: pd.DataFrame, details: pd.Data
     if lost_hccl.any() and not collectives.empty:
         notes.append(Note(f"kernel_details.csv: {int(lost_hccl.sum())} HCCL row(s) match no HCCL op in "
                           f"trace_view.json (same name, start within {COLLECTIVE_START_TOLERANCE_NS // 1000} µs)"))
-    return hw, collectives, pd.concat([compute[lost_compute], hccl[lost_hccl]], ignore_index=True)
+    return (_Fill(h, compute, d), _Fill(c, hccl, e),
+            pd.concat([compute[lost_compute], hccl[lost_hccl]], ignore_index=True))
+
+
+def _part_column(part: dict[str, np.ndarray] | pd.DataFrame, col: str, n: int) -> np.ndarray:
+    """Column ``col`` of a part of KERNELS (``n`` rows), absent values where it has none."""
+    if col in part:
+        return np.asarray(part[col])
+    return frame({col: KERNELS[col]}, n=n)[col].to_numpy()
 
 
 def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.DataFrame,
             steps: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
-    """KERNELS: device tasks (merged with kernel_details, flowless tasks of a launch linked like
+    """KERNELS (``hw.tasks`` is taken, left empty): device tasks (merged with kernel_details, flowless tasks of a launch linked like
     its flowed one), HCCL ops as ``is_comm`` kernels of their host op, and kernel_details rows
     absent from the trace; sorted by start.
 
@@ -319,8 +346,11 @@ def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.Data
     holding the start (a kernel runs after its host op, possibly past the host step's end).
     """
     collective = collective_tasks(hw, comm)
-    tasks = share_launches(hw.tasks, hw.conn, collective)
-    tasks["is_comm"] = collective
+    # hw's tasks are taken: each of their columns goes as soon as KERNELS' own is made.
+    t, hw.tasks = hw.tasks, hw.tasks.iloc[:0]
+    link, op_row = share_launches(t["link"].to_numpy(), t["op_row"].to_numpy(), hw.conn, collective)
+    tasks = {**{c: t[c].to_numpy() for c in TASK_COLUMNS}, "link": link, "op_row": op_row,
+             "is_comm": collective}
     collectives = frame(KERNELS, {
         "name": comm.ops["name"],
         "start_ns": comm.ops["start_ns"],
@@ -330,16 +360,26 @@ def kernels(hw: Hardware, comm: Comm, details: pd.DataFrame | None, ops: pd.Data
         "is_comm": np.ones(len(comm.ops), dtype=bool),
         "in_trace": np.ones(len(comm.ops), dtype=bool),
     }, n=len(comm.ops))
-    extra = frame(KERNELS, n=0)
+    parts: list[dict[str, np.ndarray] | pd.DataFrame] = [tasks, collectives, frame(KERNELS, n=0)]
+    fills: list[_Fill | None] = [None, None, None]
     if details is not None and len(details):
-        tasks, collectives, extra = _merge_details(tasks, collectives, details, notes)
-    kernels = pd.concat([tasks, collectives, extra], ignore_index=True)
-    kernels = kernels.iloc[np.argsort(kernels["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
-    step = kernels["step"].to_numpy(copy=True)
-    op_row = kernels["op_row"].to_numpy()
+        fills[0], fills[1], parts[2] = _merge_details(t, collective, collectives, details, notes)
+    del t
+    # Column by column (the parts joined, filled from the csv and sorted by start), never a whole
+    # table copied: on the 32×92 side each copy of the ≈ 0.5M rows was ≈ 75 MB at the load's peak.
+    sizes = [len(p["start_ns"]) for p in parts]
+    order = np.argsort(np.concatenate([np.asarray(p["start_ns"]) for p in parts]), kind="stable")
+    return_free_memory()  # the pairing's and the collective test's hash tables, before the columns
+    columns: dict[str, np.ndarray] = {}
+    for col in KERNELS:
+        values = [_part_column(p, col, n) for p, n in zip(parts, sizes)]
+        values = [v if f is None else f.column(v, col) for v, f in zip(values, fills)]
+        columns[col] = np.concatenate(values)[order]
+        del values
+        tasks.pop(col, None)
+    step, op_row = columns["step"], columns["op_row"]
     need = (step < 0) & (op_row >= 0)
     step[need] = ops["step"].to_numpy()[op_row[need]]
     need = step < 0
-    step[need] = assign_step(kernels["start_ns"].to_numpy()[need], steps)
-    kernels["step"] = step
-    return frame(KERNELS, {c: kernels[c] for c in KERNELS})
+    step[need] = assign_step(columns["start_ns"][need], steps)
+    return frame(KERNELS, columns, n=len(order), owned=True)

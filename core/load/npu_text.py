@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, one_text
+from ..heap import return_free_memory
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..notes import Note
 from ..options import LoadOptions
 from ..timeline import nest, thread_groups
-from . import npu_device, npu_files
+from . import npu_decode, npu_device, npu_files
 from .common import assign_step, is_module_name, is_step_name, steps_of_ops
 from .detect import Source
 from .npu_trace import Events, Layout, numbers, read_layout, read_trace
@@ -49,10 +50,11 @@ def _ops(ev: Events) -> pd.DataFrame:
     rows = rows[_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
     parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
+    return_free_memory()  # nesting's window tables (≈ 80 MB on the 32×92 side's 0.5M ops)
     names = pd.Series(ev.name[rows], dtype=object)
     return frame(OPS, {
         "name": names,
-        "cat": np.full(len(rows), "cpu_op", dtype=object),
+        "cat": np.full(len(rows), one_text("cpu_op")),
         "pid": ev.pid[rows],
         "tid": ev.tid[rows],
         "start_ns": start,
@@ -63,7 +65,7 @@ def _ops(ev: Events) -> pd.DataFrame:
         "parent": parent,
         "depth": depth,
         "is_step": is_step_name(as_text(names)) if len(rows) else np.zeros(0, dtype=bool),
-    }, n=len(rows))
+    }, n=len(rows), owned=True)
 
 
 def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
@@ -74,12 +76,14 @@ def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
         return frame(SYNCS, n=0)
     rows = ev.complete(ev.pid == layout.cann_pid)
     codes, uniq = pd.factorize(ev.name[rows])
-    rows = rows[pd.Series(uniq, dtype=object).str.match(SYNC_CALL).to_numpy(dtype=bool)[codes]]
+    keep = pd.Series(uniq, dtype=object).str.match(SYNC_CALL).to_numpy(dtype=bool)[codes]
+    rows, codes = rows[keep], codes[keep]
     tid = ev.tid[rows]
     op_pid = ops.drop_duplicates("tid").set_index("tid")["pid"]
     pid = op_pid.reindex(tid).fillna(layout.cann_pid).to_numpy(dtype="int64")
     start = ev.ts_ns[rows]
-    return frame(SYNCS, {"name": pd.Series(ev.name[rows], dtype=object).str.removeprefix("AscendCL@"),
+    names = pd.Series(uniq, dtype=object).str.removeprefix("AscendCL@").to_numpy(dtype=object)[codes]
+    return frame(SYNCS, {"name": names,
                          "pid": pid, "tid": tid, "start_ns": start, "end_ns": start + ev.dur_ns[rows]},
                  n=len(rows))
 
@@ -100,7 +104,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
         "is_module": is_module_name(names),
         "parent": parent,
         "depth": depth,
-    }, n=len(rows))
+    }, n=len(rows), owned=True)
 
 
 def _flow_pairs(ev: Events, cat: str) -> pd.DataFrame:
@@ -200,6 +204,7 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         return load_npu_text_without_trace(src, opts)
     notes = list(src.notes)
     ev = read_trace(src.trace, opts.split)  # the collector is paused by the caller
+    return_free_memory()  # the heap pages of the parsed pieces and the columns' parts
     if ev.bad_dur:
         notes.append(Note(f"{src.trace.name}: {ev.bad_dur} event(s) with a missing, non-numeric or "
                           "negative dur are counted as 0 µs"))
@@ -207,15 +212,22 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     if layout.hardware_pid is None:
         notes.append(Note("no Ascend Hardware process in trace_view.json: no device tasks"))
 
+    # Each group of the trace's args is dropped once read (Events.drop_args), and the heap pages
+    # that building the ops freed (nesting's window tables) go back before the device side.
     ops = _ops(ev)
+    ev.drop_args(*npu_decode.META_ARGS, *npu_decode.OP_ARGS)
+    return_free_memory()
     steps = steps_of_ops(ops)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     queue = _queue(ev)
+    ev.drop_args(*npu_decode.QUEUE_ARGS)
     fwdbwd, backward_tid = _fwdbwd(ev)
     overlap = npu_device.overlap(ev, layout, notes)
 
     hw = npu_device.hardware_tasks(ev, layout)
+    ev.drop_args(*npu_device.TASK_ONLY_ARGS)
     comm = npu_device.communication(ev, layout)
+    ev.drop_args(*(set(npu_decode.DEVICE_ARGS) - set(npu_device.TASK_ONLY_ARGS)))
     targets = pd.DataFrame({
         "pid": np.concatenate([hw.pid, comm.op_pid]),
         "tid": np.concatenate([hw.tid, comm.op_tid]),
@@ -227,9 +239,17 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
     comm.ops["link"], comm.op_launch = link[n_hw:], op_row[n_hw:]
     comm.ops["step"] = assign_step(comm.ops["start_ns"].to_numpy(), steps)
     comm.tasks["step"] = assign_step(comm.tasks["start_ns"].to_numpy(), steps)
+    pyfuncs, syncs = _pyfuncs(ev), _syncs(ev, layout, ops)
+    # The trace's columns are done with: on the 32×92 side they (and the heap pages their pieces
+    # freed) were half of the load's peak, held through the side files and the kernels' merge.
+    del ev, targets
+    return_free_memory()
 
     side = _side_files(src, opts, queue, notes)
+    return_free_memory()  # what parsing the side files (kernel_details.csv's cells) freed
     kernels = npu_device.kernels(hw, comm, side.details.kernels if side.details else None, ops, steps, notes)
+    del hw
+    has_pmu, side.details = bool(side.details and side.details.has_pmu), None  # merged into kernels
 
     info = side.info
     meta = ProfileMeta(
@@ -248,15 +268,15 @@ def load_npu_text(src: Source, opts: LoadOptions) -> Profile:
         record_shapes=info.record_shapes,
         profiler_level=info.level,
         backward_tid=backward_tid,
-        has_pmu=bool(side.details and side.details.has_pmu),
+        has_pmu=has_pmu,
         group_names=side.group_names,
         rdma_bandwidth_gbps=side.bandwidth[0],
         sdma_bandwidth_gbps=side.bandwidth[1],
         variants=text_variants(src),
     )
-    profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=_pyfuncs(ev), fwdbwd=fwdbwd,
+    profile = Profile(meta=meta, kernels=kernels, ops=ops, pyfuncs=pyfuncs, fwdbwd=fwdbwd,
                       comm_ops=comm.ops, comm_tasks=comm.tasks, overlap=overlap, queue=queue,
-                      steps=steps, syncs=_syncs(ev, layout, ops))
+                      steps=steps, syncs=syncs)
     for name, table in (("memory", side.memory), ("op_memory", side.op_memory),
                         ("op_statistic", side.op_statistic)):
         if table is not None:

@@ -33,43 +33,6 @@ def test_freed_heap_pages_are_returned() -> None:
 
 
 
-#: Frees an 8 MB block (glibc then serves blocks up to that size from its heap), optionally
-#: calls ``map_large_blocks``, and prints how many bytes of separately mapped blocks a new 1 MB
-#: block added (glibc's ``mallinfo2``).
-_LARGE = """
-import ctypes
-from perfcmp_core.heap import map_large_blocks
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                               "usmblks", "fsmblks", "uordblks", "fordblks",
-                                               "keepcost")]
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = Info
-x = bytearray(8 << 20)
-del x
-{call}
-before = libc.mallinfo2().hblkhd
-y = bytearray(1 << 20)
-print(libc.mallinfo2().hblkhd - before)
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc"
-                    or tuple(map(int, platform.libc_ver()[1].split(".")[:2])) < (2, 33),
-                    reason="mallopt is glibc's, mallinfo2 glibc >= 2.33's")
-def test_large_blocks_are_mapped_apart_once_asked() -> None:
-    """By default a large block freed raises glibc's threshold, and the next one comes from the
-    heap; after ``map_large_blocks`` every block of 256 KB or more is mapped on its own (and
-    unmapped when freed), so freed chunks of the workbook's XML leave no heap behind."""
-    def mapped(call: str) -> int:
-        out = subprocess.run([sys.executable, "-c", _LARGE.format(call=call)],
-                             capture_output=True, text=True, check=True)
-        return int(out.stdout)
-
-    assert mapped("") == 0
-    assert mapped("map_large_blocks()") >= 1 << 20
-
-
 def test_an_analysis_returns_what_it_freed_once_made(monkeypatch: pytest.MonkeyPatch) -> None:
     """A side's process waits with its profile once the analysis is made (for the other side,
     or while the profile is sent): the heap is trimmed then, after the last part is made."""

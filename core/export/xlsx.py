@@ -60,7 +60,7 @@ from perfcmp_core.export.sheet_xml import ColumnRows, DataColumn, SheetXml, Whol
 from perfcmp_core.export.styles import (BASE_FILL, COMP_FILL, LEVEL_FILLS, NUMBER_FORMATS,
                                         TONE_FILLS, WRAP_HEADERS, Palette, Style)
 from perfcmp_core.export.values import python_values
-from perfcmp_core.heap import map_large_blocks, return_free_memory
+from perfcmp_core.heap import return_free_memory
 from perfcmp_core.processes import Worker, start_method
 
 FILE_PREFIX = "performance_comparison_result_"
@@ -370,17 +370,13 @@ def _assemble(skeleton: io.BytesIO, parts: dict[str, Sheet], fh: BinaryIO) -> No
     Memory, on both sides of the fork: each process holds one chunk of rows of the sheet it
     makes (:meth:`SheetXml.add_columns`), the compressed sheets made ahead, and the pages of
     the comparison it touches (copied on write); the freed heap went back before the fork
-    (:func:`_write`) and, from the fork on, large blocks are mapped apart.
+    (:func:`_write`).
     """
     with zipfile.ZipFile(skeleton) as src:
         members = [(info.filename, src.read(info)) for info in src.infolist()]
     theirs = _for_child(parts) if start_method() == "fork" else set()
     child: Worker[list[Deflated]] | None = None
     if theirs:
-        # Each chunk's XML is a few MB; mapped on their own, the freed ones leave no heap that
-        # either process of the pair would copy and keep (:func:`map_large_blocks`). A process
-        # forks this child only where it ends after writing (the headless commands).
-        map_large_blocks()
         jobs = [(name, xml, parts[name].body) for name, xml in members if name in theirs]
         child = Worker(_deflate_all, jobs, name="perfcmp-xlsx", method="fork")
     try:

@@ -18,6 +18,7 @@ from itertools import islice
 from typing import Callable, Generator, Iterator
 
 from .compare import STEPS, Absent, Context, Outcome, Step, declare, summary_step
+from .compare.optree import derived_forgotten
 from .compare.result import Table
 from .events import Event, Finished, Loaded, Phase, Planned, Skipped, SummaryReady, TableReady
 from .heap import return_free_memory
@@ -131,11 +132,13 @@ def _started(steps: list[Step], ctx: Context, nice: int) -> list[tuple[tuple[str
 
 
 def _run_beside(steps: list[Step], ctx: Context) -> list[Ran]:
-    """:func:`_run_steps` in the worker beside: what its steps cached on the context (the
-    operator match, ≈ 110 MB on the 32×92 NPU Db pair) is dropped and the heap trimmed before the
-    results are sent, which is when this worker holds the most (its results and their pickle)."""
+    """:func:`_run_steps` in the worker beside: what its steps cached on the context and derived
+    from the profiles (the operator match and the op forests, ≈ 110 + 68 MB on the 32×92 NPU Db
+    pair) is dropped and the heap trimmed before the results are sent, while this worker and
+    this process both hold them."""
     before = set(ctx.cache)
-    out = _run_steps(steps, ctx)
+    with derived_forgotten():
+        out = _run_steps(steps, ctx)
     for key in set(ctx.cache) - before:
         del ctx.cache[key]
     return_free_memory()

@@ -356,3 +356,23 @@ def test_the_worker_beside_drops_what_its_steps_cached_before_sending(monkeypatc
         assert tables and len(a.outcome) == len(b.outcome)
         for x, y in tables:
             pd.testing.assert_frame_equal(x.data, y.data)
+
+
+def test_the_worker_beside_forgets_the_forests_it_derived() -> None:
+    """The op forests its steps derived from the profiles (cached per profile for the app's
+    drill-downs) are forgotten before its results are sent; a forest derived before stays."""
+    from perfcmp_core.compare import Context, optree
+    from perfcmp_core.load import load_profile
+
+    base = load_profile(str(FIX / "npu_text/base_ascend_pt"), LoadOptions(use_cache=False))
+    comp = load_profile(str(FIX / "npu_text/comp_ascend_pt"), LoadOptions(use_cache=False))
+    kept = optree.forest_of(base)
+    steps = [s for s in STEPS if s.name in ("operators / modules", "MemoryCompare")]
+    pipeline._run_beside(steps, Context(base, comp, CompareOptions()))
+    assert set(optree._CACHE[id(base)][1]) == {"forest"}
+    assert id(comp) not in optree._CACHE or not optree._CACHE[id(comp)][1]
+    assert optree.forest_of(base).parent is kept.parent  # the one derived before, not made again
+    with optree.derived_forgotten():
+        optree.forest_of(comp)
+        assert "forest" in optree._CACHE[id(comp)][1]
+    assert not optree._CACHE[id(comp)][1]

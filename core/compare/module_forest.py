@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..load.common import per_distinct
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
@@ -72,11 +73,10 @@ def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, np.r_[lo[1:], len(keys)]
 
 
-def per_distinct(values: np.ndarray, text: Callable[[pd.Series], pd.Series]) -> np.ndarray:
-    """``text`` of every value, computed once per distinct value (module paths repeat every
-    step), each distinct result one object shared by its rows."""
-    codes, distinct = pd.factorize(values)
-    return text(pd.Series(distinct, dtype=object)).to_numpy(dtype=object)[codes]
+def _per_path(paths: np.ndarray, text: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """``text`` of each module path, made once per distinct path (paths repeat every step) and
+    shared by its rows."""
+    return per_distinct(pd.Series(paths, dtype=object), text).to_numpy(dtype=object)
 
 
 def _classes(paths: pd.Series) -> pd.Series:
@@ -332,8 +332,8 @@ def build_side(profile: Profile, label: str, op_keys: PairingKeys) -> ModuleSide
     # Roots hang off the synthetic forward (id n) and backward (id n + 1) roots.
     tree_parent = np.where(forest.parent >= 0, forest.parent, np.where(np.arange(n) >= nf, n + 1, n))
     child_ptr, child_idx = children_csr(np.concatenate([tree_parent, [-1, -1]]))
-    return ModuleSide(path=forest.path, shown=per_distinct(forest.path, _displays),
-                      cls=per_distinct(forest.path, _classes), depth=forest.depth, start=start,
+    return ModuleSide(path=forest.path, shown=_per_path(forest.path, _displays),
+                      cls=_per_path(forest.path, _classes), depth=forest.depth, start=start,
                       self_ns=self_ns, total_ns=_subtree_sums(self_ns, forest.parent, forest.depth),
                       stack=stack, child_ptr=child_ptr, child_idx=child_idx, name=names,
                       op_name=ops["name"].to_numpy(dtype=object)[top_rows], op_key=op_keys.key[top_rows],

@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..compat import one_text
+from ..load.common import per_distinct
 from ..model import Profile
 from ..options import CompareOptions
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
 from .kernel_rows import SUMMARY, Coded, KernelRows, offsets
-from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side, per_distinct
+from .module_forest import BACKWARD_PREFIX, ModuleSide, build_side
 from .names import BY_POSITION, matched_as, pairing_keys, side_keys
 from .operators import MATCHED_AS, take_rows
 from .optree import children_csr, preorder, subtree_sizes, tree_levels
@@ -580,7 +581,8 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     bstack, cstack = np.asarray(b.stack, dtype=object), np.asarray(c.stack, dtype=object)
     df = pd.DataFrame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
-        "module": per_distinct(own, lambda s: s.str.replace("nn.Module:", "", regex=False).str.strip()),
+        "module": per_distinct(pd.Series(own, dtype=object),
+                              lambda s: s.str.replace("nn.Module:", "", regex=False).str.strip()).to_numpy(dtype=object),
         "step": step_labels(np.where(hb, steps[0][bi] if len(steps[0]) else -1, -1),
                              np.where(hc, steps[1][ci] if len(steps[1]) else -1, -1)),
         "base_self": np.where(hb, b.self_ns[bi], 0) / _US, "base_total": np.where(hb, b.total_ns[bi], 0) / _US,

@@ -194,12 +194,35 @@ def test_heavy_shape_reduces_as_megatron_does(heavy: Path) -> None:
 
 
 def test_heavy_text_and_db_describe_the_same_run(heavy: Path) -> None:
+    """The same tables, and the same call stack on every op: the Text export's ``Call stack`` and
+    the Db's ``PYTORCH_CALLCHAINS`` (which the default shape's Db, like the committed fixtures',
+    does not have)."""
     text = load_profile(str(heavy / "npu_text" / "base_ascend_pt"), LoadOptions(use_cache=False))
     db = load_profile(str(heavy / "npu_db" / "base_ascend_pt"), LoadOptions(use_cache=False))
     for table in ("ops", "kernels", "comm_ops", "comm_tasks", "memory", "op_memory", "pyfuncs"):
         assert len(getattr(text, table)) == len(getattr(db, table)), table
     assert text.kernels["dur_ns"].sum() == db.kernels["dur_ns"].sum()
+    assert text.ops["call_stack"].str.replace("\r\n", "\n").tolist() == db.ops["call_stack"].tolist()
     stacks = [e["args"]["Call stack"] for e in json.loads(
         (heavy / "npu_text" / "base_ascend_pt" / OUT / "trace_view.json").read_text()) if e.get("cat") == "cpu_op"]
     assert all("megatron/training/training.py(1460): train" in s for s in stacks)
     assert all(s.endswith("train.py(140): <module>") for s in stacks)
+    db_file = heavy / "npu_db" / "base_ascend_pt" / OUT / "ascend_pytorch_profiler_0.db"
+    con = sqlite3.connect(f"{db_file.as_uri()}?mode=ro", uri=True)
+    try:  # one chain per op, a row per frame
+        chains = con.execute("SELECT COUNT(DISTINCT callchainId) FROM PYTORCH_API WHERE type = 50001").fetchone()[0]
+        frames = con.execute("SELECT COUNT(*) FROM PYTORCH_CALLCHAINS").fetchone()[0]
+    finally:
+        con.close()
+    assert chains == len(stacks)
+    assert frames == sum(s.count(";\r\n") + 1 for s in stacks)
+
+
+def test_default_shape_db_has_no_call_chains(pair: Path) -> None:
+    db = pair / "npu_db" / "base_ascend_pt" / OUT / "ascend_pytorch_profiler_0.db"
+    con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        con.close()
+    assert "PYTORCH_CALLCHAINS" not in tables

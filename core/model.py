@@ -64,7 +64,7 @@ KERNELS: Schema = {
     "is_comm": BOOL,  # NCCL kernel (GPU) or HCCL op/task (NPU); an HCCL op row has task_type "" and covers its tasks
     "in_trace": BOOL,  # present on the device timeline (GPU kernel events, NPU Ascend Hardware, Db TASK)
     "has_details": BOOL,  # a kernel_details.csv row / Db COMPUTE_TASK_INFO row describes it
-    "task_id": STR,
+    "task_id": I64,  # NPU `Task Id` / `Task ID` (Text), TASK globalTaskId (Db); -1 when absent (GPU, HCCL ops)
     "aicore_us": F64,  # PMU `aicore_time(us)` (Db: aic_total_time), NaN if absent/N/A
     "mac_us": F64,  # PMU `mac_time(us)` or `aic_mac_time(us)`
     "mte2_us": F64,  # PMU `aic_mte2_time(us)`

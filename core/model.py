@@ -393,6 +393,11 @@ class Profile:
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in SCHEMAS}
 
+    def nbytes(self) -> int:
+        """What its tables' columns hold (an object column: its pointers, not the texts, which
+        repeat): how large the profile is to send or to hold twice."""
+        return int(sum(t.memory_usage(index=False, deep=False).sum() for t in self.tables().values()))
+
     def check(self) -> None:
         """Validate every table against its schema (cheap; used by tests and ``--debug``)."""
         for name, schema in SCHEMAS.items():

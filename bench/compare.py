@@ -113,19 +113,31 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _pss_kb(pid: int) -> int:
+def rollup_kb(pid: int) -> tuple[int, int] | None:
+    """(PSS, private) of a process in KB from ``/proc/PID/smaps_rollup`` — on old kernels without
+    it, the RSS from ``statm`` for both; None once the process has gone."""
+    pss = private = 0
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
             for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1])
+                key, _, rest = line.partition(b":")
+                if key == b"Pss":
+                    pss = int(rest.split()[0])
+                elif key in (b"Private_Clean", b"Private_Dirty"):
+                    private += int(rest.split()[0])
+        return pss, private
     except (OSError, ValueError):
         pass
-    try:  # no smaps_rollup (old kernels): RSS from statm
+    try:
         with open(f"/proc/{pid}/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * _PAGE // 1024
+            rss = int(fh.read().split()[1]) * _PAGE // 1024
+        return rss, rss
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
+
+
+def _pss_kb(pid: int) -> int:
+    return (rollup_kb(pid) or (0, 0))[0]
 
 
 def measure(cmd: list[str], env: dict[str, str], log: Path, sample: bool = False,

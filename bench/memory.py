@@ -21,23 +21,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare import _tree  # noqa: E402  (the process tree, as the side-by-side benchmark reads it)
+from compare import _tree, rollup_kb  # noqa: E402  (the process tree and its memory, as the side-by-side benchmark reads them)
 
 
 def rollup(pid: int) -> tuple[int, int] | None:
     """(PSS, private) of a process in MB, None once it has gone."""
-    pss = private = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                key, _, rest = line.partition(b":")
-                if key == b"Pss":
-                    pss = int(rest.split()[0])
-                elif key in (b"Private_Clean", b"Private_Dirty"):
-                    private += int(rest.split()[0])
-    except (OSError, ValueError):
-        return None
-    return pss // 1024, private // 1024
+    kb = rollup_kb(pid)
+    return None if kb is None else (kb[0] // 1024, kb[1] // 1024)
 
 
 def main() -> int:

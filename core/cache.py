@@ -79,8 +79,9 @@ from .options import LoadOptions
 if TYPE_CHECKING:  # the loaders call the cache; at run time it needs only a Source's fields
     from .load.detect import Source
 
-#: Bump when the on-disk layout changes (3: ``.npz`` entries; 4: the mapped columnar file).
-FORMAT = 4
+#: Bump when the on-disk layout changes (3: ``.npz`` entries; 4: the mapped columnar file; 5:
+#: ``kernels.task_id`` int64).
+FORMAT = 5
 #: Default size bound of the whole cache directory.
 MAX_BYTES = 2 * 1024**3
 #: Inputs modified this recently are not cached (see the module docstring).

@@ -114,6 +114,16 @@ def factorize_text(values: Any, use_na_sentinel: bool = True) -> tuple[np.ndarra
     return codes, uniques
 
 
+def string_objects(column: pd.Series) -> pd.Series:
+    """A pandas string column (what pandas 3 infers from text in object arrays, pyarrow-backed
+    where pyarrow is installed) as ``object``: each distinct text one ``str``, a missing value
+    ``None`` as before (a writer still tells it from ""), index and name kept."""
+    codes, uniques = factorize_text(column)
+    values = np.append(uniques, one_text(""))  # the extra cell stands for code -1 …
+    values[-1] = None  # … which is missing
+    return pd.Series(values[codes], index=column.index, dtype=object, name=column.name)
+
+
 def unique_text(values: Any) -> np.ndarray:
     """``pd.unique`` of a text column (order of first appearance, missing values kept), exact for
     texts holding a NUL character on every pandas line."""

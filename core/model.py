@@ -64,7 +64,7 @@ KERNELS: Schema = {
     "is_comm": BOOL,  # NCCL kernel (GPU) or HCCL op/task (NPU); an HCCL op row has task_type "" and covers its tasks
     "in_trace": BOOL,  # present on the device timeline (GPU kernel events, NPU Ascend Hardware, Db TASK)
     "has_details": BOOL,  # a kernel_details.csv row / Db COMPUTE_TASK_INFO row describes it
-    "task_id": STR,
+    "task_id": I64,  # NPU `Task Id` / `Task ID` (Text), TASK globalTaskId (Db); -1 when absent (GPU, HCCL ops)
     "aicore_us": F64,  # PMU `aicore_time(us)` (Db: aic_total_time), NaN if absent/N/A
     "mac_us": F64,  # PMU `mac_time(us)` or `aic_mac_time(us)`
     "mte2_us": F64,  # PMU `aic_mte2_time(us)`
@@ -392,6 +392,11 @@ class Profile:
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in SCHEMAS}
+
+    def nbytes(self) -> int:
+        """What its tables' columns hold (an object column: its pointers, not the texts, which
+        repeat): how large the profile is to send or to hold twice."""
+        return int(sum(t.memory_usage(index=False, deep=False).sum() for t in self.tables().values()))
 
     def check(self) -> None:
         """Validate every table against its schema (cheap; used by tests and ``--debug``)."""

@@ -182,6 +182,9 @@ def _step_events(steps: list[Step], ctx: Context,
                 here = [s for s in steps[i:] if not s.beside and s.name not in done]
                 done.update(zip((s.name for s in here), _run_steps(here, ctx)))
                 meanwhile()
+                # This process's steps are done: what they freed goes back before the wait, in
+                # which the worker beside reaches its largest (the run's peak of memory).
+                return_free_memory()
                 names, later = next((names, later) for names, later in beside if step.name in names)
                 done.update(zip(names, later()))
             else:

@@ -226,3 +226,19 @@ dependencies = [
     assert "pandas==2.2" in pins and "numpy==1.26" in pins
     with pytest.raises(SystemExit):
         lowest.pins('[project]\ndependencies = [\n    "pandas",\n]\n')
+
+
+def test_result_tables_hold_text_as_object_whatever_pandas_infers() -> None:
+    """pandas 3 makes its own string dtype of text given as object arrays (pyarrow-backed where
+    pyarrow is installed); a result Table keeps such columns as ``object``, each distinct text one
+    object, with the values unchanged (a missing one None, as a writer reads it)."""
+    from perfcmp_core.compare.result import Column, Table
+
+    names = np.array(["aten::mm", "aten::add", "aten::mm", None, "aten::add"], dtype=object)
+    data = pd.DataFrame({"name": names, "us": np.arange(5, dtype="float64")})
+    table = Table("T", (Column("name", "Name"), Column("us", "Time")), data, (0, 0), (1, 1))
+    column = table.data["name"]
+    assert column.dtype == object
+    assert column.tolist() == ["aten::mm", "aten::add", "aten::mm", None, "aten::add"]
+    assert len({id(v) for v in column if v is not None}) == 2
+    assert table.data["us"].dtype == "float64"

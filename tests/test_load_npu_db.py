@@ -232,7 +232,7 @@ def test_kernels_join_tasks_compute_info_pmu_and_comm_ops(full_db: Path) -> None
                                          False, False, False, True]
     assert k["is_comm"].tolist() == [False] * 6 + [True] * 3 + [False, False] + [True] * 3 + [False]
     assert k["in_trace"].all()  # HCCL ops count as device work, like the Text loader's
-    assert k["task_id"].tolist() == ["6", "1", "2", "5", "3", "4", "", "7", "8", "9", "10", "", "11", "12", "13"]
+    assert k["task_id"].tolist() == [6, 1, 2, 5, 3, 4, -1, 7, 8, 9, 10, -1, 11, 12, 13]
     assert k["input_shapes"].tolist()[1:3] == ["8,16;16,8", "8,8;8,8"]
     assert k["input_dtypes"].tolist()[1] == "FLOAT16;FLOAT16"
     assert k["step"].tolist() == [1] * 9 + [2] * 5 + [-1]
@@ -754,7 +754,7 @@ def test_tasks_joined_and_pmu_pivoted_in_numpy_load_like_sql(which: str, tmp_pat
     _profiles_equal(here, load_profile(str(path), opts))
     if which == "pmu reals, two rows of a metric":  # task 1: aic_total_time 450 and 450.5, mte2 120.25
         k = here.kernels.set_index("task_id")
-        assert k.loc["1", "aicore_us"] == 0.4505 and k.loc["1", "mte2_us"] == 0.12025
+        assert k.loc[1, "aicore_us"] == 0.4505 and k.loc[1, "mte2_us"] == 0.12025
 
 
 @pytest.mark.parametrize("which", [*_JOIN_VARIANTS, "inline-text", "real-in-int",

@@ -335,7 +335,7 @@ def test_device_tasks_flows_and_kernel_steps(tmp_path: Path) -> None:
                                            "EVENT_WAIT_SQE", "SDMA"]
     # Stream: "Stream Id", else "Physic Stream Id" (SDMA), else the Stream N thread (Notify Wait).
     assert k["stream"].tolist() == [3, 3, 3, 4, 3, 6, -1, 6, -1, 4, -1, 3, 3]
-    assert k["task_id"].tolist()[:6] == ["11", "18", "12", "13", "14", "21"]
+    assert k["task_id"].tolist()[:6] == [11, 18, 12, 13, 14, 21]
     # Flows: f on the task's (pid, tid, ts); HostToDevice and lone/dangling flows link nothing;
     # K1's flowless twin shares K1's flow through their connection_id.
     assert k["link"].tolist() == [1001, 1001, 1002, -1, -1, -1, 1004, -1, -1, 1003, -1, 1007, -1]
@@ -428,12 +428,12 @@ def test_kernel_details_merge_quirks_and_unmatched_rows(tmp_path: Path) -> None:
         hccl = by_name(k, name)
         assert hccl["in_trace"] and hccl["is_comm"] and hccl["has_details"]
         assert (hccl["core"], hccl["op_type"], hccl["dur_ns"], hccl["step"]) == ("HCCL", op_type, dur, 5)
-        assert (hccl["stream"], hccl["task_id"], hccl["input_shapes"], hccl["input_dtypes"]) == (-1, "", "", "")
+        assert (hccl["stream"], hccl["task_id"], hccl["input_shapes"], hccl["input_dtypes"]) == (-1, -1, "", "")
         assert math.isnan(hccl["aicore_us"]) and math.isnan(hccl["mac_us"])
     assert by_name(k, "hcom_allReduce__123_0_1")["op_row"] == 4
     ghost = by_name(k, "aclnnGhost_Ghost")
     assert not ghost["in_trace"] and ghost["dur_ns"] == 0 and ghost["start_ns"] == ns(99000)
-    assert (ghost["stream"], ghost["task_id"], ghost["step"], ghost["op_row"]) == (3, "77", 5, -1)
+    assert (ghost["stream"], ghost["task_id"], ghost["step"], ghost["op_row"]) == (3, 77, 5, -1)
     assert not by_name(k, "EVENT_WAIT_SQE")["has_details"]
     assert any("without a Duration(us)" in n.text for n in p.meta.notes)
     assert any("1 of 6 row(s) match no Ascend Hardware task" in n.text for n in p.meta.notes)
@@ -726,7 +726,7 @@ def test_real_kernel_details_older_layout_with_na(tmp_path: Path) -> None:
     assert not p.meta.has_pmu  # aicore_time/aiv_time but neither mac_time nor aiv_vec_time
     hccl = k[k["core"] == "HCCL"]
     assert len(hccl) == sum(r["Accelerator Core"] == "HCCL" for r in rows) == 19
-    assert hccl["is_comm"].all() and (hccl["stream"] == -1).all() and (hccl["task_id"] == "").all()
+    assert hccl["is_comm"].all() and (hccl["stream"] == -1).all() and (hccl["task_id"] == -1).all()
     assert (hccl["input_shapes"] == "").all() and hccl["aicore_us"].isna().all()
     bcast = k[k["name"] == "hcom_broadcast__445_0"].iloc[0]
     assert (bcast["op_type"], bcast["start_ns"], bcast["dur_ns"]) == ("hcom_broadcast_", 1699529622793969500, 308926680)
@@ -778,9 +778,9 @@ def test_real_kernel_details_rows_join_the_task_they_describe(run: str) -> None:
                         & (described["start_ns"] == int(r["Start Time(us)"].strip().replace(".", "")))]
         assert len(row) == 1 and not row["is_comm"].iloc[0]
         assert row["stream"].iloc[0] == e["args"]["Physic Stream Id"] == e["tid"]
-        assert row["task_id"].iloc[0] == str(e["args"]["Task Id"])
+        assert row["task_id"].iloc[0] == e["args"]["Task Id"]
         if "Stream ID" in r:
-            assert str(e["args"]["Physic Stream Id"]) == r["Stream ID"] and row["task_id"].iloc[0] == r["Task ID"]
+            assert str(e["args"]["Physic Stream Id"]) == r["Stream ID"] and str(row["task_id"].iloc[0]) == r["Task ID"]
     ops = {e["name"]: e for e in events if e.get("ph") == "X" and e.get("pid") == hccl_pid and e["tid"] == 0}
     for r in hccl:
         row = described[described["name"] == r["Name"]].iloc[0]

@@ -385,7 +385,7 @@ def test_npu_kernel_details_format():
         "fwdbwd": [],
     }
     base = build(spec, kind="npu_text")
-    base.kernels["task_id"] = ["11", ""]
+    base.kernels["task_id"] = [11, -1]
     base.kernels["task_type"] = ["AI_CORE", ""]
     base.kernels["input_shapes"] = ["8,16;16,32", ""]
     res, _ = compare_modules(base, build(spec), CompareOptions())

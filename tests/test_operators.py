@@ -251,7 +251,7 @@ def test_subtree_gather_is_each_ops_subtree_items(fixture: str) -> None:
         if not profile.meta.is_npu:
             return f"{k['name'].iat[r]} [duration: {float(k['dur_ns'].iat[r]) / 1000.0!r}]\n"
         shapes = k["input_shapes"].iat[r]
-        return (f"{k['name'].iat[r]}, {k['task_id'].iat[r] or 'None'}, {k['task_type'].iat[r] or 'None'}"
+        return (f"{k['name'].iat[r]}, {k['task_id'].iat[r] if k['task_id'].iat[r] >= 0 else 'None'}, {k['task_type'].iat[r] or 'None'}"
                 f"{f', [input shapes: {shapes}]' if shapes else ''} [duration: {float(k['dur_ns'].iat[r]) / 1000.0!r}]\n")
 
     b = det.data["_base_row"].to_numpy()
@@ -262,7 +262,7 @@ def test_subtree_gather_is_each_ops_subtree_items(fixture: str) -> None:
 def test_npu_kernel_details_format() -> None:
     p = make_profile(ops=[("aten::mm", 1, 0, 100, -1, 0)], kernels=[("MatMulV2", 0, 30), ("hcom_allReduce_", 0, 5)],
                      kind="npu_text")
-    p.kernels["task_id"] = ["11", ""]
+    p.kernels["task_id"] = [11, -1]
     p.kernels["task_type"] = ["AI_CORE", ""]
     p.kernels["input_shapes"] = ["8,16;16,32", ""]
     _, tables = compare_operators(p, p, CompareOptions())

@@ -328,12 +328,13 @@ def _kernel_table() -> Table:
     from perfcmp_core.compare.kernel_rows import LAUNCH, Coded, KernelRows, offsets
 
     names = (["MatMulV2", "hcom_allReduce_"] + [f"Add\t{i % 7}" if i % 11 else f"Mul\r{i}" for i in range(300)])
-    ids = ["11", ""] + [str(100 + i) if i % 5 else "" for i in range(300)]
+    ids = [11, -1] + [100 + i if i % 5 else -1 for i in range(300)]
     types = ["AI_CORE", ""] + ["AI_VECTOR_CORE" if i % 3 else "" for i in range(300)]
     shapes = ["8,16;16,32", ""] + ["" if i % 4 else "4,4" for i in range(300)]
     kernels = KernelRows(LAUNCH, offsets(np.array([2, 0, 300])), Coded.of(np.array(names, dtype=object)),
                          np.ones(302, dtype="int64"), np.arange(302, dtype="int64") * 250 + 1000,
-                         tuple(Coded.of(np.array(v, dtype=object)) for v in (ids, types, shapes)))
+                         (np.array(ids, dtype="int64"),
+                          *(Coded.of(np.array(v, dtype=object)) for v in (types, shapes))))
     data = pd.DataFrame({"name": ["aten::mm", "aten::zero_", "aten::add"]})
     return Table("OperatorCompare", (NAME, Column("details", "Kernel Details", "base", "text")), data,
                  (0, 1), (1, 1), children={"details": kernels})

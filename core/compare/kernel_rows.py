@@ -6,7 +6,7 @@ The reference writes each row's kernels into one text cell, one line per kernel 
 On the 8× GPU pair those cells hold 44 MB across 1,560 rows, up to 290,000 characters in one.
 A table keeps them instead as a :class:`KernelRows` child table per side — for each table row a
 slice of entries, each a kernel name (a code into a dictionary), a count, a total duration and,
-for NPU launches, the task id, task type and input shapes (codes too) — and the reference's text
+for NPU launches, the task id (an integer) and the task type and input shapes (codes too) — and the reference's text
 is rendered from it only where text is read: the workbook, ``--json`` and the view's CSV (whole
 columns, :meth:`~.result.Table.values`), and the screens (the rows drawn, the row in full). The
 `K` drill-down (:mod:`.kernel_drill`) groups the entries by name without any text.
@@ -59,8 +59,8 @@ class KernelRows:
 
     Row ``r`` of the table owns entries ``[ptr[r], ptr[r + 1])``, in the order its cell lists
     them. ``count`` (int32) is 1 for a launch; ``dur_ns`` (int64) the entry's (summed) device
-    time. ``task`` holds the task id, task type and input shapes of NPU launches (None on GPU and
-    for summaries).
+    time. ``task`` holds the task id (int64, -1: none), task type and input shapes of NPU
+    launches (None on GPU and for summaries).
     """
 
     style: Style
@@ -68,7 +68,7 @@ class KernelRows:
     name: Coded
     count: np.ndarray
     dur_ns: np.ndarray
-    task: tuple[Coded, Coded, Coded] | None = None
+    task: tuple[np.ndarray, Coded, Coded] | None = None
 
     @property
     def rows(self) -> int:
@@ -87,7 +87,7 @@ class KernelRows:
         idx, counts = self.entries(source)
         return KernelRows(self.style, offsets(counts), self.name.pick(idx), self.count[idx],
                           self.dur_ns[idx], None if self.task is None else
-                          tuple(c.pick(idx) for c in self.task))  # type: ignore[arg-type]
+                          (self.task[0][idx], self.task[1].pick(idx), self.task[2].pick(idx)))
 
     def lines(self, entries: np.ndarray) -> np.ndarray:
         """The reference's line (ending in ``\\n``) of each entry: object array of str."""
@@ -104,17 +104,15 @@ class KernelRows:
         if self.task is None:
             return name + tail
         task_id, task_type, shapes = self.task
-        # Task ids are nearly all distinct, so they are read per entry, not per dictionary value:
-        # the workbook renders a chunk of rows at a time, and the dictionary is the whole table's.
-        ids = task_id.text(entries)
-        ids = np.where(ids == "", "None", ids)
+        # Task ids are nearly all distinct: each entry's is written as it is read.
+        ids = [str(i) if i >= 0 else "None" for i in task_id[entries].tolist()]
         types = np.where(task_type.values == "", "None", task_type.values)[task_type.codes[entries]]
         shape_part = np.where(shapes.values == "", "", ", [input shapes: " + shapes.values + "]")
         # One f-string per line: task ids are nearly all distinct, and one pass over Python lists
         # costs half of chained object-array additions.
         out = np.empty(len(entries), dtype=object)
         out[:] = [f"{n}, {i}, {t}{s}{e}" for n, i, t, s, e in zip(
-            name.tolist(), ids.tolist(), types.tolist(), shape_part[shapes.codes[entries]].tolist(), tail.tolist())]
+            name.tolist(), ids, types.tolist(), shape_part[shapes.codes[entries]].tolist(), tail.tolist())]
         return out
 
     def render(self, rows: np.ndarray) -> np.ndarray:
@@ -128,7 +126,7 @@ class KernelRows:
         once (on GPU a kernel's line repeats with every launch of the same duration)."""
         parts = [self.name.codes, self.count, self.dur_ns]
         if self.task is not None:
-            parts += [c.codes for c in self.task]
+            parts += [self.task[0], self.task[1].codes, self.task[2].codes]
         if not len(self.dur_ns):
             return np.zeros(0, dtype="int64"), np.zeros(0, dtype=object)
         _, first, inverse = np.unique(np.stack(parts, axis=1), axis=0, return_index=True, return_inverse=True)
@@ -180,8 +178,8 @@ def launches(profile: Profile, counts: np.ndarray, kernel_rows: np.ndarray) -> K
     k = profile.kernels
     task = None
     if profile.meta.is_npu:
-        task = tuple(Coded.of(k[c].to_numpy(dtype=object)[kernel_rows])
-                     for c in ("task_id", "task_type", "input_shapes"))
+        task = (k["task_id"].to_numpy(dtype="int64")[kernel_rows],
+                *(Coded.of(k[c].to_numpy(dtype=object)[kernel_rows]) for c in ("task_type", "input_shapes")))
     return KernelRows(LAUNCH, offsets(counts), Coded.of(k["name"].to_numpy(dtype=object)[kernel_rows]),
                       np.ones(len(kernel_rows), dtype="int32"),
                       k["dur_ns"].to_numpy(dtype="int64")[kernel_rows], task)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from ..compat import as_text
 from ..model import Profile
 from ..options import CompareOptions
 from ..timeline import innermost, thread_key
-from .kernel_rows import float_text
+from .kernel_rows import float_text, join_runs
 from .operators import MATCHED_AS, OperatorMatch, grouped, match_operators, rank_rows, side_text, take_rows
 from .optree import Items, OpForest
 from .result import Column, Table, diff, ratio
@@ -143,6 +143,10 @@ def detail_lines(records: pd.DataFrame, is_npu: bool) -> np.ndarray:
     return out
 
 
+#: Table rows whose ``Allocated Details`` are made together (:meth:`_SideMemory.details`).
+_DETAIL_CHUNK = 8192
+
+
 class _SideMemory:
     """One side's records indexed on its op forest, with subtree sums per op."""
 
@@ -162,9 +166,17 @@ class _SideMemory:
                                                           minlength=n).round().astype("int64"))
 
     def details(self, rows: np.ndarray) -> list[str]:
-        """Concatenated subtree ``Allocated Details`` lines per op row ("" without records)."""
-        lines = detail_lines(self.records, self.forest.profile.meta.is_npu)
-        return self.forest.subtree_texts(self.items, rows, lines).tolist()
+        """Concatenated subtree ``Allocated Details`` lines per op row ("" without records).
+
+        Made a chunk of rows at a time, each chunk's lines from its own records: every record's
+        line at once (five text parts per record, then the line) was the largest moment of the
+        worker that runs this step."""
+        out: list[str] = []
+        is_npu = self.forest.profile.meta.is_npu
+        for lo in range(0, len(rows), _DETAIL_CHUNK):
+            picked, counts = self.forest.subtree_gather(self.items, rows[lo:lo + _DETAIL_CHUNK])
+            out += join_runs(detail_lines(self.records.iloc[picked], is_npu), counts).tolist()
+        return out
 
 
 def _absent(label: str, profile: Profile) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..load.common import per_distinct
+from ..text_codes import first_seen_codes
 from ..model import Profile
 from ..timeline import innermost, nest, thread_key
 from .names import PairingKeys
@@ -47,13 +48,27 @@ BACKWARD_PREFIX = "[ BACKWARD ]"
 
 
 def _paths(names: np.ndarray, parent: np.ndarray, depth: np.ndarray, sep: str, root: str) -> np.ndarray:
-    """``parent path + sep + name`` for every node (``root + name`` at depth 0), level by level."""
-    out = np.empty(len(names), dtype=object)
+    """``parent path + sep + name`` for every node (``root + name`` at depth 0), level by level.
+
+    Each distinct (parent path, name) is joined once and its rows share that one ``str``: a
+    training profile calls the same modules every step (683 distinct paths in 65,780 frames of
+    the 32 × 92 pair), and a new string per frame was ≈ 10 MB per side in every process that
+    holds the module sides."""
+    n = len(names)
+    name_code, name_text = first_seen_codes(np.asarray(names, dtype=object))
+    code = np.full(n, -1, dtype="int64")  # each node's path, as a position in ``texts``
+    texts: list[str] = []
     for d in range(int(depth.max()) + 1 if len(depth) else 0):
         rows = np.flatnonzero(depth == d)
-        prefix = np.full(len(rows), root, dtype=object) if d == 0 else out[parent[rows]] + sep
-        out[rows] = prefix + names[rows]
-    return out
+        up = np.full(len(rows), -1, dtype="int64") if d == 0 else code[parent[rows]]
+        pairs, first, inverse = np.unique((up + 1) * len(name_text) + name_code[rows],
+                                          return_index=True, return_inverse=True)
+        ups, nms = up[first].tolist(), name_code[rows][first].tolist()
+        code[rows] = len(texts) + inverse.reshape(-1)
+        texts += [(root if u < 0 else texts[u] + sep) + name_text[m] for u, m in zip(ups, nms)]
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out[code] if n else np.empty(0, dtype=object)
 
 
 def _subtree_sums(values: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
@@ -196,7 +211,8 @@ def _backward_frames(profile: Profile, fwd: pd.DataFrame, fkey: np.ndarray, fpar
         return empty
     rows = pairs["op"].to_numpy()
     df = pd.DataFrame({
-        "name": BACKWARD_PREFIX + pd.Series(fpath[pairs["mod"].to_numpy()], dtype=object),
+        "name": per_distinct(pd.Series(fpath[pairs["mod"].to_numpy()], dtype=object),
+                             lambda paths: BACKWARD_PREFIX + paths).to_numpy(dtype=object),
         "pid": ops["pid"].to_numpy()[rows], "tid": ops["tid"].to_numpy()[rows],
         "start": ops["start_ns"].to_numpy()[rows], "end": ops["end_ns"].to_numpy()[rows],
         "skey": pairs["skey"].to_numpy(),

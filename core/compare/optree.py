@@ -29,7 +29,6 @@ import numpy as np
 
 from ..model import Profile
 from ..timeline import thread_groups
-from .kernel_rows import join_runs
 
 #: Kernel task types that never count as operator device time (the reference ignores memsets).
 UNCOUNTED_TASK_TYPES = ("gpu_memset",)
@@ -93,12 +92,6 @@ class OpForest:
         group = np.repeat(np.arange(len(rows)), counts)
         pos = np.arange(len(group)) + np.repeat(lo - first, counts)
         return items.rows[pos[np.lexsort((pos, self.depth[items.op[pos]], group))]], counts
-
-    def subtree_texts(self, items: Items, rows: np.ndarray, lines: np.ndarray) -> np.ndarray:
-        """Per op row (-1: none), the ``lines`` of its subtree's items (``lines[item row]``)
-        concatenated in :meth:`subtree_items` order; "" without items."""
-        picked, counts = self.subtree_gather(items, rows)
-        return join_runs(lines[picked], counts)
 
     def subtree_sum(self, per_op: np.ndarray) -> np.ndarray:
         """Σ of a per-op value over each op's subtree (vectorised prefix-sum difference)."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from ..compat import string_objects
 from ..notes import Note
 
 if TYPE_CHECKING:
@@ -245,6 +246,13 @@ class Table:
     children: dict[str, KernelRows] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # pandas 3 infers its own string dtype for text given as object arrays (backed by pyarrow
+        # where it is installed, and read back as a new ``str`` per cell by every screen and the
+        # workbook): the table holds its text as ``object``, one object per distinct text.
+        inferred = [key for key, dtype in self.data.dtypes.items()
+                    if isinstance(dtype, pd.StringDtype)]  # dtype-neutral: finds the inferred ones
+        if inferred:
+            self.data = self.data.assign(**{key: string_objects(self.data[key]) for key in inferred})
         for key, child in self.children.items():
             if key in self.data.columns or child.rows != len(self.data):
                 raise ValueError(f"{self.name}: child table {key!r} does not fit the rows "

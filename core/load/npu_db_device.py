@@ -32,7 +32,7 @@ def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: 
         parts = pd.concat([parts, pd.DataFrame({
             "name": comm_ops["name"], "op_type": comm_ops["op_type"], "task_type": "", "core": "", "stream": -1,
             "start_ns": comm_ops["start_ns"], "dur_ns": comm_ops["dur_ns"], "input_shapes": "", "input_dtypes": "",
-            "link": comm_ops["link"], "is_comm": True, "in_trace": True, "has_details": False, "task_id": "",
+            "link": comm_ops["link"], "is_comm": True, "in_trace": True, "has_details": False, "task_id": -1,
             "comm_task": False,
         })], ignore_index=True)
     parts = parts.sort_values("start_ns", kind="stable").reset_index(drop=True)
@@ -69,7 +69,7 @@ def _read_tasks(db: Db) -> pd.DataFrame:
     df["comm_task"] = df["is_comm"]  # dropped by frame(); keeps HCCL tasks off their op (see device_kernels)
     df["in_trace"] = True
     gid = df["gid"].to_numpy(dtype="int64")
-    df["task_id"] = np.where(gid >= 0, gid.astype(str), "")  # dtype-neutral: numpy int → text; frame() makes it object
+    df["task_id"] = np.where(gid >= 0, gid, -1)
     pmu = _pmu(db)
     if pmu is not None:
         aligned = pmu.reindex(gid)

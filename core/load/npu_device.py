@@ -60,7 +60,7 @@ def hardware_tasks(ev: Events, layout: Layout) -> Hardware:
         "name": ev.name[rows],
         "task_type": ev.arg_texts(rows, "Task Type"),
         "stream": _stream_ids(ev, rows),
-        "task_id": ev.arg_texts(rows, "Task Id"),
+        "task_id": numbers(ev.arg_values(rows, "Task Id")),
         "start_ns": ev.ts_ns[rows],
         "dur_ns": ev.dur_ns[rows],
         "in_trace": np.ones(len(rows), dtype=bool),

@@ -185,7 +185,7 @@ def read_kernel_details(path: Path, notes: list[Note]) -> KernelDetails:
         "op_type": _op_types(_text(df["Type"]), names, core == "HCCL"),
         "core": core,
         "stream": _float(_optional(df, "Stream ID", "Stream Id")),
-        "task_id": _text(_optional(df, "Task ID", "Task Id")),
+        "task_id": _float(_optional(df, "Task ID", "Task Id")),
         "start_ns": start_ns,
         "dur_ns": np.maximum(_scaled_int(dur_us, 1000, 0), 0),
         "step": _float(_optional(df, "Step Id", "Step ID")),

@@ -9,11 +9,44 @@ profile (and a profile read from the cache gets the codes the cache stored).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+#: From this many cells on, :func:`first_seen_codes` groups the cells by object first.
+BY_OBJECT_MIN = 4096
 
 
 def first_seen_codes(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:
     """Code of every cell (0, 1, … numbered by first appearance) and the distinct values in that
     order.
+
+    The loaders make one object per distinct text and share it between the rows that repeat it
+    (the Db's interned strings, the traces' names), so a column of half a million cells holds a
+    few thousand objects. A large object array is therefore numbered by object first: the cells'
+    object addresses (their identity, while the array holds them) are integers that
+    ``pd.factorize`` numbers in C without touching a string, and only one cell per object is
+    then numbered by text (:func:`_by_text`; two objects with equal texts get one code). Both
+    steps number by first appearance, so the codes are the ones :func:`_by_text` gives the whole
+    column (0.02–0.03 → 0.005–0.014 s for a 500k-row column of a 32×92 Db side).
+    """
+    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
+            and len(values) >= BY_OBJECT_MIN:
+        cells = np.ascontiguousarray(values)
+        try:
+            address = np.frombuffer(cells, dtype=np.intp)
+        except (TypeError, ValueError, BufferError):  # pragma: no cover - numpy exports object arrays
+            return _by_text(values)
+        by_object, _ = pd.factorize(address)
+        # each object's first cell: where the running largest code grows (codes count up from 0
+        # in order of first appearance)
+        seen = np.maximum.accumulate(by_object)
+        first = np.flatnonzero(np.diff(seen, prepend=-1) > 0)
+        codes, distinct = _by_text(cells[first])
+        return codes[by_object], distinct
+    return _by_text(values)
+
+
+def _by_text(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:
+    """:func:`first_seen_codes` cell by cell.
 
     ``map(dict.setdefault, …)`` records each cell's first row in one C-level pass with no Python
     frame per cell, reusing the strings' cached hashes (pd.factorize re-hashes the UTF-8 bytes

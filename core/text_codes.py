@@ -28,21 +28,35 @@ def first_seen_codes(values: np.ndarray | list[object]) -> tuple[np.ndarray, lis
     steps number by first appearance, so the codes are the ones :func:`_by_text` gives the whole
     column (0.02–0.03 → 0.005–0.014 s for a 500k-row column of a 32×92 Db side).
     """
-    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
-            and len(values) >= BY_OBJECT_MIN:
-        cells = np.ascontiguousarray(values)
-        try:
-            address = np.frombuffer(cells, dtype=np.intp)
-        except (TypeError, ValueError, BufferError):  # pragma: no cover - numpy exports object arrays
-            return _by_text(values)
-        by_object, _ = pd.factorize(address)
-        # each object's first cell: where the running largest code grows (codes count up from 0
-        # in order of first appearance)
-        seen = np.maximum.accumulate(by_object)
-        first = np.flatnonzero(np.diff(seen, prepend=-1) > 0)
-        codes, distinct = _by_text(cells[first])
-        return codes[by_object], distinct
-    return _by_text(values)
+    grouped = by_object(values)
+    if grouped is None:
+        return _by_text(values)
+    by_obj, firsts = grouped
+    codes, distinct = _by_text(firsts)
+    return codes[by_obj], distinct
+
+
+def by_object(values: object) -> tuple[np.ndarray, np.ndarray] | None:
+    """A large 1-d object array's cells numbered by object, by first appearance, and each
+    object's first cell (an object array); None for anything else (a small or not an object
+    array), which the caller numbers cell by cell.
+
+    The numbering is exact for any grouping by value: cells holding one object hold one value.
+    The addresses are read while the array holds their objects, so none is reused meanwhile.
+    """
+    if not (isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
+            and len(values) >= BY_OBJECT_MIN):
+        return None
+    cells = np.ascontiguousarray(values)
+    try:
+        address = np.frombuffer(cells, dtype=np.intp)
+    except (TypeError, ValueError, BufferError):  # pragma: no cover - numpy exports object arrays
+        return None
+    numbered, _ = pd.factorize(address)
+    # each object's first cell: where the running largest number grows (numbers count up from 0
+    # in order of first appearance)
+    seen = np.maximum.accumulate(numbered)
+    return numbered, cells[np.flatnonzero(np.diff(seen, prepend=-1) > 0)]
 
 
 def _by_text(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object]]:

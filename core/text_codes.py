@@ -73,3 +73,20 @@ def _by_text(values: np.ndarray | list[object]) -> tuple[np.ndarray, list[object
     number = np.empty(n, dtype=np.int64)
     number[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
     return number[first], list(seen)
+
+
+def among(values: np.ndarray, texts: frozenset[str]) -> np.ndarray:
+    """Which cells of a text column equal one of ``texts`` (``np.isin``'s answer), each distinct
+    object tested once (:func:`by_object`) or, in a small column, each cell by one set look-up.
+
+    Why: ``np.isin`` of an object array compares every cell with every text in Python's
+    comparison; the StepCompare's per-step task-type tests (E2E's task types, the SDMA and
+    event-wait tasks) took a fifth of the steps made in the main process on the 32×92 Db pair.
+    """
+    if values.dtype != object:
+        return np.isin(values, list(texts))
+    grouped = by_object(values)
+    if grouped is None:
+        return np.fromiter(map(texts.__contains__, values), dtype=bool, count=len(values))
+    numbered, firsts = grouped
+    return np.fromiter(map(texts.__contains__, firsts), dtype=bool, count=len(firsts))[numbered]

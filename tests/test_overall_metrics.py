@@ -739,6 +739,20 @@ def test_first_seen_codes_of_a_large_column_group_by_text_not_object() -> None:
     assert first_seen_codes(strided)[0].tolist() == text_codes._by_text(strided)[0].tolist()
 
 
+@pytest.mark.parametrize("size", [5, 3 * 4096])
+def test_among_answers_as_isin(size: int) -> None:
+    """``among`` (each distinct object tested once in a large column, a set look-up per cell in
+    a small one) gives ``np.isin``'s answer, for texts in several objects, None and NaN."""
+    from perfcmp_core.text_codes import among
+
+    pool = np.empty(7, dtype=object)
+    pool[:] = ["SDMA_SQE", "".join(["SDMA_", "SQE"]), "EVENT_WAIT", "", None, float("nan"), "KERNEL_AICORE"]
+    values = pool[np.random.default_rng(5).integers(0, len(pool), size=size)]
+    for texts in (frozenset({"SDMA_SQE", "EVENT_WAIT"}), frozenset({""}), frozenset()):
+        assert among(values, texts).tolist() == np.isin(values, list(texts)).tolist()
+    assert among(np.array(["a", "b"]), frozenset({"b"})).tolist() == [False, True]  # not an object array
+
+
 def test_text_index_matches_and_groups_by_distinct_text() -> None:
     from perfcmp_core.compare.masks import TextIndex
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..compat import as_text, one_text
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
+from ..text_codes import among
 from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
 from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select, table
@@ -91,10 +92,10 @@ def _read_tasks(db: Db, df: pd.DataFrame | None) -> pd.DataFrame:
     df = df[~_containers(df)].reset_index(drop=True)
     df["input_shapes"] = normalise_shapes(df["input_shapes"])
     for col in ("op_type", "core", "input_dtypes"):  # level 0 writes N/A; the model keeps "" (as Text)
-        df[col] = df[col].where(df[col] != NA, "")
-    comm_name = df["comm_name"].where(df["comm_name"] != NA, "")  # level 0 writes no task names
-    name = df["compute_name"].where(df["compute_name"] != "", comm_name)
-    df["name"] = name.where(name != "", df["task_type"])
+        df[col] = df[col].where(~_is(df[col], NA), "")
+    comm_name = df["comm_name"].where(~_is(df["comm_name"], NA), "")  # level 0 writes no task names
+    name = df["compute_name"].where(~_is(df["compute_name"], ""), comm_name)
+    df["name"] = name.where(~_is(name, ""), df["task_type"])
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
     df["has_details"] = df["has_details"].astype(bool)
     df["is_comm"] = df["is_comm"].astype(bool)
@@ -265,6 +266,13 @@ def _least_type_per_task(info: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"gid": gid[first], "comm_name": info["name"][order][first]}
 
 
+def _is(column: pd.Series, *texts: str) -> np.ndarray:
+    """Which cells of a fetched text column are one of ``texts``: tested once per distinct
+    object (:func:`~perfcmp_core.text_codes.among`; the Db's texts are one object per interned
+    string), where comparing every cell of a 486k-row column took 25 ms."""
+    return among(column.to_numpy(dtype=object), frozenset(texts))
+
+
 def _containers(tasks: pd.DataFrame) -> np.ndarray:
     """Mask of the TASK rows that only frame other rows: a task without a context id whose
     (stream, task id) is shared by tasks *with* a context id that start inside its span.
@@ -422,7 +430,7 @@ def communication_tasks(db: Db, tasks: TaskRows, comm_ops: pd.DataFrame, steps: 
         df = q.fetch(_COMM_JOIN)
     df = durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     # Level 0 writes N/A task names; the runtime task type ("Notify Wait", "SDMA") still tells them apart.
-    df["name"] = df["name"].where((df["name"] != NA) & (df["name"] != ""), df["task_type"])
+    df["name"] = df["name"].where(~_is(df["name"], NA, ""), df["task_type"])
     plane = as_text(df["plane_order"]).where(df["plane_order"] >= 0, "")
     return frame(COMM_TASKS, {
         "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
 
+from .text_codes import by_object
+
 #: The installed pandas' (major, minor): for the few switches that cannot be feature-tested.
 PANDAS_VERSION: tuple[int, int] = tuple(int(p) for p in pd.__version__.split(".")[:2])  # type: ignore[assignment]
 
@@ -98,8 +100,24 @@ def factorize_text(values: Any, use_na_sentinel: bool = True) -> tuple[np.ndarra
     Returns ``(codes, uniques)`` with ``uniques`` an ``object`` array in order of first
     appearance, as ``pd.factorize`` gives them. Where the installed pandas is affected (module
     docstring), one ``None`` appended to the array makes pandas pick its generic object hash
-    table, which compares whole strings; the ``None`` is taken off the result again.
+    table, which compares whole strings; the ``None`` is taken off the result again. A large
+    object array is numbered by object first and one cell per object factorised
+    (:func:`~perfcmp_core.text_codes.by_object`): the same codes and uniques (cells holding one
+    object hold one value, and the objects come in their cells' order), without hashing every
+    cell's text.
     """
+    if isinstance(values, (pd.Series, pd.Index)) and values.dtype == object:
+        values = values.to_numpy()
+    grouped = by_object(values)
+    if grouped is not None:  # the cells' distinct objects numbered, one cell per object factorised
+        numbered, firsts = grouped
+        codes, uniques = _factorized(firsts, use_na_sentinel)
+        return codes[numbered], uniques
+    return _factorized(values, use_na_sentinel)
+
+
+def _factorized(values: Any, use_na_sentinel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize_text` cell by cell."""
     if not NUL_TEXTS_COLLIDE:
         codes, uniques = pd.factorize(values, use_na_sentinel=use_na_sentinel)
         return codes, np.asarray(uniques, dtype=object)

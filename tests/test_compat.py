@@ -135,6 +135,26 @@ def test_factorize_text_missing_values_as_pandas_gives_them() -> None:
     assert codes.tolist() == [] and uniques.tolist() == []
 
 
+@pytest.mark.parametrize("use_na_sentinel", [True, False])
+def test_factorize_text_of_a_large_column_as_cell_by_cell(use_na_sentinel: bool) -> None:
+    """A large column is factorised one cell per object (its cells numbered by object first):
+    the codes and uniques are those of the whole column's, with equal texts in different
+    objects, texts apart after a NUL, None and NaN objects among them, and from a Series."""
+    from perfcmp_core import compat, text_codes
+
+    rng = np.random.default_rng(11)
+    pool = np.empty(10, dtype=object)
+    pool[:] = ["a", "b", "a\x00b", "a\x00c", None, float("nan"), float("nan"), "", "".join(["a"]), "k" * 40]
+    values = pool[rng.integers(0, len(pool), size=2 * text_codes.BY_OBJECT_MIN)]
+    expected_codes, expected = compat._factorized(values, use_na_sentinel)
+    for given in (values, pd.Series(values, dtype=object)):
+        codes, uniques = factorize_text(given, use_na_sentinel=use_na_sentinel)
+        assert codes.tolist() == expected_codes.tolist()
+        assert len(uniques) == len(expected)
+        assert all(a is b or (pd.isna(a) and pd.isna(b)) for a, b in zip(uniques, expected))
+    assert "a\x00b" in uniques.tolist() and "a\x00c" in uniques.tolist()
+
+
 def test_nul_probe_matches_this_pandas() -> None:
     """The import-time probe says what plain ``pd.factorize`` does here."""
     codes, _ = pd.factorize(np.array(["a\x00b", "a\x00c"], dtype=object))

@@ -757,6 +757,86 @@ def test_tasks_joined_and_pmu_pivoted_in_numpy_load_like_sql(which: str, tmp_pat
         assert k.loc[1, "aicore_us"] == 0.4505 and k.loc[1, "mte2_us"] == 0.12025
 
 
+#: TASK keyed by its task id (the project's generated Dbs: SQLite joins by scanning
+#: COMMUNICATION_TASK_INFO and looking each task up by row id).
+_TASK_BY_ROWID = ["ALTER TABLE TASK RENAME TO TASK_READ",
+                  "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, "
+                  "globalTaskId INTEGER PRIMARY KEY, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
+                  "streamId INTEGER, taskId INTEGER, modelId INTEGER)",
+                  "INSERT INTO TASK SELECT * FROM TASK_READ ORDER BY startNs", "DROP TABLE TASK_READ"]
+#: torch_npu's index (SQLite joins by scanning TASK and looking its rows up in the index).
+_TASK_INDEX = ["CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId)"]
+#: Every cell an integer (the synthetic Db has a NULL group), and two tasks starting together
+#: whose communication rows come in the other order than the tasks (the join's order decides
+#: theirs), one of them with two rows.
+_COMM_INTEGERS = ["UPDATE COMMUNICATION_TASK_INFO SET groupName = -1 WHERE groupName IS NULL",
+                  f"INSERT INTO TASK (globalTaskId, startNs, endNs, taskType, streamId) VALUES (31, {B + 4_620}, "
+                  f"{B + 4_640}, (SELECT taskType FROM TASK WHERE globalTaskId = 7), 2)",
+                  f"INSERT INTO TASK (globalTaskId, startNs, endNs, taskType, streamId) VALUES (32, {B + 4_620}, "
+                  f"{B + 4_650}, (SELECT taskType FROM TASK WHERE globalTaskId = 8), 2)",
+                  "INSERT INTO COMMUNICATION_TASK_INFO (globalTaskId, taskType, planeId, groupName, opId) "
+                  "SELECT 32, taskType, 5, groupName, 1 FROM COMMUNICATION_TASK_INFO WHERE globalTaskId = 7",
+                  "INSERT INTO COMMUNICATION_TASK_INFO (globalTaskId, taskType, planeId, groupName, opId) "
+                  "SELECT 31, taskType, 4, groupName, 1 FROM COMMUNICATION_TASK_INFO WHERE globalTaskId = 7",
+                  "INSERT INTO COMMUNICATION_TASK_INFO (globalTaskId, taskType, planeId, groupName, opId) "
+                  "SELECT 32, taskType, 6, groupName, 1 FROM COMMUNICATION_TASK_INFO WHERE globalTaskId = 8"]
+_COMM_VARIANTS = {  # changes → COMMUNICATION_TASK_INFO read by one scan
+    "task id as row id": (_TASK_BY_ROWID + _COMM_INTEGERS, True),
+    "task id index": (_TASK_INDEX + _COMM_INTEGERS, True),
+    "task id index, arrow": (_TASK_INDEX + _COMM_INTEGERS, True),
+    "no index, no row id (SQLite's own plan)": (_COMM_INTEGERS, False),
+    "index of two columns": (["CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId, planeId)"]
+                             + _COMM_INTEGERS, False),
+    "a NULL group": (_TASK_INDEX, False),
+    "a task id twice in TASK": (_TASK_INDEX + _COMM_INTEGERS + [
+        "INSERT INTO TASK SELECT * FROM TASK WHERE globalTaskId = 31"], False),
+}
+
+
+@pytest.mark.parametrize("which", [*_COMM_VARIANTS, *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
+def test_communication_tasks_from_one_scan_load_like_sql(which: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """COMMUNICATION_TASK_INFO is scanned once, and the tasks' communication membership and
+    COMM_TASKS made from that scan and the TASK rows, where every cell is an integer and SQLite's
+    plan for the SQL join is one whose row order the numpy join gives (a scan of the table
+    looking tasks up by row id; a scan of TASK looking its rows up in an index of the task id
+    alone); anything else is the SQL join. Every table equals the SQL join's either way, in
+    particular the order of rows starting together."""
+    from perfcmp_core.load import npu_db_device, npu_db_sql
+
+    if which.startswith("real:"):
+        path = next(p for p in _REAL_DBS if which.endswith(f"{p.parent.name}/{p.name}"))
+        scanned = True
+    else:
+        path = write_full_db(tmp_path / "ascend_pytorch_profiler_0.db")
+        changes, scanned = _COMM_VARIANTS[which]
+        conn = sqlite3.connect(path)
+        for change in changes:
+            conn.execute(change)
+        conn.commit()
+        conn.close()
+    if "arrow" not in which:
+        monkeypatch.setattr(npu_db_sql.Db, "_arrow_int_columns", lambda self, sql, names: None)
+    joined: list[bool] = []
+    real = npu_db_device._comm_joined
+
+    def spy(*args: object) -> object:
+        out = real(*args)  # type: ignore[arg-type]
+        joined.append(out is not None)
+        return out
+
+    monkeypatch.setattr(npu_db_device, "_comm_joined", spy)
+    opts = LoadOptions(use_cache=False)
+    here = load_profile(str(path), opts)
+    assert any(joined) == scanned
+    monkeypatch.setattr(npu_db_device, "_comm_info", lambda db: None)
+    sql = load_profile(str(path), opts)
+    _profiles_equal(here, sql)
+    if not which.startswith("real:") and "NULL" not in which:  # the rows starting together, in the join's order
+        together = sql.comm_tasks[sql.comm_tasks["start_ns"] == B + 4_620]
+        assert len(together) == (4 if "twice" in which else 3)  # a task read twice joins twice
+
+
 @pytest.mark.parametrize("which", [*_JOIN_VARIANTS, "inline-text", "real-in-int",
                                    *[f"real:{p.parent.name}/{p.name}" for p in _REAL_DBS]])
 def test_scans_read_through_arrow_load_like_sqlite3(which: str, tmp_path: Path,

@@ -714,6 +714,45 @@ def test_first_seen_codes_number_values_by_first_appearance() -> None:
     assert codes.tolist() == [] and distinct == []
 
 
+def test_first_seen_codes_of_a_large_column_group_by_text_not_object() -> None:
+    """A large column is numbered by object first, then one cell per object by text: cells with
+    equal texts in different objects (a text built twice, ``""`` from two places) still share
+    a code, one NaN object stays one value, two NaN objects two (as a dict keeps them), and
+    the codes equal the cell-by-cell numbering's."""
+    from perfcmp_core import text_codes
+    from perfcmp_core.text_codes import first_seen_codes
+
+    rng = np.random.default_rng(7)
+    shared = ["aten::mm", "", "aten::add", "ab" * 3, 1, None, float("nan")]
+    rebuilt = ["aten::" + "mm", "".join([]), "".join(["ab"] * 3), 1.0, float("nan")]
+    pool = np.empty(len(shared) + len(rebuilt), dtype=object)
+    pool[:] = shared + rebuilt
+    values = pool[rng.integers(0, len(pool), size=3 * text_codes.BY_OBJECT_MIN)]
+    assert len(values) >= text_codes.BY_OBJECT_MIN
+    codes, distinct = first_seen_codes(values)
+    expected, expected_distinct = text_codes._by_text(values)
+    assert codes.dtype == np.int64 and codes.tolist() == expected.tolist()
+    assert len(distinct) == len(expected_distinct) and all(a is b for a, b in zip(distinct, expected_distinct))
+    strings = [v for v in distinct if isinstance(v, str)]
+    assert len(strings) == len(set(strings)) == 4  # each text once, whichever object came first
+    strided = values[::2]  # not contiguous: numbered from a copy
+    assert first_seen_codes(strided)[0].tolist() == text_codes._by_text(strided)[0].tolist()
+
+
+@pytest.mark.parametrize("size", [5, 3 * 4096])
+def test_among_answers_as_isin(size: int) -> None:
+    """``among`` (each distinct object tested once in a large column, a set look-up per cell in
+    a small one) gives ``np.isin``'s answer, for texts in several objects, None and NaN."""
+    from perfcmp_core.text_codes import among
+
+    pool = np.empty(7, dtype=object)
+    pool[:] = ["SDMA_SQE", "".join(["SDMA_", "SQE"]), "EVENT_WAIT", "", None, float("nan"), "KERNEL_AICORE"]
+    values = pool[np.random.default_rng(5).integers(0, len(pool), size=size)]
+    for texts in (frozenset({"SDMA_SQE", "EVENT_WAIT"}), frozenset({""}), frozenset()):
+        assert among(values, texts).tolist() == np.isin(values, list(texts)).tolist()
+    assert among(np.array(["a", "b"]), frozenset({"b"})).tolist() == [False, True]  # not an object array
+
+
 def test_text_index_matches_and_groups_by_distinct_text() -> None:
     from perfcmp_core.compare.masks import TextIndex
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Profile
+from ..text_codes import among
 from ..timeline import Spans
 from .masks import TextIndexes
 
@@ -170,7 +171,7 @@ def _npu_db(profile: Profile) -> DeviceSets:
     comm = Spans.of(op_start, op_end)
     # E2E: compute and communication ops, widened by any other device task (SDMA, event waits,
     # AI_CPU …) — compute kernel task types are already covered by the compute union.
-    extra = hw & (task != "") & ~np.isin(task, list(_DB_E2E_SKIP))
+    extra = hw & ~among(task, _DB_E2E_SKIP | {""})
     lo_all = np.concatenate([start[det], op_start, start[extra]])
     hi_all = np.concatenate([end[det], op_end, end[extra]])
     lo = hi = 0

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Kind, Profile
+from ..text_codes import among
 from .comm_groups import GroupTime, db_groups, text_groups
 from .device_sets import DeviceSets, device_sets, gpu_copy_rows
 from .kernel_classes import (CLASS_BUCKETS, KERNEL_BACKWARD, MC2, PAGED, classify, family_codes,
@@ -478,11 +479,11 @@ def _sdma_on_compute_streams(
 ) -> Bucket:
     """SDMA / PCIe-DMA tasks on compute streams. A stream that waits on events and runs compute
     is a compute stream; if no stream waits on events, every compute stream counts."""
-    wait_streams = np.unique(stream[wait_rows & np.isin(task, list(_EVENT_WAITS))])
+    wait_streams = np.unique(stream[wait_rows & among(task, _EVENT_WAITS)])
     compute_streams = np.unique(stream[compute_rows])
     if len(wait_streams):
         compute_streams = np.intersect1d(compute_streams, wait_streams)
-    mask = sdma_rows & np.isin(task, list(_SDMA_TASKS)) & np.isin(stream, compute_streams)
+    mask = sdma_rows & among(task, _SDMA_TASKS) & np.isin(stream, compute_streams)
     return _bucket(dur, mask)
 
 

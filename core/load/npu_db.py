@@ -68,7 +68,7 @@ from ..options import LoadOptions
 from .common import assign_step
 from .detect import Source
 from .variants import db_variants
-from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic
+from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic, read_task_rows
 from .npu_db_host import (fwdbwd_pairs, host_ops, python_functions, queue_rows, read_apis, read_connection_ids,
                           read_steps, read_syncs)
 from .npu_db_launch import enqueue_of
@@ -106,8 +106,9 @@ def _load(db: Db, src: Source, opts: LoadOptions) -> Profile:
 
     steps = read_steps(db, ops, notes)
     comm_ops = communication_ops(db, steps)
-    kernels = device_kernels(db, comm_ops, ops, op_conns, queue, steps)
-    comm_tasks = communication_tasks(db, comm_ops, steps)
+    tasks = read_task_rows(db)
+    kernels = device_kernels(db, tasks, comm_ops, ops, op_conns, queue, steps)
+    comm_tasks = communication_tasks(db, tasks, comm_ops, steps)
     ops["step"] = assign_step(ops["start_ns"].to_numpy(), steps)
     fwdbwd = fwdbwd_pairs(ops, op_conns, kernels["link"].to_numpy())
 

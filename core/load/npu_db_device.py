@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from ..compat import as_text, one_text
 from ..model import COMM_OPS, COMM_TASKS, KERNELS, OP_STATISTIC, empty, frame
+from ..text_codes import among
 from .common import assign_step, hccl_op_types
 from .npu_db_launch import launching_ops
 from .npu_db_sql import FLOAT, INT, INVALID_ID, NA, SID, Db, Select, table
@@ -23,11 +27,48 @@ PMU_COLUMNS = {
 _PMU_NS_PER_US = 1000.0
 
 
-def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: pd.DataFrame, queue: pd.DataFrame,
-                   steps: pd.DataFrame) -> pd.DataFrame:
+@dataclass
+class TaskRows:
+    """The ``TASK`` rows as read, before any row is dropped, with their compute info and
+    communication membership (:func:`read_task_rows`); and ``COMMUNICATION_TASK_INFO`` joined
+    with them as COMM_TASKS reads it, where one scan of that table read it (None:
+    :func:`communication_tasks` joins in SQL).
+
+    Read once for both tables that need them: KERNELS (:func:`device_kernels`) takes the TASK
+    rows (:meth:`take`) so that they are freed once cut (≈ 60 MB for the 486k tasks of one side
+    of the 32×92 Db pair); only the joined columns wait for COMM_TASKS."""
+
+    table: pd.DataFrame | None  # None: TASK lacks its id or times
+    comm: dict[str, np.ndarray] | None = None
+
+    def take(self) -> pd.DataFrame | None:
+        """The TASK rows, which this no longer holds."""
+        table, self.table = self.table, None
+        return table
+
+
+def read_task_rows(db: Db) -> TaskRows:
+    """The :class:`TaskRows` of the Db: joined in numpy where :func:`_tasks_joined_here` can,
+    else by SQLite."""
+    if not db.has("TASK", "globalTaskId", "startNs", "endNs"):
+        return TaskRows(None)
+    q = (Select(db).col("T", "TASK", "globalTaskId", "gid", INT)
+         .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
+         .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
+         .col("T", "TASK", "taskType", "task_type", SID).col("T", "TASK", "taskId", "hw_task", INT)
+         .col("T", "TASK", "contextId", "context", INT))
+    here = _tasks_joined_here(db, q)
+    if here is None:
+        return TaskRows(_tasks_joined_in_sql(db, q))
+    tasks, info = here
+    return TaskRows(tasks, None if info is None else _comm_joined(tasks, info))
+
+
+def device_kernels(db: Db, tasks: TaskRows, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: pd.DataFrame,
+                   queue: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """TASK rows (with compute info, PMU and communication membership) plus the HCCL ops, each
     linked to the op that launched it (:func:`~.npu_db_launch.launching_ops`)."""
-    parts = _read_tasks(db)
+    parts = _read_tasks(db, tasks.take())
     if len(comm_ops):  # HCCL ops are kernels too, so that host ops own the HCCL ops they launch
         parts = pd.concat([parts, pd.DataFrame({
             "name": comm_ops["name"], "op_type": comm_ops["op_type"], "task_type": "", "core": "", "stream": -1,
@@ -44,25 +85,17 @@ def device_kernels(db: Db, comm_ops: pd.DataFrame, ops: pd.DataFrame, op_conns: 
     return kernels
 
 
-def _read_tasks(db: Db) -> pd.DataFrame:
-    if not db.has("TASK", "globalTaskId", "startNs", "endNs"):
-        return empty(KERNELS).drop(columns=["step", "op_row"]).assign(comm_task=pd.Series(dtype=bool))
-    q = (Select(db).col("T", "TASK", "globalTaskId", "gid", INT)
-         .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
-         .col("T", "TASK", "streamId", "stream", INT).col("T", "TASK", "connectionId", "link", INT)
-         .col("T", "TASK", "taskType", "task_type", SID).col("T", "TASK", "taskId", "hw_task", INT)
-         .col("T", "TASK", "contextId", "context", INT))
-    df = _tasks_joined_here(db, q)
+def _read_tasks(db: Db, df: pd.DataFrame | None) -> pd.DataFrame:
     if df is None:
-        df = _tasks_joined_in_sql(db, q)
+        return empty(KERNELS).drop(columns=["step", "op_row"]).assign(comm_task=pd.Series(dtype=bool))
     df = durations(db, "TASK", df)
     df = df[~_containers(df)].reset_index(drop=True)
     df["input_shapes"] = normalise_shapes(df["input_shapes"])
     for col in ("op_type", "core", "input_dtypes"):  # level 0 writes N/A; the model keeps "" (as Text)
-        df[col] = df[col].where(df[col] != NA, "")
-    comm_name = df["comm_name"].where(df["comm_name"] != NA, "")  # level 0 writes no task names
-    name = df["compute_name"].where(df["compute_name"] != "", comm_name)
-    df["name"] = name.where(name != "", df["task_type"])
+        df[col] = df[col].where(~_is(df[col], NA), "")
+    comm_name = df["comm_name"].where(~_is(df["comm_name"], NA), "")  # level 0 writes no task names
+    name = df["compute_name"].where(~_is(df["compute_name"], ""), comm_name)
+    df["name"] = name.where(~_is(name, ""), df["task_type"])
     df["link"] = df["link"].where(df["link"] != INVALID_ID, -1)
     df["has_details"] = df["has_details"].astype(bool)
     df["is_comm"] = df["is_comm"].astype(bool)
@@ -111,10 +144,11 @@ def _tasks_joined_in_sql(db: Db, q: Select) -> pd.DataFrame:
     return q.fetch(f"FROM TASK AS T {' '.join(joins)} {_TASKS_WHERE}")
 
 
-def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
+def _tasks_joined_here(db: Db, q: Select) -> tuple[pd.DataFrame, CommScan | None] | None:
     """What :func:`_tasks_joined_in_sql` gives, from three queries of one table each joined on
-    their integer task ids in numpy; None (the SQL join then runs) unless every id and id-typed
-    cell read is an integer and the compute rows' task ids are distinct.
+    their integer task ids in numpy, with the scan of ``COMMUNICATION_TASK_INFO`` when it was
+    one (:func:`_comm_info`); None (the SQL join then runs) unless every id and id-typed cell
+    read is an integer and the compute rows' task ids are distinct.
 
     Why: SQLite's two joins were two thirds of the task query (1.4 s of CPU for the 486k tasks of
     one side of the 32×92 Db pair; the three tables alone 0.6 s). The conditions make the result
@@ -151,9 +185,12 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
         out["has_details"] = np.zeros(len(gid), dtype=np.int64)
         for _, name in _COMPUTE_COLUMNS:
             out[name] = np.full(len(gid), one_text(absent))
+    info = None
     if db.has("COMMUNICATION_TASK_INFO", "globalTaskId"):
-        comm = db.int_columns(f"SELECT globalTaskId AS gid, COALESCE({_comm_task_type(db)}, -1) AS comm_name "
-                              "FROM COMMUNICATION_TASK_INFO GROUP BY globalTaskId", ["gid", "comm_name"])
+        info = _comm_info(db)
+        comm = _least_type_per_task(info.columns) if info is not None else db.int_columns(
+            f"SELECT globalTaskId AS gid, COALESCE({_comm_task_type(db)}, -1) AS comm_name "
+            "FROM COMMUNICATION_TASK_INFO GROUP BY globalTaskId", ["gid", "comm_name"])
         if comm is None:
             return None
         pos = pd.Index(comm["gid"]).get_indexer(gid)
@@ -162,7 +199,78 @@ def _tasks_joined_here(db: Db, q: Select) -> pd.DataFrame | None:
     else:
         out["is_comm"] = np.zeros(len(gid), dtype=np.int64)
         out["comm_name"] = np.full(len(gid), one_text(absent))
-    return table(out)
+    return table(out), info
+
+
+#: ``COMMUNICATION_TASK_INFO``'s columns as :func:`communication_tasks` reads them: (Db column,
+#: name); an absent column reads as -1, as :class:`Select` reads it.
+_COMM_INFO_COLUMNS = (("globalTaskId", "gid"), ("taskType", "name"), ("groupName", "grp"),
+                      ("planeId", "plane_order"), ("opId", "op_id"))
+
+
+@dataclass(frozen=True)
+class CommScan:
+    """The columns of ``COMMUNICATION_TASK_INFO`` that the tasks' communication membership and
+    COMM_TASKS read (:data:`_COMM_INFO_COLUMNS`), from one scan of the table, as stored."""
+
+    columns: dict[str, np.ndarray]
+    order: str  # the order SQLite's join of the table with TASK gives its rows (:func:`_join_order`)
+
+
+def _comm_info(db: Db) -> CommScan | None:
+    """The :class:`CommScan` of the Db: None when a cell is not an integer (a NULL among them)
+    or the SQL join's order is not one :func:`_comm_joined` can give.
+
+    Why: the table was read twice, grouped by task id and joined with ``TASK`` (a B-tree search
+    per row): 0.43 s of CPU for the 357k rows of one side of the 32×92 Db pair, against 0.16 s
+    for one scan."""
+    order = _join_order(db)
+    if order is None:
+        return None
+    have = db.columns("COMMUNICATION_TASK_INFO")
+    items = ", ".join(f"I.{column} AS {name}" if column in have else f"-1 AS {name}"
+                      for column, name in _COMM_INFO_COLUMNS)
+    info = db.scan_columns(f"SELECT {items} FROM COMMUNICATION_TASK_INFO AS I",
+                           [name for _, name in _COMM_INFO_COLUMNS])
+    return None if info is None else CommScan(info, order)
+
+
+def _join_order(db: Db) -> str | None:
+    """The order of the SQL join's rows (:func:`_comm_join`), read from SQLite's plan for it:
+    ``"I"`` where it scans ``COMMUNICATION_TASK_INFO`` and looks each row's task up by the
+    ``TASK`` row id (an INTEGER PRIMARY KEY task id: the project's generated Dbs), ``"T"``
+    where it scans ``TASK`` and looks each task's rows up in an index of the task id alone
+    (torch_npu's ``CommunicationTaskIndex``: rows of one task in their table order); None for
+    any other plan."""
+    plan = [str(row[-1]) for row in db.rows(f"EXPLAIN QUERY PLAN {_comm_join(db)}")]
+    if len(plan) != 2:
+        return None
+    if plan[0] in ("SCAN I", "SCAN TABLE COMMUNICATION_TASK_INFO AS I") \
+            and plan[1].startswith("SEARCH T USING INTEGER PRIMARY KEY"):
+        return "I"
+    searched = re.fullmatch(r"SEARCH (?:TABLE COMMUNICATION_TASK_INFO AS )?I USING (?:COVERING )?INDEX (\w+) "
+                            r"\(globalTaskId=\?\)", plan[1])
+    if plan[0] in ("SCAN T", "SCAN TABLE TASK AS T") and searched:
+        keys = [str(row[2]) for row in db.rows(f'PRAGMA index_info("{searched.group(1)}")')]
+        return "T" if keys == ["globalTaskId"] else None
+    return None
+
+
+def _least_type_per_task(info: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``SELECT globalTaskId, MIN(taskType) … GROUP BY globalTaskId`` of the scanned rows (all
+    integers, so SQLite's MIN is the integers' least)."""
+    order = np.lexsort((info["name"], info["gid"]))
+    gid = info["gid"][order]
+    first = np.ones(len(gid), dtype=bool)
+    first[1:] = gid[1:] != gid[:-1]
+    return {"gid": gid[first], "comm_name": info["name"][order][first]}
+
+
+def _is(column: pd.Series, *texts: str) -> np.ndarray:
+    """Which cells of a fetched text column are one of ``texts``: tested once per distinct
+    object (:func:`~perfcmp_core.text_codes.among`; the Db's texts are one object per interned
+    string), where comparing every cell of a 486k-row column took 25 ms."""
+    return among(column.to_numpy(dtype=object), frozenset(texts))
 
 
 def _containers(tasks: pd.DataFrame) -> np.ndarray:
@@ -292,25 +400,65 @@ def comm_op_types(op_types: pd.Series, names: pd.Series) -> pd.Series:
     return op_types.where(known, derived)
 
 
-def communication_tasks(db: Db, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+#: The join of ``COMMUNICATION_TASK_INFO`` (I) with ``TASK`` (T) that COMM_TASKS reads.
+_COMM_JOIN = ("FROM COMMUNICATION_TASK_INFO AS I JOIN TASK AS T ON T.globalTaskId = I.globalTaskId "
+              "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL")
+
+
+def _comm_join_select(db: Db) -> Select:
+    """The columns COMM_TASKS reads of :data:`_COMM_JOIN`."""
+    info = "COMMUNICATION_TASK_INFO"
+    return (Select(db).col("I", info, "taskType", "name", SID).col("I", info, "groupName", "grp", SID)
+            .col("I", info, "planeId", "plane_order", INT).col("I", info, "opId", "op_id", INT)
+            .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
+            .col("T", "TASK", "taskType", "task_type", SID))
+
+
+def _comm_join(db: Db) -> str:
+    """The SQL of the join COMM_TASKS reads when it is not made from scans."""
+    return f"SELECT {', '.join(_comm_join_select(db).items)} {_COMM_JOIN}"
+
+
+def communication_tasks(db: Db, tasks: TaskRows, comm_ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     if not (db.has("COMMUNICATION_TASK_INFO", "globalTaskId") and db.has("TASK", "globalTaskId", "startNs", "endNs")):
         return empty(COMM_TASKS)
-    info = "COMMUNICATION_TASK_INFO"
-    df = (Select(db).col("I", info, "taskType", "name", SID).col("I", info, "groupName", "grp", SID)
-          .col("I", info, "planeId", "plane_order", INT).col("I", info, "opId", "op_id", INT)
-          .expr("T.startNs", "start_ns", INT).expr("T.endNs", "end_ns", INT)
-          .col("T", "TASK", "taskType", "task_type", SID)
-          .fetch("FROM COMMUNICATION_TASK_INFO AS I JOIN TASK AS T ON T.globalTaskId = I.globalTaskId "
-                 "WHERE T.startNs IS NOT NULL AND T.endNs IS NOT NULL"))
+    if tasks.comm is not None:
+        comm, tasks.comm = tasks.comm, None
+        df = table({**comm, "name": db.texts(comm["name"]), "grp": db.texts(comm["grp"])})
+    else:
+        q = _comm_join_select(db)
+        df = q.fetch(_COMM_JOIN)
     df = durations(db, "TASK", df).sort_values("start_ns", kind="stable").reset_index(drop=True)
     # Level 0 writes N/A task names; the runtime task type ("Notify Wait", "SDMA") still tells them apart.
-    df["name"] = df["name"].where((df["name"] != NA) & (df["name"] != ""), df["task_type"])
+    df["name"] = df["name"].where(~_is(df["name"], NA, ""), df["task_type"])
     plane = as_text(df["plane_order"]).where(df["plane_order"] >= 0, "")
     return frame(COMM_TASKS, {
         "name": df["name"], "group": df["grp"], "plane": plane, "plane_order": df["plane_order"],
         "start_ns": df["start_ns"], "dur_ns": df["dur_ns"], "op_row": _task_op_rows(df, comm_ops),
         "step": assign_step(df["start_ns"].to_numpy(), steps),
     }, n=len(df))
+
+
+def _comm_joined(tasks: pd.DataFrame, scan: CommScan) -> dict[str, np.ndarray] | None:
+    """The rows of the SQL join :func:`_comm_join` (ids not yet resolved to text) from the scans
+    already made: the scan of ``COMMUNICATION_TASK_INFO`` (``info``) and the TASK rows; None
+    (SQLite joins) when two TASK rows read share a task id.
+
+    The same rows in the same order: the TASK rows read are those of the join's WHERE, in the
+    order of one scan of ``TASK``; every id is an integer (SQLite's ``=`` is then integer
+    equality) and each task id names one TASK row, so a row of ``info`` joins at most one task;
+    and the rows come in the order the plan :func:`_join_order` read gives them."""
+    index, info = pd.Index(tasks["gid"].to_numpy()), scan.columns
+    if not index.is_unique:
+        return None
+    pos = index.get_indexer(info["gid"])
+    hit = np.flatnonzero(pos >= 0)
+    if scan.order == "T":  # the tasks' order; a task's rows in their table order
+        hit = hit[np.argsort(pos[hit], kind="stable")]
+    pos = pos[hit]
+    return {"name": info["name"][hit], "grp": info["grp"][hit], "plane_order": info["plane_order"][hit],
+            "op_id": info["op_id"][hit], "start_ns": tasks["start_ns"].to_numpy()[pos],
+            "end_ns": tasks["end_ns"].to_numpy()[pos], "task_type": tasks["task_type"].to_numpy()[pos]}
 
 
 def _task_op_rows(tasks: pd.DataFrame, comm_ops: pd.DataFrame) -> np.ndarray:

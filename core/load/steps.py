@@ -75,13 +75,14 @@ def window_rows(profile: Profile, table: str, lo: int, hi: int, ordered: bool = 
     ``ordered``: the caller knows the table's start column never decreases
     (:func:`ordered_by_start`), so the rows are one slice found by binary search, instead of a
     test of every row and a copy through a mask (a hundred steps cut a 500k-row table a
-    hundred times)."""
+    hundred times). The slice is a view (pandas copies on write, and no reader writes to it):
+    copying every column of a 500k-row table's slice per step was half the per-step cost."""
     df = getattr(profile, table)
     if not ordered:
         return df[_in_window(profile, table, lo, hi)].reset_index(drop=True)
     t = df[_START[table]].to_numpy()
     first, end = np.searchsorted(t, lo, side="left"), np.searchsorted(t, hi, side="right")
-    return df.iloc[first:end].copy().reset_index(drop=True)
+    return df.iloc[first:end].reset_index(drop=True)
 
 
 def ordered_by_start(profile: Profile, table: str) -> bool:

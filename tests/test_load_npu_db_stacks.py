@@ -38,8 +38,10 @@ NO_CHAIN, DANGLING, GAPS, EMPTY_FRAMES, ONE_FRAME, TWIN_ID = 5, 6, 7, 8, 9, 10
 Row = tuple[int, "str | None", int]  # (chain id, frame text or None for a NULL cell, stackDepth)
 
 
-def chain_rows() -> tuple[dict[int, int | None], list[Row]]:
-    """Each op's chain id and the PYTORCH_CALLCHAINS rows, stored by (chain, depth)."""
+def chain_rows(null_frame: bool = True) -> tuple[dict[int, int | None], list[Row]]:
+    """Each op's chain id and the PYTORCH_CALLCHAINS rows, stored by (chain, depth);
+    ``null_frame``: one frame cell is NULL (else every cell is an integer, the real exports' case,
+    which the loader reads by a faster query)."""
     chain_of: dict[int, int | None] = {}
     rows: list[Row] = []
     for op in range(N_OPS):
@@ -54,7 +56,7 @@ def chain_rows() -> tuple[dict[int, int | None], list[Row]]:
         if op == GAPS:  # depths 0, 1, 5: the order counts, not the numbers
             frames = [("a.py(1): f", 0), ("b.py(2): g", 1), ("c.py(3): h", 5)]
         if op == EMPTY_FRAMES:  # an empty text and a NULL cell are frames of their own
-            frames = [("a.py(1): f", 0), ("", 1), (None, 2), ("c.py(3): h", 3)]
+            frames = [("a.py(1): f", 0), ("", 1), (None if null_frame else "", 2), ("c.py(3): h", 3)]
         if op == ONE_FRAME:  # one frame holding the whole text of STACKS[0]
             frames = [(";\n".join(STACKS[0]), 0)]
         rows += [(chain, text, depth) for text, depth in frames]
@@ -101,11 +103,14 @@ def objects(values: list[object]) -> int:
     return len({id(v) for v in values})
 
 
-@pytest.mark.parametrize("inline", [False, True], ids=["interned", "inline"])
+@pytest.mark.parametrize("cells", ["ids", "ids_null", "inline"])
 @pytest.mark.parametrize("with_depth", [True, False], ids=["depth", "no_depth"])
 @pytest.mark.parametrize("layout", ["stored", "shuffled"])
-def test_call_stack_of_every_op(tmp_path: Path, layout: str, with_depth: bool, inline: bool) -> None:
-    chain_of, rows = chain_rows()
+def test_call_stack_of_every_op(tmp_path: Path, layout: str, with_depth: bool, cells: str) -> None:
+    """``cells``: frames as ``STRING_IDS`` ids (every cell an integer), the same with a NULL
+    cell, or as inline text."""
+    inline = cells == "inline"
+    chain_of, rows = chain_rows(null_frame=cells != "ids")
     if layout == "shuffled":  # chains interleaved, frames of a chain out of depth order
         random.Random(27).shuffle(rows)
     path = write_db(tmp_path / "ascend_pytorch_profiler_0.db", chain_of, rows, with_depth, inline)
@@ -121,8 +126,8 @@ def test_call_stack_of_every_op(tmp_path: Path, layout: str, with_depth: bool, i
         assert want[f"op{GAPS}"] == "a.py(1): f;\nb.py(2): g;\nc.py(3): h"
         assert want[f"op{EMPTY_FRAMES}"] == "a.py(1): f;\n;\n;\nc.py(3): h"
     assert want[f"op{NO_CHAIN}"] == want[f"op{DANGLING}"] == ""
-    cells = ops["call_stack"].tolist()
-    assert objects(cells) == len(set(cells))  # one object per distinct text
+    stack_cells = ops["call_stack"].tolist()
+    assert objects(stack_cells) == len(set(stack_cells))  # one object per distinct text
 
 
 def test_call_stacks_absent_table_or_no_rows(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pandas as pd
 from ..compat import as_text, factorize_text, one_text
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, STEPS, SYNC_CALL, SYNCS, empty, frame
 from ..notes import Note
+from ..text_codes import first_seen_codes
 from ..timeline import nest
 from .common import is_module_name, is_step_name, per_name, steps_of_ops
 from .npu_db_sql import INT, INVALID_ID, SID, TEXT, U32, Db, Select
@@ -80,16 +81,103 @@ def _swapped(dims: pd.Series, dtypes: pd.Series) -> bool:
     return lettered(dims) > lettered(dtypes)
 
 
+#: ``PYTORCH_CALLCHAINS.stack`` as an interned id, -2 where the cell is not an integer (text stored
+#: inline, a real, a BLOB): such a Db is read again with the text of every cell (:func:`_frames`).
+_FRAME_ID = "CASE WHEN typeof(C.stack) IN ('integer', 'null') THEN COALESCE(C.stack, -1) ELSE -2 END"
+
+
 def _call_stacks(db: Db, chain: pd.Series) -> pd.Series:
-    """``PYTORCH_CALLCHAINS`` frames joined outermost-last with ';\\n' (as trace ``Call stack``)."""
+    """``PYTORCH_CALLCHAINS`` frames joined outermost-last with ';\\n' (as trace ``Call stack``):
+    a chain's rows in ``stackDepth`` order (rows of one depth, or all rows when the column is
+    absent, in table order), an op whose chain has no row gets ''.
+
+    Why not a join per chain: a with_stack Db has a chain per op (466k on issue 27's heavy shape,
+    14 frames each) and a few dozen distinct stacks; a Python join per chain cost 10 s per side
+    and a string per op. Chains are numbered by their sequence of frames (:func:`_same_frames`),
+    each distinct sequence is joined once, and every op holds the one ``str`` of its text."""
     if chain.empty or not db.has("PYTORCH_CALLCHAINS", "id", "stack"):
         return pd.Series([""] * len(chain), index=chain.index, dtype=object)
-    order = "C.id, C.stackDepth" if "stackDepth" in db.columns("PYTORCH_CALLCHAINS") else "C.id, C.rowid"
-    frames = (Select(db).col("C", "PYTORCH_CALLCHAINS", "id", "chain", INT)
-              .col("C", "PYTORCH_CALLCHAINS", "stack", "frame", SID)
-              .fetch(f"FROM PYTORCH_CALLCHAINS AS C ORDER BY {order}"))
-    stacks = frames.groupby("chain", sort=False)["frame"].agg(";\n".join)
-    return chain.map(stacks).fillna("")
+    ids, frames, texts = _frames(db)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
+    lengths = np.diff(np.r_[starts, len(ids)])
+    sequence, first_chain = _same_frames(frames, starts, lengths)
+    joined = [";\n".join(texts[frames[starts[c]:starts[c] + lengths[c]]].tolist()) for c in first_chain]
+    text_code, distinct = first_seen_codes([*joined, ""])  # equal texts of different frames: one object
+    stacks = np.empty(len(distinct), dtype=object)
+    stacks[:] = distinct
+    # Chain ids are sorted: an op's chain is found by binary search (a miss: the trailing '').
+    chain_ids = chain.to_numpy(dtype="int64")
+    at = np.searchsorted(ids[starts], chain_ids)
+    found = at < len(starts)
+    found[found] = ids[starts[at[found]]] == chain_ids[found]
+    code = np.full(len(chain_ids), text_code[-1], dtype=np.int64)
+    code[found] = text_code[sequence[at[found]]]
+    return pd.Series(stacks[code], index=chain.index, dtype=object)
+
+
+def _frames(db: Db) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every ``PYTORCH_CALLCHAINS`` row sorted by (chain id, ``stackDepth``), stably: the chain id
+    of each row, its frame as a code, and the text of each code.
+
+    One scan in table order, sorted here (SQL's ``ORDER BY`` cost 1.7 s of CPU on the heavy
+    shape's 6.6M rows, and real Dbs are stored sorted: then nothing moves); the texts are looked
+    up once per distinct frame id. The bare columns are read first: when every cell is an integer
+    (what torch_npu writes) SQLite hands them over without an expression per cell (1.43 against
+    1.9 s of CPU there). Otherwise the cells are read as :class:`Select` reads them (NULL → -1), and
+    a frame that is not an interned id (text stored inline) makes the frames texts."""
+    with_depth = "stackDepth" in db.columns("PYTORCH_CALLCHAINS")
+    tail = "FROM PYTORCH_CALLCHAINS AS C" + ("" if with_depth else " ORDER BY C.rowid")
+    names = {"id": "chain", "stack": "frame", **({"stackDepth": "depth"} if with_depth else {})}
+    got: dict[str, np.ndarray] | None = db.scan_columns(
+        f"SELECT {', '.join(f'C.{col} AS {name}' for col, name in names.items())} {tail}", list(names.values()))
+    if got is None:
+        def select(frame_kind: str) -> pd.DataFrame:
+            sel = Select(db).col("C", "PYTORCH_CALLCHAINS", "id", "chain", INT)
+            sel = sel.expr(_FRAME_ID, "frame", INT) if frame_kind == INT \
+                else sel.col("C", "PYTORCH_CALLCHAINS", "stack", "frame", SID)
+            if with_depth:
+                sel = sel.col("C", "PYTORCH_CALLCHAINS", "stackDepth", "depth", INT)
+            return sel.fetch(tail, scan=True)
+
+        rows = select(INT)
+        if (rows["frame"].to_numpy(dtype="int64") == -2).any():
+            rows = select(SID)
+        got = {name: rows[name].to_numpy() for name in names.values()}
+        del rows
+    ids, stack = got["chain"].astype(np.int64, copy=False), got["frame"]
+    depth = got["depth"].astype(np.int64, copy=False) if with_depth else np.zeros(len(ids), dtype=np.int64)
+    del got
+    step_id, step_depth = np.diff(ids), np.diff(depth)
+    if not ((step_id > 0) | ((step_id == 0) & (step_depth >= 0))).all():
+        order = np.lexsort((depth, ids))  # stable: rows of equal keys keep table order
+        ids, stack = ids[order], stack[order]
+    if stack.dtype == object:
+        codes, texts = factorize_text(stack)
+    else:
+        codes, frame_ids = pd.factorize(stack)
+        texts = db.texts(np.asarray(frame_ids, dtype=np.int64))
+    return ids, codes.astype(np.int32 if len(texts) <= np.iinfo(np.int32).max else np.int64), texts
+
+
+def _same_frames(frames: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Chains numbered by their sequence of frame codes (chain ``c`` holds ``frames[starts[c]:
+    starts[c] + lengths[c]]``): the number of every chain, and the first chain of each number.
+
+    Chains of one length form a matrix whose rows are compared as whole byte strings, one length
+    at a time, so the work is one pass over the frames whatever the lengths (a matrix padded to
+    the longest chain would grow with one deep chain)."""
+    number = np.empty(len(starts), dtype=np.int64)
+    firsts: list[np.ndarray] = []
+    seen = 0  # distinct sequences of the shorter lengths
+    for length in np.unique(lengths):
+        chains = np.flatnonzero(lengths == length)
+        grid = np.ascontiguousarray(frames[starts[chains][:, None] + np.arange(length)])
+        rows = grid.view(np.dtype((np.void, grid.itemsize * int(length)))).ravel()
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+        number[chains] = inverse.reshape(-1) + seen
+        firsts.append(chains[first])
+        seen += len(first)
+    return number, np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
 
 
 def read_connection_ids(db: Db) -> pd.DataFrame | None:

@@ -134,12 +134,21 @@ def _factorized(values: Any, use_na_sentinel: bool) -> tuple[np.ndarray, np.ndar
 
 def string_objects(column: pd.Series) -> pd.Series:
     """A pandas string column (what pandas 3 infers from text in object arrays, pyarrow-backed
-    where pyarrow is installed) as ``object``: each distinct text one ``str``, a missing value
-    ``None`` as before (a writer still tells it from ""), index and name kept."""
-    codes, uniques = factorize_text(column)
-    values = np.append(uniques, one_text(""))  # the extra cell stands for code -1 …
-    values[-1] = None  # … which is missing
-    return pd.Series(values[codes], index=column.index, dtype=object, name=column.name)
+    where pyarrow is installed) as ``object``, a missing value ``None`` as before (a writer still
+    tells it from ""), index and name kept.
+
+    A column of pandas' own storage holds the ``str`` objects it was made from: they are taken as
+    they are, shared as they were (no text is hashed: results are remade at every step change).
+    An Arrow one holds none: it is dictionary-encoded by Arrow (exact for any text) and each
+    distinct text made once, one object shared by its rows."""
+    if getattr(column.dtype, "storage", "python") == "python":
+        values = column.to_numpy(dtype=object, na_value=None)
+    else:
+        codes, uniques = pd.factorize(column)
+        values = np.append(np.asarray(uniques, dtype=object), one_text(""))  # the extra cell stands for code -1 …
+        values[-1] = None  # … which is missing
+        values = values[codes]
+    return pd.Series(values, index=column.index, dtype=object, name=column.name)
 
 
 def unique_text(values: Any) -> np.ndarray:

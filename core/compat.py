@@ -60,12 +60,20 @@ def as_text(values: Any) -> pd.Series:
     if s.dtype.kind in "iub" or (text_dtype and not NUL_TEXTS_COLLIDE):
         # Integers (a Db's plane ids, step numbers) and the texts of a pandas string column (a
         # CSV read with pyarrow installed) repeat: each distinct value is written once and shared
-        # by its rows, instead of one new ``str`` per row. (A missing text is code -1: the "".)
-        codes, uniques = pd.factorize(s)
-        text = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))[codes]
+        # by its rows, instead of one new ``str`` per row.
+        text = _each_distinct_once(s, "")
     else:
         text = _formatted(s)
     return pd.Series(text, index=s.index, dtype=object, name=s.name)
+
+
+def _each_distinct_once(s: pd.Series, missing: object) -> np.ndarray:
+    """The cells of ``s`` as an object array whose every distinct value is formatted once
+    (:func:`_formatted`) and shared by its rows; a missing cell holds ``missing``."""
+    codes, uniques = pd.factorize(s)
+    values = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))  # the extra cell
+    values[-1] = missing  # stands for code -1, a missing value
+    return values[codes]
 
 
 def _formatted(s: pd.Series) -> np.ndarray:
@@ -141,13 +149,8 @@ def string_objects(column: pd.Series) -> pd.Series:
     they are, shared as they were (no text is hashed: results are remade at every step change).
     An Arrow one holds none: it is dictionary-encoded by Arrow (exact for any text) and each
     distinct text made once, one object shared by its rows."""
-    if getattr(column.dtype, "storage", "python") == "python":
-        values = column.to_numpy(dtype=object, na_value=None)
-    else:
-        codes, uniques = pd.factorize(column)
-        values = np.append(np.asarray(uniques, dtype=object), one_text(""))  # the extra cell stands for code -1 …
-        values[-1] = None  # … which is missing
-        values = values[codes]
+    values = (column.to_numpy(dtype=object, na_value=None)
+              if getattr(column.dtype, "storage", "python") == "python" else _each_distinct_once(column, None))
     return pd.Series(values, index=column.index, dtype=object, name=column.name)
 
 

@@ -43,7 +43,7 @@ def test_cli_headless_commands_do_not_import_textual() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("perfcmp_core", "perfcmp_core.errors", "perfcmp_core.options", "perfcmp_core.gcpause",
      "perfcmp_core.heap", "perfcmp_core.timeline", "perfcmp_core.lifetime", "perfcmp_core.events",
-     "perfcmp_core.export.safe_write", "perfcmp_core.compat", "perfcmp_core.notes",
+     "perfcmp_core.export.safe_write", "perfcmp_core.compat", "perfcmp_core.notes", "perfcmp_core.ini",
      "perfcmp_core.text_codes", "perfcmp_core.transfer", "perfcmp_core.processes"),
     ("perfcmp_core.model",),
     ("perfcmp_core.cache",),

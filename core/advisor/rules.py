@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..ini import read_ini
 
 #: Device-time categories every item falls into (the seed's four plus the catch-all).
 CATEGORIES: tuple[str, ...] = ("FA", "MatMul", "Vector", "Comm", "Other")
@@ -190,21 +191,6 @@ def compile_keywords(items: tuple[str, ...], where: str, path: str) -> Keywords:
         raise InputError(path, f"{where}: the regex items cannot be combined ({exc})") from None
 
 
-def _read(parser: configparser.ConfigParser, path: Path, text: str | None = None) -> None:
-    try:
-        if text is not None:
-            parser.read_string(text, source=str(path))
-        else:
-            with path.open(encoding="utf-8") as fh:
-                parser.read_file(fh)
-    except OSError as exc:
-        raise InputError(path, f"cannot read advisor config ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError:
-        raise InputError(path, "advisor config is not UTF-8 text") from None
-    except configparser.Error as exc:
-        raise InputError(path, f"invalid ini file ({exc.message.splitlines()[0]})") from None
-
-
 def _kind(section: str, path: str) -> str:
     kind, _, name = section.partition(".")
     if kind in ("advisor", "training") and not name:
@@ -307,11 +293,11 @@ def load_config(path: str | Path | None, text: str | None = None) -> AdvisorConf
     parser = configparser.ConfigParser(interpolation=None, default_section="\x00defaults")
     parser.optionxform = str.lower  # type: ignore[assignment, method-assign]
     default = Path(__file__).with_name(DEFAULT_PATH)
-    _read(parser, default, _default_text())
+    read_ini(parser, default, "advisor config", _default_text())
     where = str(default)
     if path is not None:
         where = str(path)
-        _read(parser, Path(path), text)
+        read_ini(parser, Path(path), "advisor config", text)
     _validate_keys(parser, where)
 
     def keywords(section: str, key: str) -> Keywords:

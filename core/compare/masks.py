@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..ini import read_ini
 from ..text_codes import first_seen_codes
 from ..model import Profile
 from .names import strip_instance
@@ -77,18 +78,7 @@ def load_masks(config_path: str | Path | None, text: str | None = None) -> Masks
     path = Path(config_path)
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str.upper  # type: ignore[assignment, method-assign]
-    try:
-        if text is not None:
-            parser.read_string(text, source=str(path))
-        else:
-            with path.open(encoding="utf-8") as fh:
-                parser.read_file(fh)
-    except OSError as exc:
-        raise InputError(path, f"cannot read mask config ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "mask config is not UTF-8 text") from exc
-    except configparser.Error as exc:
-        raise InputError(path, f"invalid ini file ({exc.message.splitlines()[0]})") from exc
+    read_ini(parser, path, "mask config", text)
     if not parser.has_section(SECTION):
         raise InputError(path, f"no [{SECTION}] section (expected keys: {', '.join(KEYS)})")
     unknown = [k for k in parser[SECTION] if k not in KEYS]

@@ -52,6 +52,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from perfcmp_core.processes import proc_stats
 from scale_trace import scale_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,16 +91,8 @@ class Run:
 
 def _children_map() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry.name))
+    for pid, _state, ppid, _pgrp in proc_stats():
+        kids.setdefault(ppid, []).append(pid)
     return kids
 
 

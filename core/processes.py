@@ -64,7 +64,7 @@ import sys
 import threading
 import time
 from multiprocessing.connection import wait as wait_for
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from . import lifetime
 from .transfer import Receiver, reader_threads_only, send_value
@@ -274,13 +274,21 @@ def _others_in_group(pgid: int) -> bool:
     """Whether a process other than ``pgid`` itself still runs in process group ``pgid`` (from
     ``/proc``; without it, the group is taken as ended with its leader, whose children then end
     on their own: :mod:`perfcmp_core.lifetime`)."""
+    return any(pgrp == pgid and pid != pgid and state != "Z"  # a zombie has ended: its reaper is not us
+               for pid, state, _ppid, pgrp in proc_stats())
+
+
+def proc_stats() -> Iterator[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, process group) of each process ``/proc`` shows (none without
+    ``/proc``; one that ends while it is read is skipped): what the group checks here and the
+    benchmarks' process trees (``bench/compare.py``) read."""
     try:
         entries = os.scandir("/proc")
     except OSError:
-        return False
+        return
     with entries:
         for entry in entries:
-            if not entry.name.isdigit() or int(entry.name) == pgid:
+            if not entry.name.isdigit():
                 continue
             try:
                 with open(f"/proc/{entry.name}/stat", "rb") as fh:
@@ -288,10 +296,8 @@ def _others_in_group(pgid: int) -> bool:
             except OSError:
                 continue
             # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses
-            state, _ppid, pgrp = stat.rsplit(b")", 1)[1].split()[:3]
-            if int(pgrp) == pgid and state != b"Z":  # a zombie has ended: its reaper is not us
-                return True
-    return False
+            state, ppid, pgrp = stat.rsplit(b")", 1)[1].split()[:3]
+            yield int(entry.name), state.decode(), int(ppid), int(pgrp)
 
 
 def _send_results(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], parts: int | None) -> None:

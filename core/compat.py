@@ -1,7 +1,7 @@
 """Where the supported pandas lines (2.2+ and 3.x) and numpy lines (1.26+ and 2.x) differ, core
 picks one behaviour here, so that no result depends on which versions are installed.
 
-Two differences matter to the engine:
+Three differences matter to the engine:
 
 * **Text dtype.** ``astype(str)`` gives an ``object`` column in pandas 2 and a ``str`` column in
   pandas 3 (Arrow-backed when pyarrow is installed, Python-backed otherwise), and the two treat a
@@ -16,6 +16,17 @@ Two differences matter to the engine:
   import, on two tiny arrays — not guessed from its version number. They serve where a text
   must come back exactly (the cache, workbook cells, kernel shapes); a ``groupby`` on names that
   differ only after a NUL still merges them on pandas 2 (no real profile has such names).
+* **Where pandas keeps the text it infers.** pandas 3 makes a ``str`` column of any text it is
+  given as an object array (a DataFrame of loader columns, a groupby's keys), backed by Arrow
+  when pyarrow is installed (it is in most ML environments) and by Python objects otherwise.
+  An Arrow column hands back a new ``str`` per cell each time it is read (a screen, the
+  workbook, a result table), which cost +7.6 % CPU and +100 MB of peak memory on the H200 pair
+  with the same code. Importing this module sets pandas' ``mode.string_storage`` to
+  ``"python"`` (:data:`STRING_STORAGE`), so that an inferred ``str`` column is the same with
+  and without pyarrow. It is a process-wide pandas option: perfcmp-tui's processes all import
+  this module before they make a table (``tests/test_compat.py`` checks every core module that
+  uses pandas reaches it); a script using core as a library and wanting Arrow strings for its
+  own frames sets the option back after importing core.
 """
 from __future__ import annotations
 
@@ -26,6 +37,10 @@ import pandas as pd
 from pandas.api.types import infer_dtype
 
 from .text_codes import by_object
+
+#: pandas' storage of the ``str`` columns it infers, in every process of ours (module docstring).
+STRING_STORAGE = "python"
+pd.set_option("mode.string_storage", STRING_STORAGE)
 
 #: The installed pandas' (major, minor): for the few switches that cannot be feature-tested.
 PANDAS_VERSION: tuple[int, int] = tuple(int(p) for p in pd.__version__.split(".")[:2])  # type: ignore[assignment]
@@ -61,18 +76,17 @@ def as_text(values: Any) -> pd.Series:
         # Integers (a Db's plane ids, step numbers) and the texts of a pandas string column (a
         # CSV read with pyarrow installed) repeat: each distinct value is written once and shared
         # by its rows, instead of one new ``str`` per row.
-        text = _each_distinct_once(s, "")
+        text = _each_distinct_once(s)
     else:
         text = _formatted(s)
     return pd.Series(text, index=s.index, dtype=object, name=s.name)
 
 
-def _each_distinct_once(s: pd.Series, missing: object) -> np.ndarray:
+def _each_distinct_once(s: pd.Series) -> np.ndarray:
     """The cells of ``s`` as an object array whose every distinct value is formatted once
-    (:func:`_formatted`) and shared by its rows; a missing cell holds ``missing``."""
+    (:func:`_formatted`) and shared by its rows; a missing cell holds ``""``."""
     codes, uniques = pd.factorize(s)
-    values = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))  # the extra cell
-    values[-1] = missing  # stands for code -1, a missing value
+    values = np.append(_formatted(pd.Series(uniques, dtype=s.dtype)), one_text(""))  # code -1: missing
     return values[codes]
 
 
@@ -141,16 +155,13 @@ def _factorized(values: Any, use_na_sentinel: bool) -> tuple[np.ndarray, np.ndar
 
 
 def string_objects(column: pd.Series) -> pd.Series:
-    """A pandas string column (what pandas 3 infers from text in object arrays, pyarrow-backed
-    where pyarrow is installed) as ``object``, a missing value ``None`` as before (a writer still
-    tells it from ""), index and name kept.
+    """A pandas string column (what pandas 3 infers from text in object arrays) as ``object``, a
+    missing value ``None`` as before (a writer still tells it from ""), index and name kept.
 
-    A column of pandas' own storage holds the ``str`` objects it was made from: they are taken as
-    they are, shared as they were (no text is hashed: results are remade at every step change).
-    An Arrow one holds none: it is dictionary-encoded by Arrow (exact for any text) and each
-    distinct text made once, one object shared by its rows."""
-    values = (column.to_numpy(dtype=object, na_value=None)
-              if getattr(column.dtype, "storage", "python") == "python" else _each_distinct_once(column, None))
+    With Python storage (:data:`STRING_STORAGE`) the column holds the ``str`` objects it was made
+    from: they are taken as they are, shared as they were (no text is hashed: results are remade
+    at every step change)."""
+    values = column.to_numpy(dtype=object, na_value=None)
     return pd.Series(values, index=column.index, dtype=object, name=column.name)
 
 

@@ -41,13 +41,88 @@ def test_as_text_is_object_with_missing_as_empty(values: object, want: list[str]
     assert all(type(v) is str for v in got)
 
 
-def test_as_text_of_a_pandas_string_column_is_object() -> None:
-    """A pandas string column (pandas 3's default for text, Arrow-backed with pyarrow) comes back
-    as object, its missing value as "" — what pandas 2's object column gives."""
-    s = pd.Series(["a", None, "c"], dtype="string", index=[5, 6, 7])
+@pytest.mark.parametrize("storage", ["python", "pyarrow"])
+def test_as_text_of_a_pandas_string_column_is_object(storage: str) -> None:
+    """A pandas string column of either storage (a caller's own column may be Arrow-backed) comes
+    back as object, its missing value as "" — what pandas 2's object column gives."""
+    if storage == "pyarrow":
+        pytest.importorskip("pyarrow")  # the CI run with pyarrow added covers it
+    s = pd.Series(["a", None, "c"], dtype=f"string[{storage}]", index=[5, 6, 7])
     got = as_text(s)
     assert got.dtype == object and got.tolist() == ["a", "", "c"]
     assert got.index.tolist() == [5, 6, 7]
+
+
+def test_inferred_text_is_kept_as_python_objects_with_or_without_pyarrow() -> None:
+    """pandas 3 infers its ``str`` dtype for text in object arrays; with core imported it keeps
+    the cells' own objects, in the environment with pyarrow too (CI runs this file there), so a
+    frame read back cell by cell costs the same in both. pandas 2 infers ``object``."""
+    texts = np.array(["aten::mm", "aten::add", "aten::mm"], dtype=object)
+    frame_ = pd.DataFrame({"name": texts})
+    column = frame_["name"]
+    assert pd.get_option("mode.string_storage") == "python"
+    if isinstance(column.dtype, pd.StringDtype):  # dtype-neutral: pandas 3's inferred column
+        assert column.dtype.storage == "python"
+        assert all(a is b for a, b in zip(column.to_numpy(dtype=object), texts))
+    else:
+        assert column.dtype == object
+
+
+def _pandas_users_and_imports() -> tuple[set[str], dict[str, set[str]]]:
+    """The core modules that import pandas anywhere, and every core module's core imports."""
+    import ast
+    import pkgutil
+
+    import perfcmp_core
+    from test_architecture import _runtime_imports
+
+    root = Path(perfcmp_core.__path__[0])
+    infos = list(pkgutil.walk_packages(perfcmp_core.__path__, "perfcmp_core."))
+    modules = {i.name for i in infos} | {"perfcmp_core"}
+    users: set[str] = set()
+    graph: dict[str, set[str]] = {"perfcmp_core": set()}
+    for info in infos:
+        rel = info.name.split(".")[1:]
+        path = root.joinpath(*rel, "__init__.py") if info.ispkg else root.joinpath(*rel[:-1], rel[-1] + ".py")
+        graph[info.name] = _runtime_imports(path, info.name, info.ispkg, modules)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n.split(".")[0] == "pandas" for n in names):
+                users.add(info.name)
+    return users, graph
+
+
+def _reached(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """Every core module importing ``module`` imports (its packages' ``__init__`` included)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            parts = name.split(".")
+            todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+            todo.extend(graph.get(name, ()))
+    return seen
+
+
+#: Core modules that use pandas without reaching compat, and why no text dtype is inferred there.
+MAKE_NO_TEXT_FRAME = {
+    "perfcmp_core.text_codes": "numbers object arrays with pd.factorize; compat imports it",
+    "perfcmp_core.export.values": "reads the cells of a result table's columns back as Python values",
+    "perfcmp_core.timeline": "groups the int64 (pid, tid) ids of the model's tables",
+}
+
+
+def test_every_core_module_using_pandas_pins_its_string_storage() -> None:
+    """Whichever core module a process imports first, compat's string storage is set before it
+    makes a frame: each module that uses pandas imports compat, directly or through others."""
+    users, graph = _pandas_users_and_imports()
+    missing = sorted(m for m in users - set(MAKE_NO_TEXT_FRAME)
+                     if "perfcmp_core.compat" not in _reached(m, graph))
+    assert missing == []
+    assert set(MAKE_NO_TEXT_FRAME) <= users  # no stale entry
 
 
 def test_as_text_keeps_an_object_text_column_as_it_is() -> None:

@@ -246,10 +246,9 @@ class Table:
     children: dict[str, KernelRows] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # pandas 3 infers its own string dtype for text given as object arrays (backed by pyarrow
-        # where it is installed, and read back as a new ``str`` per cell by every screen and the
-        # workbook): the table holds its text as ``object`` (an Arrow column's: one object per
-        # distinct text).
+        # pandas 3 infers its own string dtype for text given as object arrays: the table holds
+        # its text as ``object``, the cells' own objects (``compat.STRING_STORAGE``), as every
+        # screen and the workbook read it.
         inferred = [key for key, dtype in self.data.dtypes.items()
                     if isinstance(dtype, pd.StringDtype)]  # dtype-neutral: finds the inferred ones
         if inferred:

@@ -333,9 +333,11 @@ class Search:
 
 
 @dataclass(frozen=True)
-class TextIndex:
-    """One text column factorised: each row's code into its distinct values, which are kept
-    lower-cased (searched once per distinct value, not per row) and clipped for the screen."""
+class TextColumnIndex:
+    """One text column of a result table as the screen filters it (a profile column's keyword
+    tests have :class:`~.compare.masks.TextIndex`): each row's code into its distinct values,
+    which are kept lower-cased (searched once per distinct value, not per row) and clipped for
+    the screen."""
 
     codes: np.ndarray  # per row: position in ``values``, -1 for a missing cell
     values: list[str]
@@ -344,7 +346,7 @@ class TextIndex:
     positions: dict[str, int]
 
     @classmethod
-    def build(cls, series: pd.Series) -> TextIndex:
+    def build(cls, series: pd.Series) -> TextColumnIndex:
         codes, uniques = pd.factorize(series, use_na_sentinel=True)
         values = [u if isinstance(u, str) else str(u) for u in uniques.tolist()]
         shown = [screen_kernel_text(v) for v in values]  # what the screen shows is searched
@@ -450,7 +452,7 @@ class TableView:
     _ppos: np.ndarray | None = field(default=None, repr=False)  # parent's row, -1 for roots
     _parents: frozenset[int] | None = field(default=None, repr=False)
     _keys: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _texts: dict[str, TextIndex | KernelIndex] = field(default_factory=dict, repr=False)
+    _texts: dict[str, TextColumnIndex | KernelIndex] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
     _columns: tuple[Column, ...] | None = field(default=None, repr=False)
     _search: Search | None = field(default=None, repr=False)
@@ -591,16 +593,16 @@ class TableView:
             return self.text_index(key).equals(value)
         return (as_text(self.table.data[key]) == value).to_numpy()
 
-    def text_index(self, key: str) -> TextIndex | KernelIndex:
+    def text_index(self, key: str) -> TextColumnIndex | KernelIndex:
         """The factorised text of data column ``key``, or the index of a child column (built once
         per view)."""
         if key not in self._texts:
             child = self.table.children.get(key)
             self._texts[key] = (KernelIndex(child) if child is not None
-                                else TextIndex.build(self.table.data[key]))
+                                else TextColumnIndex.build(self.table.data[key]))
         return self._texts[key]
 
-    def shown_index(self, key: str) -> TextIndex | KernelIndex:
+    def shown_index(self, key: str) -> TextColumnIndex | KernelIndex:
         """The factorised text the screen shows for column ``key``: the row label as screens
         say it (:data:`~perfcmp_core.compare.result.SHOWN`) where the table has one."""
         if SHOWN in self.table.data and key == self.label_key:

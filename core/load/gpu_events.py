@@ -39,6 +39,10 @@ MEMORY_NAME = "[memory]"
 
 # Event roles (one per event, like the reference's single-picker dispatch).
 NONE, OP, KERNEL, PYFUNC, FLOW, FWDBWD, MEMORY = range(7)
+#: Per role, whether its events are intervals (``ph`` X) / flow ends (``ph`` s or f): looked up
+#: by role code, as ``np.isin`` costs a sort per call (three calls in every piece).
+_IS_INTERVAL = np.isin(np.arange(7), (OP, KERNEL, PYFUNC))
+_IS_FLOW = np.isin(np.arange(7), (FLOW, FWDBWD))
 
 # How each field kept for a role is stored: text (names: shared str objects), rendered text
 # (str() of lists, as the reference shows them; ``_LINE``: a field written as text, such as the
@@ -195,8 +199,8 @@ class Builder:
 
         interval = np.array([p == "X" for p in ph_uniq] + [False])[ph_codes]
         flow_end = np.array([p in ("s", "f") for p in ph_uniq] + [False])[ph_codes]
-        role[np.isin(role, (OP, KERNEL, PYFUNC)) & ~interval] = NONE
-        role[np.isin(role, (FLOW, FWDBWD)) & ~flow_end] = NONE
+        role[_IS_INTERVAL[role] & ~interval] = NONE
+        role[_IS_FLOW[role] & ~flow_end] = NONE
 
         candidates = np.flatnonzero((role == NONE) & ~np.array([p == "M" for p in ph_uniq] + [False])[ph_codes])
         if len(candidates):
@@ -212,7 +216,7 @@ class Builder:
         self.inexact_ts |= not exact
         dur, _ = _us_values(sub.top("dur"))
         self.no_ts += int((~ok).sum())
-        self.bad_dur += int(((dur < 0) & ok & np.isin(role[sel], (OP, KERNEL, PYFUNC))).sum())
+        self.bad_dur += int(((dur < 0) & ok & _IS_INTERVAL[role[sel]]).sum())
         keep = np.flatnonzero(ok)
         if len(keep) != len(sub):
             sub = sub.subset(keep.tolist())

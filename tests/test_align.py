@@ -166,6 +166,26 @@ def test_align_runs_gives_each_run_its_own_alignment(runs: list, structural: boo
         assert list(zip(b_pos[lo:hi].tolist(), c_pos[lo:hi].tolist(), flags[lo:hi].tolist())) == expected
 
 
+def test_align_runs_with_one_side_empty_lay_out_that_side_alone() -> None:
+    """Runs with nothing on one side (most of the module comparison's op runs on an unbalanced
+    pair) are laid out without being solved, beside runs that are solved: each gives its one
+    side's items in order, with nothing paired (not even by position), at its own offsets."""
+    b_runs = [[1, 2], [], [3, 4, 5], [], [7]]
+    c_runs = [[], [6, 6, 2], [3, 9, 5], [], [8]]
+    b_n = np.array([len(r) for r in b_runs], dtype="int64")
+    c_n = np.array([len(r) for r in c_runs], dtype="int64")
+    b_lo, c_lo = np.cumsum(b_n) - b_n, np.cumsum(c_n) - c_n
+    ptr, b_pos, c_pos, flags = align_runs(np.array(sum(b_runs, []), dtype="int64"), b_lo, b_n,
+                                          np.array(sum(c_runs, []), dtype="int64"), c_lo, c_n, True)
+    entries = list(zip(b_pos.tolist(), c_pos.tolist(), flags.tolist()))
+    runs = [entries[a:b] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())]
+    assert runs[0] == [(0, -1, False), (1, -1, False)]
+    assert runs[1] == [(-1, 0, False), (-1, 1, False), (-1, 2, False)]
+    assert runs[2] == [(2, 3, False), (3, 4, True), (4, 5, False)]  # solved: 9 paired by position
+    assert runs[3] == []
+    assert runs[4] == [(5, 6, True)]
+
+
 def test_fill_by_position_pairs_only_one_each_gaps() -> None:
     """Gaps of exactly one base and one comparison item become one flagged pair; other gaps
     (two on a side, one side only) stay as they are; matched pairs are never touched."""

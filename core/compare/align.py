@@ -95,7 +95,9 @@ def align_runs(b_codes: np.ndarray, b_lo: Sequence[int] | np.ndarray, b_n: Seque
     # The other runs' matches gathered as plain lists (thousands of small runs: no arrays per run).
     solved_runs: list[int] = []
     solved: list[int] = []  # base offset, comp offset of each match, flattened
-    todo = np.flatnonzero(~identical).tolist()
+    # A run with one side empty has nothing to match (most of the module comparison's runs on
+    # an unbalanced pair: a module pair's ops on one side only): laid out without solving.
+    todo = np.flatnonzero(~identical & (b_n > 0) & (c_n > 0)).tolist()
     b_list, c_list = (b_codes.tolist(), c_codes.tolist()) if todo else ([], [])
     for p in todo:
         lo_b, lo_c = int(b_lo[p]), int(c_lo[p])

@@ -39,6 +39,10 @@ MEMORY_NAME = "[memory]"
 
 # Event roles (one per event, like the reference's single-picker dispatch).
 NONE, OP, KERNEL, PYFUNC, FLOW, FWDBWD, MEMORY = range(7)
+#: Per role, whether its events are intervals (``ph`` X) / flow ends (``ph`` s or f): looked up
+#: by role code, as ``np.isin`` costs a sort per call (three calls in every piece).
+_IS_INTERVAL = np.isin(np.arange(7), (OP, KERNEL, PYFUNC))
+_IS_FLOW = np.isin(np.arange(7), (FLOW, FWDBWD))
 
 # How each field kept for a role is stored: text (names: shared str objects), rendered text
 # (str() of lists, as the reference shows them; ``_LINE``: a field written as text, such as the
@@ -195,8 +199,8 @@ class Builder:
 
         interval = np.array([p == "X" for p in ph_uniq] + [False])[ph_codes]
         flow_end = np.array([p in ("s", "f") for p in ph_uniq] + [False])[ph_codes]
-        role[np.isin(role, (OP, KERNEL, PYFUNC)) & ~interval] = NONE
-        role[np.isin(role, (FLOW, FWDBWD)) & ~flow_end] = NONE
+        role[_IS_INTERVAL[role] & ~interval] = NONE
+        role[_IS_FLOW[role] & ~flow_end] = NONE
 
         candidates = np.flatnonzero((role == NONE) & ~np.array([p == "M" for p in ph_uniq] + [False])[ph_codes])
         if len(candidates):
@@ -212,7 +216,7 @@ class Builder:
         self.inexact_ts |= not exact
         dur, _ = _us_values(sub.top("dur"))
         self.no_ts += int((~ok).sum())
-        self.bad_dur += int(((dur < 0) & ok & np.isin(role[sel], (OP, KERNEL, PYFUNC))).sum())
+        self.bad_dur += int(((dur < 0) & ok & _IS_INTERVAL[role[sel]]).sum())
         keep = np.flatnonzero(ok)
         if len(keep) != len(sub):
             sub = sub.subset(keep.tolist())
@@ -347,12 +351,13 @@ def _scalars(values: list[Any]) -> pd.Series:
     return pd.Series([v if type(v) in (int, float, str) else None for v in values], dtype=object)
 
 
-def _numeric_array(values: list[Any]) -> np.ndarray | None:
+def _numeric_array(values: list[Any], kinds: set[type] | None = None) -> np.ndarray | None:
     """A 1-D int64/float64 array when every value is a plain int or float (the fast, common
-    case), else None. Decided by the values' types, not by what numpy would coerce: ``true`` is
-    not a number here whatever else the list holds, so a piece of a file and the whole file
-    read every value alike."""
-    kinds = set(map(type, values))
+    case), else None. Decided by the values' types (``kinds``, when the caller has them
+    already), not by what numpy would coerce: ``true`` is not a number here whatever else the
+    list holds, so a piece of a file and the whole file read every value alike."""
+    if kinds is None:
+        kinds = set(map(type, values))
     try:
         if kinds <= {int}:
             return np.fromiter(values, dtype=np.int64, count=len(values))
@@ -365,10 +370,11 @@ def _numeric_array(values: list[Any]) -> np.ndarray | None:
 
 def ints(values: list[Any]) -> np.ndarray:
     """Integer values (-1 when missing or not a number)."""
-    for candidate in (values, [-1 if v is None else v for v in values]):  # ints, ints with gaps
-        arr = _numeric_array(candidate)
-        if arr is not None and arr.dtype.kind == "i":
-            return arr
+    arr = _numeric_array(values)
+    if arr is None:  # not all numbers: perhaps ints with gaps (the gaps made -1 only then)
+        arr = _numeric_array([-1 if v is None else v for v in values])
+    if arr is not None and arr.dtype.kind == "i":
+        return arr
     values = orjson_ints(values)
     num = pd.to_numeric(_scalars(values), errors="coerce").to_numpy(dtype="float64")
     return np.where(np.abs(num) < 2.0**63, num, -1).astype("int64")
@@ -388,9 +394,10 @@ def _cat_role(cat: str, opts: LoadOptions) -> int:
     return NONE
 
 
-def _us_values(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """µs values as read by orjson (int, float, or anything else) → (int64 ns, valid mask)."""
-    arr = _numeric_array(values)
+def _us_values(values: list[Any], kinds: set[type] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """µs values as read by orjson (int, float, or anything else) → (int64 ns, valid mask);
+    ``kinds``: their types, when the caller has them already."""
+    arr = _numeric_array(values, kinds)
     if arr is not None and arr.dtype.kind == "i":
         ok = np.abs(arr) < _MAX_US
         return np.where(ok, arr * 1000, -1), ok
@@ -412,8 +419,8 @@ def _timestamps(events: EventView, sel: np.ndarray, values: list[Any],
     ``ts`` texts re-read from the raw bytes (``raw``: the JSON the events were parsed from) and
     converted digit by digit. ``values``: the ``ts`` of the events at ``sel``.
     """
-    ns, ok = _us_values(values)
     kinds = set(map(type, values))
+    ns, ok = _us_values(values, kinds)
     if float not in kinds:  # integer µs (the usual Kineto trace): exact already
         return ns, ok, True
     floats = np.array([v for v in values if type(v) is float] if kinds != {float} else values,

@@ -12,7 +12,6 @@ that frees a lot (docs/performance.md, one NPU Text side's load memory).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from functools import cache
 from typing import Callable
@@ -20,12 +19,15 @@ from typing import Callable
 
 @cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, looked up once; None where there is none (not Linux, or musl)."""
+    """glibc's ``malloc_trim``, looked up once; None where there is none (not Linux, or musl).
+
+    Looked up among the symbols this process already has (the C library is loaded into every
+    Python process): ``ctypes.util.find_library`` would run ``ldconfig -p`` in a new process,
+    once in every process of ours that trims."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # type: ignore[no-any-return]
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
     except (OSError, AttributeError):
         return None
 

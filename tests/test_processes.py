@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import Producer, Worker, in_background, start_method
+from perfcmp_core.processes import Claims, Producer, Worker, in_background, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -468,3 +468,24 @@ def test_no_thread_or_child_is_left_after_stop_and_fork_stays_allowed_meanwhile(
         worker.stop()  # idempotent
     assert producer.made() == []
     assert {t.ident for t in threading.enumerate()} == before
+
+
+def _take_all(claims: Claims, items: list[int]) -> list[int]:
+    return [i for i in items if claims.take(i)]
+
+
+def test_each_claim_is_taken_once_by_one_of_two_processes() -> None:
+    """A child forked after the claims and this process both try to take every item: each is
+    taken exactly once, whichever process asks first."""
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork")
+    claims = Claims(200)
+    try:
+        worker = Worker(_take_all, claims, list(range(200)), name="claims", method="fork")
+        here = _take_all(claims, list(range(199, -1, -1)))
+        there = worker.result()
+    finally:
+        claims.close()
+    assert sorted(here + there) == list(range(200))
+    assert not claims._fds  # closed, and closing again is harmless
+    claims.close()

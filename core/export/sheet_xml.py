@@ -248,13 +248,16 @@ def _distinct(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         kinds, texts = _number_texts(np.asarray(distinct, dtype=keys.dtype).view(dtype))
         return codes, kinds, texts
     values = series.to_numpy(dtype=object)
+    # Numbered first, missing cells -1, and the distinct values' types looked at: a text column
+    # (nearly every such column) is then done; only a mixed one looks at every cell. Testing
+    # every cell for missing and for its type first cost as much as the numbering.
+    codes, distinct = factorize_text(values)  # exact for texts holding NUL
+    if infer_dtype(distinct, skipna=False) in ("string", "empty"):
+        return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
+    # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
     present = ~series.isna().to_numpy()
     codes = np.full(len(values), -1, np.intp)
     shown = values[present]
-    if infer_dtype(shown, skipna=False) in ("string", "empty"):  # nearly every such column
-        codes[present], distinct = factorize_text(shown)  # exact for texts holding NUL
-        return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
-    # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
     codes[present] = np.arange(len(shown))
     pairs = [kind_text(v.item() if isinstance(v, np.generic) else v) for v in shown]
     texts = np.empty(len(pairs), dtype=object)

@@ -166,7 +166,7 @@ class DataColumn:
         self._texts = np.append(texts, np.array([""], dtype=object))
         self._kinds = np.append(kinds, np.int8(EMPTY))
         self._value_of_row = np.where(value_of_row < 0, len(texts), value_of_row)
-        self._ids, self._style_of_row = np.unique(np.asarray(styles), return_inverse=True)
+        self._ids, self._style_of_row = _distinct_styles(np.asarray(styles))
 
     def cells(self, after: str) -> tuple[np.ndarray, np.ndarray]:
         """Each row's index into the XML of the column's distinct cells, and that XML.
@@ -177,6 +177,7 @@ class DataColumn:
             cell_of_row, value = self._value_of_row, np.arange(len(self._texts))
             style = np.zeros(len(value), np.int64)
         else:
+            assert self._style_of_row is not None  # more than one id: each row's is known
             pair = self._style_of_row.astype(np.int64) * len(self._texts) + self._value_of_row
             cell_of_row, pairs = pd.factorize(pair)
             style, value = np.divmod(pairs, len(self._texts))
@@ -184,6 +185,15 @@ class DataColumn:
         opens = np.array([[f'" s="{i}{o}' for o in OPEN] for i in self._ids.tolist()], object)
         closes = np.array([c + after for c in CLOSE], dtype=object)
         return cell_of_row, opens[style, kinds] + self._texts[value] + closes[kinds]
+
+
+def _distinct_styles(styles: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct style ids of a column's rows, and each row's index into them (None where
+    there is one id): a column of one style gives its one id as a view of every row
+    (:func:`~.xlsx._styles`), which needs no sort of its rows."""
+    if len(styles) and styles.strides == (0,):
+        return styles[:1].copy(), None
+    return np.unique(styles, return_inverse=True)
 
 
 class WholeColumn:

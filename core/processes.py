@@ -46,6 +46,10 @@ process id would also have to be handed to a new process, which Linux does only 
 through every other free one. Every child not stopped yet is in :data:`_live`, so that a signal
 handler can reach them all (:func:`terminate_all`).
 
+Beside them, :class:`Claims`: items of work a parent and a child forked after it may both
+take, each taken once (the pipeline's steps beside, which the parent takes back from the back
+when its own are done first).
+
 What stays separate, and why: the cluster's per-rank pool (:mod:`perfcmp_core.cluster.pool_map`,
 a ``ProcessPoolExecutor``). Its processes are started, fed tasks and replaced by the pool, which
 also turns one that died into the ``BrokenProcessPool`` the map reports by rank; a

@@ -27,7 +27,7 @@ from .info import profile_info
 from .model import Profile
 from .notes import Note
 from .pair import iter_pair
-from .processes import BACKGROUND_NICE, Later, in_background
+from .processes import BACKGROUND_NICE, Claims, Later, in_background
 from .request import RunRequest
 from .side import SideAnalysis, analyse_ahead, analyse_side
 
@@ -55,8 +55,8 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
     analyse = partial(analyse_side, equivalence=request.equivalence, advisor=request.advisor)
     pair = (iter_pair(*request.inputs, request.base_opts, request.comp_opts, analyse=analyse)
             if held is None else held.pair(request, analyse))
-    #: The workers running the steps declared ``beside``: (their step names, their results).
-    beside: list[tuple[tuple[str, ...], Later[list[Ran]]]] = []
+    #: The workers running the steps declared ``beside``.
+    beside: list[Beside] = []
     try:
         try:
             pending = {}
@@ -95,7 +95,7 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         base, comp = analyses["base"], analyses["comparison"]
         ctx.adopt((base, comp))
         # The beside steps that read the analyses: in a worker that shares them with this process.
-        started = {name for names, _ in beside for name in names}
+        started = {step.name for group in beside for step in group.steps}
         beside += _started([s for s in steps_left if s.beside and s.name not in started], ctx, nice)
 
         @cache
@@ -121,24 +121,49 @@ def comparison_events(request: RunRequest, held: Held | None = None) -> Iterator
         yield Phase("advisor", done=True, seconds=seconds)
         yield Finished(time.perf_counter() - t_start, notes=notes)
     finally:  # a failed or abandoned run leaves no worker behind (its results are unwanted)
-        for _, later in beside:
-            later.stop()
+        for group in beside:
+            group.later.stop()
+            group.claims.close()
 
 
-def _started(steps: list[Step], ctx: Context, nice: int) -> list[tuple[tuple[str, ...], Later[list[Ran]]]]:
+@dataclass
+class Beside:
+    """Steps run on the second core by a worker (:func:`in_background`), which takes each from
+    the front of the list before it runs it; after the first, this process may take them from
+    the back (:func:`_take_back`). ``later`` gives the results of those the worker ran."""
+
+    steps: list[Step]
+    later: Later[list[Ran]]
+    claims: Claims
+
+
+def _started(steps: list[Step], ctx: Context, nice: int) -> list[Beside]:
     """``steps`` started on the second core (:func:`in_background`, at ``nice``), none when
     empty."""
-    return [(tuple(s.name for s in steps), in_background(_run_beside, steps, ctx, nice=nice))] if steps else []
+    if not steps:
+        return []
+    claims = Claims(len(steps))
+    try:
+        return [Beside(steps, in_background(_run_beside, steps, ctx, claims, nice=nice), claims)]
+    except BaseException:
+        claims.close()
+        raise
 
 
-def _run_beside(steps: list[Step], ctx: Context) -> list[Ran]:
-    """:func:`_run_steps` in the worker beside: what its steps cached on the context and derived
-    from the profiles (the operator match and the op forests, ≈ 110 + 68 MB on the 32×92 NPU Db
-    pair) is dropped and the heap trimmed before the results are sent, while this worker and
-    this process both hold them."""
+def _run_beside(steps: list[Step], ctx: Context, claims: Claims | None = None) -> list[Ran]:
+    """:func:`_run_steps` in the worker beside, each step once taken from ``claims`` (those
+    after the first one not taken end the list: this process took them); what its steps cached
+    on the context and derived from the profiles (the operator match and the op forests,
+    ≈ 110 + 68 MB on the 32×92 NPU Db pair) is dropped and the heap trimmed before the results
+    are sent, while this worker and this process both hold them. The same for the steps this
+    process took back (``claims`` None), which would hold them through the workbook."""
     before = set(ctx.cache)
     with derived_forgotten():
-        out = _run_steps(steps, ctx)
+        out = []
+        for i, step in enumerate(steps):
+            if claims is not None and not claims.take(i):
+                break
+            out += _run_steps([step], ctx)
     for key in set(ctx.cache) - before:
         del ctx.cache[key]
     return_free_memory()
@@ -167,13 +192,12 @@ class HeldComparisons:
         self.held.take_ahead()
 
 
-def _step_events(steps: list[Step], ctx: Context,
-                 beside: list[tuple[tuple[str, ...], Later[list[Ran]]]],
+def _step_events(steps: list[Step], ctx: Context, beside: list[Beside],
                  meanwhile: Callable[[], object] = lambda: None) -> Generator[Event, None, list[Note]]:
     """Every step's events in workbook order; the steps declared ``beside`` come from the
-    ``beside`` workers (each one's step names and results), this process runs the others (those
-    after a beside step first, then ``meanwhile``, then it waits). Returns the run's notes in
-    step order, wherever each step ran."""
+    ``beside`` workers, this process runs the others (those after a beside step first, then
+    ``meanwhile``, then what it can take back of the worker's steps, then it waits). Returns the
+    run's notes in step order, wherever each step ran."""
     done: dict[str, Ran] = {}
     for i, step in enumerate(steps):
         yield Phase(step.name)
@@ -185,14 +209,32 @@ def _step_events(steps: list[Step], ctx: Context,
                 # This process's steps are done: what they freed goes back before the wait, in
                 # which the worker beside reaches its largest (the run's peak of memory).
                 return_free_memory()
-                names, later = next((names, later) for names, later in beside if step.name in names)
-                done.update(zip(names, later()))
+                group = next(g for g in beside if any(s.name == step.name for s in g.steps))
+                done.update(_take_back(group, ctx))
+                done.update(zip((s.name for s in group.steps), group.later()))
             else:
                 done[step.name] = _run_steps([step], ctx)[0]
         ran = done[step.name]
         yield from _outcome_events(step, ran.outcome)
         yield Phase(step.name, done=True, seconds=ran.seconds)
     return [n for step in steps for n in done[step.name].notes]
+
+
+def _take_back(group: Beside, ctx: Context) -> dict[str, Ran]:
+    """The steps of ``group``'s worker that it has not started, taken from the back and run
+    here: this process's own steps are done and the worker's are not (on the 32×92 NPU Db pair
+    its operators / modules alone take longer than all of this process's steps, and
+    MemoryCompare came after them). Where the worker is not a child (no fork), it runs them
+    all when asked: the operator match they share is then made once."""
+    taken: list[Step] = []
+    if group.later.forked:
+        for i in range(len(group.steps) - 1, 0, -1):
+            if not group.claims.take(i):
+                break
+            taken.insert(0, group.steps[i])
+    if not taken:
+        return {}
+    return dict(zip((s.name for s in taken), _run_beside(taken, ctx)))
 
 
 @dataclass(frozen=True)

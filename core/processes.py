@@ -46,6 +46,10 @@ process id would also have to be handed to a new process, which Linux does only 
 through every other free one. Every child not stopped yet is in :data:`_live`, so that a signal
 handler can reach them all (:func:`terminate_all`).
 
+Beside them, :class:`Claims`: items of work a parent and a child forked after it may both
+take, each taken once (the pipeline's steps beside, which the parent takes back from the back
+when its own are done first).
+
 What stays separate, and why: the cluster's per-rank pool (:mod:`perfcmp_core.cluster.pool_map`,
 a ``ProcessPoolExecutor``). Its processes are started, fed tasks and replaced by the pool, which
 also turns one that died into the ``BrokenProcessPool`` the map reports by rank; a
@@ -444,6 +448,11 @@ class Later(Generic[T]):
     def __call__(self) -> T:
         return self._worker.result() if self._worker is not None else self._fn(*self._args)
 
+    @property
+    def forked(self) -> bool:
+        """Whether it runs in a child now (else it runs here when its result is asked for)."""
+        return self._worker is not None
+
     def stop(self) -> None:
         if self._worker is not None:
             self._worker.stop()
@@ -461,3 +470,36 @@ def in_background(fn: Callable[..., T], *args: Any, nice: int = BACKGROUND_NICE)
     if start_method() != "fork":
         return Later(fn, args, None)
     return Later(fn, args, Worker(fn, *args, name="perfcmp-background", method="fork", nice=nice))
+
+
+class Claims:
+    """Items of work that this process and a child forked after it may each take, each item
+    taken once, by whichever process asks first: a pipe per item holding one byte, which one
+    read takes (a read of a pipe is atomic; the other process then reads its end). No lock and
+    no shared memory to set up: the pipes' read ends are inherited by the fork.
+
+    For the steps of a worker beside (:mod:`perfcmp_core.pipeline`): the worker takes them from
+    the front, and this process, once its own steps are done, from the back.
+    """
+
+    def __init__(self, items: int) -> None:
+        self._fds: list[int] = []
+        try:
+            for _ in range(items):
+                read, write = os.pipe()
+                self._fds.append(read)
+                os.write(write, b"\x01")
+                os.close(write)
+        except BaseException:
+            self.close()
+            raise
+
+    def take(self, item: int) -> bool:
+        """Take ``item``: True for the one process that takes it first."""
+        return os.read(self._fds[item], 1) == b"\x01"
+
+    def close(self) -> None:
+        """Close this process's ends (each process closes its own; idempotent)."""
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)

@@ -4,6 +4,7 @@ events is the one a run on one core gives, in workbook order with the notes in s
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,7 +16,7 @@ from perfcmp_core.compare import STEPS
 from perfcmp_core.events import Event, Finished, Phase, Skipped, TableReady
 from perfcmp_core.notes import Note
 from perfcmp_core.options import CompareOptions, LoadOptions
-from perfcmp_core.processes import Later, start_method
+from perfcmp_core.processes import Claims, Later, start_method
 from perfcmp_core.request import RunRequest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -115,7 +116,9 @@ def test_steps_beside_run_in_another_process(monkeypatch: pytest.MonkeyPatch) ->
     assert all(pid[s.name] == here for s in STEPS if not s.beside)
     # The beside steps that read only the profiles share one worker (and the operator match);
     # the one that reads the analyses runs in a second worker, started once they are made.
-    assert pid["operators / modules"] == pid["MemoryCompare"] != here
+    # MemoryCompare runs there too, or here when this process took it back (its own steps done
+    # first: a matter of timing, tested apart below).
+    assert pid["operators / modules"] != here and pid["MemoryCompare"] in (here, pid["operators / modules"])
     assert pid["Timeline"] not in (here, pid["operators / modules"])
 
 
@@ -324,10 +327,72 @@ def test_the_advisor_is_made_before_the_steps_beside_are_waited_for() -> None:
     base = load_profile(str(FIX / "npu_text/base_ascend_pt"), LoadOptions(use_cache=False))
     comp = load_profile(str(FIX / "npu_text/comp_ascend_pt"), LoadOptions(use_cache=False))
     ctx = Context(base, comp, CompareOptions())
-    beside = [(("operators / modules",), Later(waited, (), None))]
+    beside = [pipeline.Beside([by_name["operators / modules"]], Later(waited, (), None), Claims(1))]
     events = list(pipeline._step_events(steps, ctx, beside, lambda: order.append("meanwhile")))
     assert order == ["meanwhile", "waited"]
     assert [e.name for e in events if isinstance(e, Phase) and e.done] == [s.name for s in steps]
+
+
+def _marked_steps(tmp_path: Path, first_waits: bool) -> list[Any]:
+    """Two steps beside: each says in a note which process ran it. The second leaves a mark;
+    the first waits for it (``first_waits``), or ``meanwhile`` below waits for it."""
+    from perfcmp_core.compare import Step
+
+    mark = tmp_path / "second ran"
+
+    def first(ctx: Any) -> list[Any]:
+        deadline = time.monotonic() + 60
+        while first_waits and not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ctx.notes.append(f"pid {os.getpid()}")
+        return []
+
+    def second(ctx: Any) -> list[Any]:
+        mark.touch()
+        ctx.notes.append(f"pid {os.getpid()}")
+        return []
+
+    return [Step("first", "operator", first, (), beside=True), Step("second", "memory", second, (), beside=True)]
+
+
+@pytest.mark.parametrize("worker_first", [False, True])
+def test_this_process_takes_back_the_steps_beside_not_started(tmp_path: Path, worker_first: bool) -> None:
+    """Once its own steps are done, this process runs the worker's steps that the worker has not
+    started yet (from the back); a step the worker started stays the worker's. Each runs once,
+    and the events stay in workbook order either way."""
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork: nothing runs beside")
+    from perfcmp_core.compare import Context
+    from perfcmp_core.load import load_profile
+
+    base = load_profile(str(FIX / "npu_text/base_ascend_pt"), LoadOptions(use_cache=False))
+    ctx = Context(base, base, CompareOptions())
+    steps = _marked_steps(tmp_path, first_waits=not worker_first)
+    mark = tmp_path / "second ran"
+
+    def meanwhile() -> None:  # the worker runs both steps before this process asks for any
+        deadline = time.monotonic() + 60
+        while worker_first and not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    beside = pipeline._started(steps, ctx, 0)
+    try:
+        events = pipeline._step_events(steps, ctx, beside, meanwhile)
+        phases = []
+        try:
+            while True:
+                event = next(events)
+                if isinstance(event, Phase) and event.done:
+                    phases.append(event.name)
+        except StopIteration as end:
+            notes = end.value
+    finally:
+        beside[0].later.stop()
+        beside[0].claims.close()
+    assert phases == ["first", "second"]
+    pid = {n.origin: int(n.text.split()[1]) for n in notes}
+    assert pid["first"] != os.getpid()
+    assert pid["second"] == (pid["first"] if worker_first else os.getpid())
 
 
 def test_the_worker_beside_drops_what_its_steps_cached_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:

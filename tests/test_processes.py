@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from perfcmp_core.errors import InputError
-from perfcmp_core.processes import Producer, Worker, in_background, start_method
+from perfcmp_core.processes import Claims, Producer, Worker, in_background, start_method
 
 
 def _pid_and(value: int) -> tuple[int, int]:
@@ -388,6 +388,65 @@ def test_a_result_with_numpy_and_pandas_blocks_arrives_equal_and_writeable() -> 
     assert got["big"][1] == 1
 
 
+def _object_columns(rows: int) -> dict[str, object]:
+    """Object arrays as profiles hold them: few distinct texts repeated (one object each, and
+    two equal texts held by different objects), in a frame's object block too; one of distinct
+    texts; a 2-d one; a strided view."""
+    import numpy as np
+    import pandas as pd
+
+    names = [f"op{i}" for i in range(97)] + ["".join(["op", "1"])]  # the last: names[1]'s text
+    repeated = np.empty(rows, dtype=object)
+    repeated[:] = [names[i % len(names)] for i in range(rows)]
+    frame = pd.DataFrame({"name": pd.Series(repeated, dtype=object), "i": np.arange(rows)})
+    distinct = np.array([f"k{i}" for i in range(rows)], dtype=object)
+    return {"repeated": repeated, "frame": frame, "distinct": distinct,
+            "grid": repeated.reshape(2, -1), "strided": repeated[::2]}
+
+
+def test_object_arrays_arrive_equal_with_their_objects_shared_as_sent() -> None:
+    """Large object arrays travel as codes and their distinct objects (transfer._Pickler):
+    what arrives is equal, writeable, C-contiguous, and its cells share an object exactly
+    where the sent cells did (two equal texts held apart stay apart, as pickle's memo gives)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = 20_000
+    sent = _object_columns(rows)
+    got = Worker(_object_columns, rows, name="t").result()
+    for key in ("repeated", "distinct", "grid", "strided"):
+        assert got[key].dtype == object and got[key].shape == sent[key].shape
+        np.testing.assert_array_equal(got[key], sent[key])
+        assert got[key].flags.writeable
+    assert got["repeated"].flags.c_contiguous
+    pd.testing.assert_frame_equal(got["frame"], sent["frame"])
+    cells = got["repeated"]
+    assert cells[0] is cells[98] and cells[1] is cells[99]  # one object, as sent
+    assert cells[1] == cells[97] and cells[1] is not cells[97]  # equal texts, two objects
+    assert len({id(c) for c in cells}) == 98
+    column = got["frame"]["name"].to_numpy()
+    assert column[3] is column[3 + 98]
+    cells[0] = "changed"  # written in place
+    assert cells[0] == "changed"
+
+
+def test_only_the_distinct_objects_of_a_repeating_object_array_are_pickled_in_band() -> None:
+    import io
+    import pickle
+
+    from perfcmp_core import transfer
+
+    sent = _object_columns(20_000)
+    sizes = {}
+    for key in ("repeated", "distinct"):
+        band, buffers = io.BytesIO(), []
+        transfer._Pickler(band, protocol=5, buffer_callback=buffers.append).dump(sent[key])
+        sizes[key] = len(band.getvalue()), len(pickle.dumps(sent[key], protocol=5))
+        assert (pickle.loads(band.getvalue(), buffers=buffers) == sent[key]).all()
+    assert sizes["repeated"][0] < 2_000 < sizes["repeated"][1]  # 98 texts in band, codes out of band
+    assert sizes["distinct"][0] == sizes["distinct"][1]  # as pickle writes it
+
+
 def _written(array: object) -> int:
     array[1] = 7  # type: ignore[index]
     return int(array[1])  # type: ignore[index]
@@ -468,3 +527,24 @@ def test_no_thread_or_child_is_left_after_stop_and_fork_stays_allowed_meanwhile(
         worker.stop()  # idempotent
     assert producer.made() == []
     assert {t.ident for t in threading.enumerate()} == before
+
+
+def _take_all(claims: Claims, items: list[int]) -> list[int]:
+    return [i for i in items if claims.take(i)]
+
+
+def test_each_claim_is_taken_once_by_one_of_two_processes() -> None:
+    """A child forked after the claims and this process both try to take every item: each is
+    taken exactly once, whichever process asks first."""
+    if start_method() != "fork":
+        pytest.skip("this process cannot fork")
+    claims = Claims(200)
+    try:
+        worker = Worker(_take_all, claims, list(range(200)), name="claims", method="fork")
+        here = _take_all(claims, list(range(199, -1, -1)))
+        there = worker.result()
+    finally:
+        claims.close()
+    assert sorted(here + there) == list(range(200))
+    assert not claims._fds  # closed, and closing again is harmless
+    claims.close()

@@ -166,7 +166,7 @@ class DataColumn:
         self._texts = np.append(texts, np.array([""], dtype=object))
         self._kinds = np.append(kinds, np.int8(EMPTY))
         self._value_of_row = np.where(value_of_row < 0, len(texts), value_of_row)
-        self._ids, self._style_of_row = np.unique(np.asarray(styles), return_inverse=True)
+        self._ids, self._style_of_row = _distinct_styles(np.asarray(styles))
 
     def cells(self, after: str) -> tuple[np.ndarray, np.ndarray]:
         """Each row's index into the XML of the column's distinct cells, and that XML.
@@ -177,6 +177,7 @@ class DataColumn:
             cell_of_row, value = self._value_of_row, np.arange(len(self._texts))
             style = np.zeros(len(value), np.int64)
         else:
+            assert self._style_of_row is not None  # more than one id: each row's is known
             pair = self._style_of_row.astype(np.int64) * len(self._texts) + self._value_of_row
             cell_of_row, pairs = pd.factorize(pair)
             style, value = np.divmod(pairs, len(self._texts))
@@ -184,6 +185,15 @@ class DataColumn:
         opens = np.array([[f'" s="{i}{o}' for o in OPEN] for i in self._ids.tolist()], object)
         closes = np.array([c + after for c in CLOSE], dtype=object)
         return cell_of_row, opens[style, kinds] + self._texts[value] + closes[kinds]
+
+
+def _distinct_styles(styles: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct style ids of a column's rows, and each row's index into them (None where
+    there is one id): a column of one style gives its one id as a view of every row
+    (:func:`~.xlsx._styles`), which needs no sort of its rows."""
+    if len(styles) and styles.strides == (0,):
+        return styles[:1].copy(), None
+    return np.unique(styles, return_inverse=True)
 
 
 class WholeColumn:
@@ -248,13 +258,16 @@ def _distinct(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         kinds, texts = _number_texts(np.asarray(distinct, dtype=keys.dtype).view(dtype))
         return codes, kinds, texts
     values = series.to_numpy(dtype=object)
+    # Numbered first, missing cells -1, and the distinct values' types looked at: a text column
+    # (nearly every such column) is then done; only a mixed one looks at every cell. Testing
+    # every cell for missing and for its type first cost as much as the numbering.
+    codes, distinct = factorize_text(values)  # exact for texts holding NUL
+    if infer_dtype(distinct, skipna=False) in ("string", "empty"):
+        return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
+    # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
     present = ~series.isna().to_numpy()
     codes = np.full(len(values), -1, np.intp)
     shown = values[present]
-    if infer_dtype(shown, skipna=False) in ("string", "empty"):  # nearly every such column
-        codes[present], distinct = factorize_text(shown)  # exact for texts holding NUL
-        return codes, np.full(len(distinct), TEXT, np.int8), np.asarray(distinct, dtype=object)
-    # Mixed objects: 1, 1.0 and True are equal yet read differently, so each cell is its own.
     codes[present] = np.arange(len(shown))
     pairs = [kind_text(v.item() if isinstance(v, np.generic) else v) for v in shown]
     texts = np.empty(len(pairs), dtype=object)

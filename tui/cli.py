@@ -19,6 +19,7 @@ from perfcmp_core import lifetime
 from perfcmp_core.errors import InputError, UsageError, both_bad
 from perfcmp_core.gcpause import gc_paused
 from perfcmp_core.options import COMPARISONS, CompareOptions, LoadOptions
+from perfcmp_core.processes import one_blas_thread
 
 if TYPE_CHECKING:
     from perfcmp_core.cluster.request import ClusterRequest
@@ -502,6 +503,7 @@ def _command(args: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_blas_thread()  # before anything imports numpy
     _tolerant_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args

@@ -65,7 +65,7 @@ from ..compat import as_text
 from ..model import MEMORY, OP_MEMORY, Profile, ProfileMeta, empty, frame
 from ..notes import Note
 from ..options import LoadOptions
-from .common import assign_step
+from .common import assign_step, per_name
 from .detect import Source
 from .variants import db_variants
 from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic, read_task_rows
@@ -229,18 +229,18 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     df = df[df["alloc_ns"] > 0].sort_values("alloc_ns", kind="stable").reset_index(drop=True)
     df["release_ns"] = df["release_ns"].where(df["release_ns"] > 0, -1)
     place = df["alloc_ns"].to_numpy(dtype="int64").copy()
-    cann = as_text(df["name"]).str.contains("cann::", regex=False).to_numpy()
+    cann = per_name(df["name"], lambda s: s.str.contains("cann::", regex=False))
     if cann.any():
         placed, _, ok = enqueue_of(queue, place[cann])
         place[cann] = placed
         keep = np.ones(len(df), dtype=bool)
         keep[np.flatnonzero(cann)[~ok]] = False
         unplaced += int((~ok).sum())
-        df, place = df[keep].reset_index(drop=True), place[keep]
+        df, place, cann = df[keep].reset_index(drop=True), place[keep], cann[keep]
     if unplaced:
         notes.append(Note(f"{unplaced} OP_MEMORY rows dropped: no allocation time, or a cann:: allocation "
                           "outside every Dequeue"))
-    names = df["name"].where(as_text(df["name"]).str.contains("cann::", regex=False), "")
+    names = df["name"].where(cann, "")
     return frame(OP_MEMORY, {"name": names, "size_bytes": df["size_bytes"], "place_ns": place,
                              "alloc_ns": df["alloc_ns"], "release_ns": df["release_ns"]}, n=len(df))
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..notes import Note
-from .common import hccl_op_types, per_distinct, us_text_to_ns
+from .common import hccl_op_types, per_distinct, per_name, us_text_to_ns
 from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
@@ -299,11 +299,11 @@ def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[Not
     alloc = us_text_to_ns(df["Allocation Time(us)"])
     release = us_text_to_ns(_optional(df, "Release Time(us)"))
     release[release <= 0] = -1
-    names = df["Name"].str.strip()
+    names = per_distinct(df["Name"], lambda s: s.str.strip())
     keep = alloc > 0
     place = alloc.copy()
     if queue is not None:
-        is_cann = names.str.contains("cann::", regex=False).to_numpy()
+        is_cann = per_name(names, lambda s: s.str.contains("cann::", regex=False))
         cann_place, covered = _placement_via_queue(alloc[is_cann & keep], queue)
         cann_rows = np.flatnonzero(is_cann & keep)
         place[cann_rows] = cann_place

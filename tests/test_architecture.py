@@ -94,17 +94,24 @@ def _runtime_imports(path: Path, module: str, is_package: bool, modules: set[str
     return {m for m in found if m == "perfcmp_core" or m.startswith("perfcmp_core.")}
 
 
+def core_modules() -> dict[str, tuple[Path, bool]]:
+    """Every perfcmp_core module below the package: its source file, and whether it is a package."""
+    root = Path(perfcmp_core.__path__[0])
+    out = {}
+    for info in pkgutil.walk_packages(perfcmp_core.__path__, "perfcmp_core."):
+        rel = info.name.split(".")[1:]
+        path = root.joinpath(*rel, "__init__.py") if info.ispkg else root.joinpath(*rel[:-1], rel[-1] + ".py")
+        out[info.name] = (path, info.ispkg)
+    return out
+
+
 def test_imports_only_run_down_the_layers() -> None:
     """load/ never reaches into compare/, the cache never into load/, compare/ never into the
     advisor or the writers …: the engine is a stack, and no import runs back up it."""
-    root = Path(perfcmp_core.__path__[0])
-    infos = list(pkgutil.walk_packages(perfcmp_core.__path__, "perfcmp_core."))
-    modules = {i.name for i in infos}
+    modules = core_modules()
     bad = []
-    for info in infos:
-        rel = info.name.split(".")[1:]
-        path = root.joinpath(*rel, "__init__.py") if info.ispkg else root.joinpath(*rel[:-1], rel[-1] + ".py")
-        for target in _runtime_imports(path, info.name, info.ispkg, modules):
-            if _layer(target) > _layer(info.name):
-                bad.append(f"{info.name} imports {target}")
+    for name, (path, is_package) in modules.items():
+        for target in _runtime_imports(path, name, is_package, set(modules)):
+            if _layer(target) > _layer(name):
+                bad.append(f"{name} imports {target}")
     assert bad == []

@@ -71,25 +71,20 @@ def test_inferred_text_is_kept_as_python_objects_with_or_without_pyarrow() -> No
 def _pandas_users_and_imports() -> tuple[set[str], dict[str, set[str]]]:
     """The core modules that import pandas anywhere, and every core module's core imports."""
     import ast
-    import pkgutil
 
-    import perfcmp_core
-    from test_architecture import _runtime_imports
+    from test_architecture import _runtime_imports, core_modules
 
-    root = Path(perfcmp_core.__path__[0])
-    infos = list(pkgutil.walk_packages(perfcmp_core.__path__, "perfcmp_core."))
-    modules = {i.name for i in infos} | {"perfcmp_core"}
+    found = core_modules()
+    modules = set(found) | {"perfcmp_core"}
     users: set[str] = set()
     graph: dict[str, set[str]] = {"perfcmp_core": set()}
-    for info in infos:
-        rel = info.name.split(".")[1:]
-        path = root.joinpath(*rel, "__init__.py") if info.ispkg else root.joinpath(*rel[:-1], rel[-1] + ".py")
-        graph[info.name] = _runtime_imports(path, info.name, info.ispkg, modules)
+    for name, (path, is_package) in found.items():
+        graph[name] = _runtime_imports(path, name, is_package, modules)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             if any(n.split(".")[0] == "pandas" for n in names):
-                users.add(info.name)
+                users.add(name)
     return users, graph
 
 

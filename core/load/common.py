@@ -64,6 +64,12 @@ def is_step_name(names: pd.Series | np.ndarray) -> np.ndarray:
     return per_name(names, lambda s: s.str.contains(_STEP_MARK, regex=True))
 
 
+def is_cann_allocation(names: pd.Series | np.ndarray) -> np.ndarray:
+    """Which memory records are CANN's own allocations (``cann::…``): both NPU exports re-time
+    them to the dequeue they lie in, and only they keep their name."""
+    return per_name(names, lambda s: s.str.contains("cann::", regex=False))
+
+
 def is_module_name(names: pd.Series | np.ndarray) -> np.ndarray:
     """Which python frames are ``nn.Module`` calls (``nn.Module: Linear_0``, any case)."""
     return per_name(names, lambda s: s.str.lower().str.startswith("nn.module:"))

@@ -65,7 +65,7 @@ from ..compat import as_text
 from ..model import MEMORY, OP_MEMORY, Profile, ProfileMeta, empty, frame
 from ..notes import Note
 from ..options import LoadOptions
-from .common import assign_step, per_name
+from .common import assign_step, is_cann_allocation
 from .detect import Source
 from .variants import db_variants
 from .npu_db_device import communication_ops, communication_tasks, device_kernels, op_statistic, read_task_rows
@@ -229,7 +229,7 @@ def _op_memory(db: Db, queue: pd.DataFrame, notes: list[Note]) -> pd.DataFrame:
     df = df[df["alloc_ns"] > 0].sort_values("alloc_ns", kind="stable").reset_index(drop=True)
     df["release_ns"] = df["release_ns"].where(df["release_ns"] > 0, -1)
     place = df["alloc_ns"].to_numpy(dtype="int64").copy()
-    cann = per_name(df["name"], lambda s: s.str.contains("cann::", regex=False))
+    cann = is_cann_allocation(df["name"])
     if cann.any():
         placed, _, ok = enqueue_of(queue, place[cann])
         place[cann] = placed

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..notes import Note
-from .common import hccl_op_types, per_distinct, per_name, us_text_to_ns
+from .common import hccl_op_types, is_cann_allocation, per_distinct, us_text_to_ns
 from .shapes import normalise_shapes
 from ..model import KERNELS, MEMORY, OP_MEMORY, OP_STATISTIC, frame
 
@@ -303,7 +303,7 @@ def read_operator_memory(path: Path, queue: pd.DataFrame | None, notes: list[Not
     keep = alloc > 0
     place = alloc.copy()
     if queue is not None:
-        is_cann = per_name(names, lambda s: s.str.contains("cann::", regex=False))
+        is_cann = is_cann_allocation(names)
         cann_place, covered = _placement_via_queue(alloc[is_cann & keep], queue)
         cann_rows = np.flatnonzero(is_cann & keep)
         place[cann_rows] = cann_place

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compat import as_text, factorize_text
 from ..explain import StepExplanation
 from ..explain.idle import CAUSES as IDLE_CAUSES
 from ..explain.table import means
@@ -191,7 +191,7 @@ def _cast_transdata(check: Check, profile: Profile, ex: StepExplanation, classes
     launch = classes["launch"].to_numpy()
     names = profile.ops["name"].to_numpy(dtype=object)
     op = np.where(launch >= 0, names[np.maximum(launch, 0)] if len(names) else "", "").astype(object)
-    codes, uniq = pd.factorize(np.concatenate([kernel.to_numpy(dtype=object), op]))
+    codes, uniq = factorize_text(np.concatenate([kernel.to_numpy(dtype=object), op]))
     hit_u = as_text(uniq).str.contains(_CAST).to_numpy(dtype=bool)
     hit = hit_u[codes]
     hit = hit[: len(kernel)] | hit[len(kernel):]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..compat import factorize_text
 from ..model import KERNELS, Profile, frame
 
 if TYPE_CHECKING:
@@ -231,9 +232,9 @@ def _matches(profile: Profile, table: str, column: str, pattern: re.Pattern[str]
 
 def _codes(*columns: pd.Series) -> np.ndarray:
     """One dense code per distinct combination of the columns (pairwise factorisation)."""
-    code = pd.factorize(columns[0].to_numpy(dtype=object))[0].astype("int64")
+    code = factorize_text(columns[0].to_numpy(dtype=object))[0].astype("int64")
     for col in columns[1:]:
-        c, uniq = pd.factorize(col.to_numpy(dtype=object))
+        c, uniq = factorize_text(col.to_numpy(dtype=object))
         code = pd.factorize(code * max(len(uniq), 1) + c)[0].astype("int64")
     return code
 

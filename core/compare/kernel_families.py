@@ -84,7 +84,7 @@ def _kernel_text(profile: Profile) -> pd.Series:
     k = profile.kernels
     op_type = k["op_type"].astype(object)
     text = op_type.where(~op_type.isin(["", "N/A"]), k["name"].astype(object))
-    codes, uniques = pd.factorize(text.to_numpy(dtype=object))
+    codes, uniques = factorize_text(text.to_numpy(dtype=object))
     leaf = pd.Series(uniques, dtype=object).str.rsplit("/", n=1).str[-1].str.replace(OP_INSTANCE_SUFFIX, "",
                                                                                      regex=True)
     if profile.meta.is_npu:
@@ -123,7 +123,7 @@ def kernel_classes(profile: Profile, table: Equivalence) -> pd.DataFrame:
     comm = bucket[rows] == BUCKET_COMM
     out_cls = np.where(comm, COMMUNICATION, _labels(table)[chosen])
     family = np.where(comm, COMMUNICATION, np.array([r.id for r in table.kernels] + [OTHER], dtype=object)[chosen])
-    codes, uniques = pd.factorize(text)
+    codes, uniques = factorize_text(text)
     short = short_kernel_name(pd.Series(uniques, dtype=object)).to_numpy(dtype=object)
     names = short[codes] if len(codes) else np.zeros(0, dtype=object)
     return pd.DataFrame({"row": rows, "cls": out_cls, "family": family, "by_name": by_name & ~comm,
@@ -134,7 +134,7 @@ def _first_rule(table: Equivalence, values: np.ndarray, patterns: str) -> np.nda
     """Per value (object array): index of the first rule whose ``patterns`` match it, or
     ``len(table.kernels)``; each pattern list runs once per distinct value."""
     rules = table.kernels
-    codes, uniques = pd.factorize(values)
+    codes, uniques = factorize_text(values)
     lower = [str(u).lower() for u in uniques]  # a few hundred: plain lists, no Series per rule
     first = np.full(len(lower), len(rules), dtype="int64")
     open_ = np.arange(len(lower))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..compat import factorize_text
 from ..model import Profile
 from ..options import CompareOptions
 from .equivalence import Equivalence, builtin_equivalence
@@ -66,7 +67,7 @@ def pairing_names(names: pd.Series, opts: CompareOptions) -> pd.Series:
     instance suffix; a mapped name loses its suffix too. Computed once per distinct name
     (profiles repeat a few hundred names hundreds of thousands of times).
     """
-    codes, distinct = pd.factorize(names.to_numpy(dtype=object))
+    codes, distinct = factorize_text(names.to_numpy(dtype=object))
     out = _distinct_names(pd.Series(distinct, dtype=object), opts).to_numpy(dtype=object)
     return pd.Series(out[codes] if len(codes) else np.zeros(0, dtype=object), index=names.index, dtype=object)
 
@@ -115,7 +116,7 @@ def pairing_keys(names: pd.Series, opts: CompareOptions, *, equivalence: Equival
     outermost of them stands for the class, so a per-name table (ApiCompare) never sums an op
     and the ops inside it into one row.
     """
-    codes, distinct = pd.factorize(names.to_numpy(dtype=object))
+    codes, distinct = factorize_text(names.to_numpy(dtype=object))
     return _pairing_keys(codes, distinct, opts, equivalence, by_primitive, parent, other)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..compare.device_sets import DeviceSets
+from ..compat import factorize_text
 from ..device_time import SYNC_TASK, not_counted
 from ..model import Profile
 from ..timeline import Spans, first_come, overlaps
@@ -97,7 +98,7 @@ def device_items(profile: Profile) -> DeviceItems:
     start = k["start_ns"].to_numpy()[rows]
     end = start + k["dur_ns"].to_numpy()[rows]
     task = k["task_type"].to_numpy(dtype=object)[rows]
-    codes, uniq = pd.factorize(task)
+    codes, uniq = factorize_text(task)
     u = pd.Series(uniq, dtype=object)
     copy_types = _GPU_COPY if profile.meta.kind == "gpu" else _NPU_COPY
     is_copy = u.isin(list(copy_types)).to_numpy(dtype=bool)
@@ -162,7 +163,7 @@ def collective_labels(comm_ops: pd.DataFrame, kind: str) -> np.ndarray:
     (``AllReduce``), the HCCL op type without its instance numbers (``hcom_allReduce_``)."""
     name = comm_ops["op_type"].astype(object).where(comm_ops["op_type"].astype(object) != "",
                                                     comm_ops["name"].astype(object))
-    codes, uniq = pd.factorize(name.to_numpy(dtype=object))
+    codes, uniq = factorize_text(name.to_numpy(dtype=object))
     u = pd.Series(uniq, dtype=object)
     if kind == "gpu":
         m = u.str.extract(_NCCL)
@@ -188,7 +189,7 @@ def copy_kinds(profile: Profile, rows: np.ndarray, op_names: np.ndarray) -> tupl
     task = k["task_type"].to_numpy(dtype=object)[rows]
     if profile.meta.kind == "gpu":
         text = np.where(task == "gpu_memset", "memset", names)
-        codes, uniq = pd.factorize(text)
+        codes, uniq = factorize_text(text)
         labels = np.asarray([_gpu_copy(str(u)) for u in uniq] + [""], dtype=object)[codes]
         return labels, np.array([str(x).startswith("H2D") for x in labels], dtype=bool)
     transfer = np.isin(op_names, list(TRANSFER_OPS)) & np.isin(task, ["PCIE_DMA_SQE", "MEMCPY_ASYNC"])

@@ -26,6 +26,7 @@ from ..compare.equivalence import Equivalence, builtin_equivalence
 from ..compare.kernel_families import kernel_classes
 from ..model import Profile
 from ..timeline import Spans, overlaps
+from ..text_codes import categorical
 from .device import COMPUTE as COMPUTE_TASK
 from .device import COPY, DeviceItems, Pieces, communication_pieces, compute_pieces, copy_kinds, device_items
 from .host import IN_OP, HostLayers, host_layers, outermost_ops, ranges
@@ -193,9 +194,9 @@ def _intervals(frames: list[tuple[str, Pieces, np.ndarray]], _notes: list[str]) 
         "step": np.concatenate([f[2] for f in frames]).astype("int64"),
         "start_ns": np.concatenate([f[1].start for f in frames]).astype("int64"),
         "end_ns": np.concatenate([f[1].end for f in frames]).astype("int64"),
-        "part": pd.Categorical(np.concatenate([np.full(len(f[1].start), f[0], dtype=object) for f in frames])),
-        "cause": pd.Categorical(np.concatenate([f[1].cause for f in frames]).astype(object)),
-        "label": pd.Categorical(np.concatenate([f[1].label for f in frames]).astype(object)),
+        "part": categorical(np.concatenate([np.full(len(f[1].start), f[0], dtype=object) for f in frames])),
+        "cause": categorical(np.concatenate([f[1].cause for f in frames]).astype(object)),
+        "label": categorical(np.concatenate([f[1].label for f in frames]).astype(object)),
     })
     return df.sort_values("start_ns", kind="stable").reset_index(drop=True)
 

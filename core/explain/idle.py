@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
+from ..compat import factorize_text
 from ..model import Profile
 from ..timeline import Spans, first_come, overlaps
 from .device import COPY, WAIT, DeviceItems, Pieces
@@ -239,7 +239,7 @@ def _each(label: np.ndarray, edit: Callable[[str], str]) -> np.ndarray:
     """``edit`` applied once per distinct label (pieces repeat a few hundred labels)."""
     if not len(label):
         return label
-    codes, uniq = pd.factorize(label)
+    codes, uniq = factorize_text(label)
     return np.asarray([edit(str(u)) for u in uniq], dtype=object)[codes]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..compare.device_sets import DeviceSets
-from ..compat import factorize_text
+from ..compat import factorize_text, one_text
 from ..device_time import SYNC_TASK, not_counted
 from ..model import Profile
 from ..timeline import Spans, first_come, overlaps
@@ -219,4 +219,4 @@ def _labelled(start: np.ndarray, end: np.ndarray, cause: np.ndarray, label: np.n
 
 
 def _fill(text: str, n: int) -> np.ndarray:
-    return np.full(n, text, dtype=object)
+    return np.full(n, one_text(text), dtype=object)

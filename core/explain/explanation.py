@@ -24,6 +24,7 @@ from ..compare.comm_groups import records_waits, wait_spans
 from ..compare.device_sets import device_sets
 from ..compare.equivalence import Equivalence, builtin_equivalence
 from ..compare.kernel_families import kernel_classes
+from ..compat import one_text
 from ..model import Profile
 from ..timeline import Spans, overlaps
 from ..text_codes import categorical
@@ -194,7 +195,7 @@ def _intervals(frames: list[tuple[str, Pieces, np.ndarray]], _notes: list[str]) 
         "step": np.concatenate([f[2] for f in frames]).astype("int64"),
         "start_ns": np.concatenate([f[1].start for f in frames]).astype("int64"),
         "end_ns": np.concatenate([f[1].end for f in frames]).astype("int64"),
-        "part": categorical(np.concatenate([np.full(len(f[1].start), f[0], dtype=object) for f in frames])),
+        "part": categorical(np.concatenate([np.full(len(f[1].start), one_text(f[0]), dtype=object) for f in frames])),
         "cause": categorical(np.concatenate([f[1].cause for f in frames]).astype(object)),
         "label": categorical(np.concatenate([f[1].label for f in frames]).astype(object)),
     })

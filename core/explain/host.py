@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..compare.kernel_families import LAUNCH_CATEGORIES
+from ..compat import one_text
 from ..model import SYNC_CALL, Profile
 from ..timeline import Spans, first_come, innermost, overlaps, thread_key
 
@@ -184,7 +185,7 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
                     np.concatenate([end[outer & (role == SYNC)], calls.end[bare]]),
                     np.concatenate([row_label[outer & (role == SYNC)], calls.name[bare]]))
     notes = np.isin(key, threads) & frame & ~ops["is_step"].to_numpy(dtype=bool)
-    sync_cause = np.where(call_role == COPY, "copy", "sync").astype(object)
+    sync_cause = np.where(call_role == COPY, one_text("copy"), one_text("sync"))
     return HostLayers(
         sync=sync,
         copy=layer(np.flatnonzero(outer & (role == COPY))),

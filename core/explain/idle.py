@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..compat import factorize_text
+from ..compat import factorize_text, one_text
 from ..model import Profile
 from ..timeline import Spans, first_come, overlaps
 from .device import COPY, WAIT, DeviceItems, Pieces
@@ -95,8 +95,10 @@ def idle_pieces(profile: Profile, ws: np.ndarray, we: np.ndarray, busy: Spans, i
     def emit(cut: _Cut, cause: str, label: np.ndarray | str) -> None:
         if not len(cut):
             return
-        lab = np.full(len(cut), label, dtype=object) if isinstance(label, str) else label
-        out.append(Pieces(cut.start, cut.end, np.full(len(cut), cause, dtype=object), lab))
+        # one_text: every cell holds the one object (np.full would make a str per cell), so the
+        # intervals' Categoricals number the pieces by object (text_codes.categorical)
+        lab = np.full(len(cut), one_text(label), dtype=object) if isinstance(label, str) else label
+        out.append(Pieces(cut.start, cut.end, np.full(len(cut), one_text(cause), dtype=object), lab))
         win.append(cut.window)
 
     def cut(start: np.ndarray, end: np.ndarray) -> tuple[_Cut, np.ndarray]:
@@ -155,7 +157,7 @@ def _nothing_ran(profile: Profile, gaps: _Cut, items: DeviceItems, layers: HostL
         stream = profile.kernels["stream"].to_numpy()
         prev = items.row[np.maximum(nxt[q] - 1, 0)]
         same = (nxt[q] > 0) & (stream[prev] == stream[items.row[nxt[q]]])
-        emit(gaps.rows(q), DEVICE, np.where(same, QUEUED_SAME_STREAM, QUEUED_OTHER_STREAM).astype(object))
+        emit(gaps.rows(q), DEVICE, np.where(same, one_text(QUEUED_SAME_STREAM), one_text(QUEUED_OTHER_STREAM)))
 
     g = gaps.rows(waiting)
     split = np.minimum(g.end, np.maximum(g.start, l_start[waiting]))
@@ -164,7 +166,7 @@ def _nothing_ran(profile: Profile, gaps: _Cut, items: DeviceItems, layers: HostL
     dispatch = split < g.end
     lrow = items.launch_row[at[waiting[dispatch]]]
     role = layers.role[lrow] if len(lrow) else np.empty(0, dtype="int8")
-    cause = np.select([role == SYNC_ROLE, role == COPY_ROLE], [SYNC, COPY_CAUSE], LAUNCH).astype(object)
+    cause = np.select([role == SYNC_ROLE, role == COPY_ROLE], [one_text(SYNC), one_text(COPY_CAUSE)], one_text(LAUNCH))
     piece = _Cut(split[dispatch], g.end[dispatch], g.window[dispatch])
     for which in (SYNC, COPY_CAUSE, LAUNCH):
         sel = cause == which
@@ -221,7 +223,7 @@ def _position(rest: _Cut, layers: HostLayers, ws: np.ndarray, we: np.ndarray) ->
     last = np.full(len(ws), -_NEVER, dtype="int64")
     np.minimum.at(first, w, s)
     np.maximum.at(last, w, e)
-    out = np.full(len(rest), BETWEEN_OPS, dtype=object)
+    out = np.full(len(rest), one_text(BETWEEN_OPS), dtype=object)
     out[rest.end <= first[rest.window]] = BEFORE_FIRST_OP
     out[rest.start >= last[rest.window]] = AFTER_LAST_OP
     return out

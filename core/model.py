@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Iterable, Literal, Mapping
 
 import numpy as np
 import pandas as pd
@@ -389,6 +389,16 @@ class Profile:
             codes, distinct = first_seen_codes(getattr(self, table)[column].to_numpy(dtype=object))
             found = self.text_codes[(table, column)] = (codes, _objects(distinct))
         return found
+
+    def among(self, table: str, column: str, texts: Iterable[str]) -> np.ndarray:
+        """Whether each cell of ``profile.<table>[column]`` is one of ``texts`` (what ``isin``
+        answers), each distinct value tested once and broadcast through the column's
+        :meth:`codes`: ``isin`` or ``==`` on an object column compares every cell's text (the ops'
+        ``cat`` of the H200 side: 191,149 cells, 5–8 ms a test)."""
+        codes, distinct = self.codes(table, column)
+        wanted = frozenset(texts)
+        hit = np.fromiter(map(wanted.__contains__, distinct), dtype=bool, count=len(distinct))
+        return hit[codes]
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in SCHEMAS}

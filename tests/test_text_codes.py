@@ -1,13 +1,19 @@
-"""perfcmp_core.text_codes.categorical: the Categorical pandas makes of the whole array, made from
-the distinct values."""
+"""Text numbered once: perfcmp_core.text_codes.categorical (the Categorical pandas makes of the
+whole array, made from the distinct values) and Profile.among (isin through the profile's codes)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from perfcmp_core.load import load_profile
+from perfcmp_core.model import Profile, ProfileMeta
 from perfcmp_core.text_codes import BY_OBJECT_MIN, categorical
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pool() -> np.ndarray:
@@ -35,3 +41,18 @@ def test_categorical_sorts_categories_and_codes_missing_values_minus_one() -> No
     got = categorical(values)
     assert list(got.categories) == ["a", "b", "é"]  # sorted, not in order of appearance
     assert got.codes.tolist() == [1, -1, 0, 1, -1, 2]
+
+
+@pytest.mark.parametrize("texts", [("cuda_runtime", "cuda_driver", "runtime"), ("cpu_op",),
+                                   ("user_annotation", "no such category"), ()])
+def test_profile_among_is_isin_of_the_column(texts: tuple[str, ...]) -> None:
+    profile = load_profile(str(ROOT / "fixtures" / "gpu" / "base.pt.trace.json"))
+    got = profile.among("ops", "cat", texts)
+    want = profile.ops["cat"].isin(list(texts)).to_numpy()
+    assert got.dtype == bool and got.tolist() == want.tolist()
+    if texts == ("cpu_op",):
+        assert 0 < got.sum() < len(got)  # the fixture holds ops of other categories too
+
+
+def test_profile_among_of_an_empty_table() -> None:
+    assert Profile(ProfileMeta(kind="gpu", source="none")).among("ops", "cat", ("cpu_op",)).tolist() == []

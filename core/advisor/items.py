@@ -64,7 +64,7 @@ def host_rows(profile: Profile, op_row: np.ndarray) -> np.ndarray:
     ops = profile.ops
     if len(ops) == 0:
         return np.full(len(op_row), -1, dtype="int64")
-    runtime = ops["cat"].isin(list(_RUNTIME_CATS)).to_numpy()
+    runtime = profile.among("ops", "cat", _RUNTIME_CATS)
     return climb(op_row, ops["parent"].to_numpy(), ~runtime)
 
 

@@ -61,7 +61,7 @@ def launching_ops(profile: Profile, op_row: np.ndarray) -> np.ndarray:
         return np.full(len(rows), -1, dtype="int64")
     codes, names = profile.codes("ops", "name")
     is_launcher = pd.Series(names, dtype=object).str.contains(LAUNCHER_NAMES).to_numpy(dtype=bool)
-    skip = ops["cat"].isin(list(LAUNCH_CATEGORIES)).to_numpy() | is_launcher[codes]
+    skip = profile.among("ops", "cat", LAUNCH_CATEGORIES) | is_launcher[codes]
     parent = ops["parent"].to_numpy()
     pending = np.flatnonzero((rows >= 0) & skip[np.clip(rows, 0, None)])
     while len(pending):

@@ -212,7 +212,7 @@ def _collection_notes(profile: Profile) -> list[str]:
     if not on:
         return []
     frames = len(profile.pyfuncs)
-    ops = int((profile.ops["cat"] == "cpu_op").sum()) if len(profile.ops) else 0
+    ops = int(np.count_nonzero(profile.among("ops", "cat", ("cpu_op",))))
     evidence = f"; {frames:,} Python frames recorded for {ops:,} ops" if frames else ""
     return [f"not minimal profiling ({', '.join(on)}{evidence}): the profiler's own host work inflates "
             "launch-bound and host time"]

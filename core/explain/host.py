@@ -108,7 +108,7 @@ def ranges(profile: Profile) -> np.ndarray:
     ``Optimizer.step#SGD.step``, ``enumerate(DataLoader)#…``: a dotted or ``#`` name without ``::``)."""
     ops = profile.ops
     named = _matches(profile, "ops", "name", _RANGE_NAME)
-    return ops["is_step"].to_numpy(dtype=bool) | (ops["cat"].to_numpy(dtype=object) == "user_annotation") | named
+    return ops["is_step"].to_numpy(dtype=bool) | profile.among("ops", "cat", ("user_annotation",)) | named
 
 
 def outermost_ops(profile: Profile, frame: np.ndarray) -> np.ndarray:
@@ -147,11 +147,10 @@ def host_layers(profile: Profile, frame: np.ndarray, top: np.ndarray, launched_f
     start = ops["start_ns"].to_numpy()
     end = ops["end_ns"].to_numpy()
     names = ops["name"].to_numpy(dtype=object)
-    cat = ops["cat"].to_numpy(dtype=object)
     key = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
     rows = np.arange(n, dtype="int64")
 
-    is_runtime = np.isin(cat, list(LAUNCH_CATEGORIES))
+    is_runtime = profile.among("ops", "cat", LAUNCH_CATEGORIES)
     calls = _sync_calls(profile, key, is_runtime & _matches(profile, "ops", "name", SYNC_CALL))
     threads = np.unique(np.concatenate([key[launched_from], calls.key]))
     outer = np.isin(key, threads) & (top == rows) & ~is_runtime

@@ -1049,3 +1049,20 @@ def test_each_collective_takes_the_launching_op_of_its_first_linked_kernel_row(f
         want = (same["op_row"].iat[0], same["stream"].iat[0], same["op_type"].iat[0], same["task_type"].iat[0]) \
             if len(same) else (-1, -1, "", "")
         assert (got["op_row"].iat[i], got["stream"].iat[i], got["op_type"].iat[i], got["task_type"].iat[i]) == want
+
+
+@pytest.mark.parametrize("size", [0, 9, 3 * 4096])  # small, and large enough to number by object
+def test_operator_times_are_the_groupby_sums_of_the_texts(size: int) -> None:
+    """The operators table's (stage, category, label, operator) sums are the ones a pandas groupby
+    of the texts gives, in order of first appearance, with equal texts in different objects and
+    non-ASCII texts among them."""
+    from perfcmp_core.advisor.analysis import _time_by
+
+    rng = np.random.default_rng(size)
+    pool = np.empty(6, dtype=object)
+    pool[:] = ["aten::mm", "".join(["aten::", "mm"]), "注意力", "", "b", "a"]
+    keys = {name: pool[rng.integers(0, 6 if name != "stage" else 2, size=size)]
+            for name in ("stage", "category", "label")}
+    time_ns = rng.integers(0, 10**9, size=size)
+    want = pd.DataFrame({**keys, "time_ns": time_ns}).groupby(list(keys), sort=False, as_index=False)["time_ns"].sum()
+    pd.testing.assert_frame_equal(_time_by(keys, time_ns), want, check_exact=True)

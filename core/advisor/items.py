@@ -230,16 +230,21 @@ def _matches(profile: Profile, table: str, column: str, pattern: re.Pattern[str]
     return hit[codes]
 
 
-def _codes(*columns: pd.Series) -> np.ndarray:
-    """One dense code per distinct combination of the columns (pairwise factorisation)."""
-    code = factorize_text(columns[0].to_numpy(dtype=object))[0].astype("int64")
+def combined_codes(*columns: pd.Series | np.ndarray) -> np.ndarray:
+    """One dense code per distinct combination of the text columns, numbered by first appearance
+    (pairwise factorisation; each column numbered by object, :func:`~perfcmp_core.compat.factorize_text`)."""
+    code = factorize_text(_objects(columns[0]))[0].astype("int64")
     for col in columns[1:]:
-        c, uniq = factorize_text(col.to_numpy(dtype=object))
+        c, uniq = factorize_text(_objects(col))
         code = pd.factorize(code * max(len(uniq), 1) + c)[0].astype("int64")
     return code
 
 
-def _first_rows(code: np.ndarray) -> np.ndarray:
+def _objects(column: pd.Series | np.ndarray) -> np.ndarray:
+    return column.to_numpy(dtype=object) if isinstance(column, pd.Series) else np.asarray(column, dtype=object)
+
+
+def first_rows(code: np.ndarray) -> np.ndarray:
     """Row of the first occurrence of each code 0..max."""
     _, first = np.unique(code, return_index=True)
     return first
@@ -289,8 +294,8 @@ def build_items(profile: Profile, equivalence: Equivalence | None = None) -> Ite
     core = np.where(k["core"].to_numpy(dtype=object) != "", k["core"].to_numpy(dtype=object),
                     k["task_type"].to_numpy(dtype=object))
     columns = [pd.Series(c, dtype=object) for c in (name, op_type, host_name, core)]
-    code = _codes(*columns)
-    first = _first_rows(code)
+    code = combined_codes(*columns)
+    first = first_rows(code)
     parts = [c.iloc[first].reset_index(drop=True) for c in columns]
     text = parts[0].str.cat(parts[1:], sep=" | ").str.lower()
     copy = k["task_type"].iloc[first].isin(_COPY_TASKS).to_numpy()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..compat import factorize_text
 from .items import Items
 from .rules import CATEGORIES, AdvisorConfig
 
@@ -47,9 +48,13 @@ def family_categories(items: Items, classes: pd.DataFrame | None) -> np.ndarray:
     out = np.full(len(items.frame), -1, dtype="int64")
     if classes is None or classes.empty or not len(out):
         return out
-    decided = classes[classes["by_name"].to_numpy(dtype=bool) | (classes["family"] == "communication").to_numpy()]
-    code = decided["family"].map({f: CATEGORIES.index(c) for f, c in FAMILY_CATEGORY.items()})
-    lookup = pd.Series(code.fillna(-1).to_numpy(dtype="int64"), index=decided["row"].to_numpy())
+    # each distinct family looked up once (a kernel row each: tens of thousands of cells)
+    codes, families = factorize_text(classes["family"].to_numpy(dtype=object))
+    category = np.array([CATEGORIES.index(FAMILY_CATEGORY[f]) if f in FAMILY_CATEGORY else -1 for f in families]
+                        + [-1], dtype="int64")
+    comm = np.array([f == "communication" for f in families] + [False], dtype=bool)
+    decided = classes["by_name"].to_numpy(dtype=bool) | comm[codes]
+    lookup = pd.Series(category[codes[decided]], index=classes["row"].to_numpy()[decided])
     krow = items.frame["kernel_row"].to_numpy()
     found = lookup.reindex(krow).to_numpy()
     hit = ~np.isnan(found)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text
+from ..compare.api import group_sums
+from ..compat import as_text, factorize_text
 from ..model import Profile
 from .rules import AdvisorConfig
 
@@ -221,11 +222,13 @@ _KERNEL_EVIDENCE = (("gemm", "GEMM"), ("attention", "attention"), ("convolution"
 
 def _kernel_mix(classes: pd.DataFrame) -> str:
     """``kernels: GEMM 41.2%, attention 7.9%, convolution 0.0% of device compute``."""
-    compute = classes[classes["family"] != "communication"]
-    total = float(compute["dur_ns"].sum())
+    # summed per distinct family on its codes (a kernel row each: no text hashed per row)
+    codes, families = factorize_text(classes["family"].to_numpy(dtype=object))
+    sums = group_sums(codes, classes["dur_ns"].to_numpy(dtype="int64"), len(families))
+    by = dict(zip(families.tolist(), sums.tolist()))
+    total = float(sum(ns for fam, ns in by.items() if fam != "communication"))
     if total <= 0:
         return ""
-    by = compute.groupby("family")["dur_ns"].sum()
     parts = [f"{label} {float(by.get(fam, 0)) / total * 100:.1f}%" for fam, label in _KERNEL_EVIDENCE]
     return "kernels: " + ", ".join(parts) + " of device compute"
 

@@ -170,6 +170,34 @@ def thread_groups(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
 
 
+def thread_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per row, equal exactly for rows of the same (pid, tid), for :func:`nest`: the
+    :func:`thread_key` when every id fits 32 bits (then it is exact, and 20x cheaper than
+    grouping), else the :func:`thread_groups` numbers."""
+    if len(pid) and min(pid.min(), tid.min()) >= -(2**31) and max(pid.max(), tid.max()) < 2**31:
+        return thread_key(pid, tid)
+    return thread_groups(pid, tid)
+
+
+def interval_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Positions sorted by (start, longer first, position): the row order of nested tables.
+
+    Trace events come nearly in start order, which a stable sort of the starts alone passes
+    over quickly; only the runs of equal starts are then sorted by end (a three-key
+    ``lexsort`` costs 20x more on the 0.2M host ops of a 12-step trace)."""
+    order = np.argsort(start, kind="stable")
+    sorted_start = start[order]
+    tie = sorted_start[1:] == sorted_start[:-1]
+    if not tie.any():
+        return order
+    in_run = np.r_[tie, False] | np.r_[False, tie]
+    at = np.flatnonzero(in_run)
+    run = np.cumsum(np.r_[True, ~tie])[at]  # run number of each tied position
+    # stable: equal ends keep the start sort's order, which is position order
+    order[at] = order[at][np.lexsort((-end[order[at]], run))]
+    return order
+
+
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) so that "same thread" is a single integer comparison.
 

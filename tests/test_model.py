@@ -96,6 +96,35 @@ def test_nest_matches_the_stack_walk(rows: list[tuple[int, int, int]]) -> None:
     assert (parent.tolist(), depth.tolist()) == _nest_by_stack(tid, start, end)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 4)), max_size=60), st.booleans())
+def test_interval_order_is_start_then_longer_then_position(rows: list[tuple[int, int]],
+                                                           presorted: bool) -> None:
+    """The nested tables' row order, by its definition: sorted by (start, -end, position) in
+    Python, on random starts with many ties (sorted first, as traces mostly come, or not)."""
+    from perfcmp_core.timeline import interval_order
+
+    if presorted:
+        rows = sorted(rows)
+    start = [r[0] for r in rows]
+    end = [r[0] + r[1] for r in rows]
+    expect = sorted(range(len(rows)), key=lambda i: (start[i], -end[i], i))
+    got = interval_order(np.array(start, dtype="int64"), np.array(end, dtype="int64"))
+    assert got.tolist() == expect
+
+
+def test_thread_ids_are_equal_exactly_for_the_same_pid_and_tid() -> None:
+    """Hand-derived: (1, 2) twice, (2, 1), (1, -5) (a text id's code): 3 threads; then ids
+    beyond 32 bits, where the thread key is not exact (they go through the grouping):
+    (2**40, 2) twice, (0, 2**40 + 2), (0, 2): 3 threads."""
+    from perfcmp_core.timeline import thread_ids
+
+    small = thread_ids(np.array([1, 2, 1, 1]), np.array([2, 1, 2, -5]))
+    assert small[0] == small[2] and len(set(small.tolist())) == 3
+    big = thread_ids(np.array([2**40, 0, 0, 2**40]), np.array([2, 2**40 + 2, 2, 2]))
+    assert big[0] == big[3] and len(set(big.tolist())) == 3
+
+
 _US_CHARS = st.sampled_from(list("0123456789") * 4 + list(".\t -+e\n٣"))
 _US_TEXTS = st.one_of(
     st.builds(lambda w, f, tail: f"{w}.{f:03d}{tail}", st.integers(0, 10**17), st.integers(0, 999),

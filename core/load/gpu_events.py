@@ -96,9 +96,9 @@ class Events:
         """``key`` of every event of ``role``, in file order."""
         return self.fields[role][key]
 
-    def at(self, role: int, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """Every field of ``role`` for the events at ``rows`` (rows of that role, any order)."""
-        pos = np.searchsorted(self.rows(role), rows)
+    def at(self, role: int, pos: np.ndarray) -> dict[str, np.ndarray]:
+        """Every field of ``role`` for the events at positions ``pos`` of :meth:`rows` of that
+        role (any order: the rows are ``rows(role)[pos]``)."""
         return {key: values[pos] for key, values in self.fields[role].items()}
 
 

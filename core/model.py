@@ -275,7 +275,7 @@ def frame(schema: Schema, columns: Mapping[str, object] | None = None, n: int | 
             out[col] = s
         else:
             fill = pd.Series(np.full(n, _FILL[dt], dtype=object if dt == STR else dt),
-                             dtype=object if dt == STR else None)
+                             dtype=object if dt == STR else None, copy=False)  # a fresh array
             out[col] = fill
     # Every column is a fresh Series: gathering them into consolidated 2-D blocks would copy
     # all the numbers once more (a third of the table's build time) for nothing.

@@ -356,6 +356,21 @@ def test_op_memory_pairs_by_address_keeping_size_mismatches(tmp_path: Path) -> N
     assert any("1 memory frees differ in size" in n.text for n in p.meta.notes)
 
 
+@pytest.mark.parametrize("spell", [lambda a: f"0x{a:x}", lambda a: 2**63 - a],
+                         ids=["text", "near-int64-max"])
+def test_op_memory_pairs_alike_whatever_the_addresses_are_written_as(tmp_path: Path, spell: Any) -> None:
+    """The same events with each address written otherwise (hex text, large ints that fit
+    int64) pair exactly as with the small ints above: an address is a key, only its equality
+    matters. A hex text beside an int of the same value stays another address."""
+    events = [{**e, "args": {**e["args"], "Addr": spell(e["args"]["Addr"])}} for e in MEMORY_EVENTS]
+    p = _load(_write(tmp_path, events))
+    assert p.op_memory["size_bytes"].tolist() == [512, 256, 128, 1024]
+    assert p.op_memory["release_ns"].tolist() == [_ns(20), -1, _ns(30), -1]
+    mixed = events[:1] + MEMORY_EVENTS[1:2]  # 512 B allocated at "0x64", freed at 100
+    q = _load(_write(tmp_path, mixed))
+    assert q.op_memory["release_ns"].tolist() == ([-1] if spell(100) != 100 else [_ns(20)])
+
+
 def test_memory_tables_skipped_when_not_needed(tmp_path: Path) -> None:
     p = _load(_write(tmp_path, MEMORY_EVENTS), load_memory=False)
     assert p.memory.empty and p.op_memory.empty

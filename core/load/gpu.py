@@ -117,7 +117,7 @@ def _ops(ev: Events) -> pd.DataFrame:
         "parent": parent,
         "depth": depth,
         "is_step": is_step,
-    })
+    }, owned=True)
 
 
 def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -145,7 +145,7 @@ def _kernels(ev: Events, ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame
         "is_comm": per_name(names, lambda s: s.str.lower().str.startswith("nccl")),
         "in_trace": np.ones(len(rows), dtype=bool),
         "has_details": np.zeros(len(rows), dtype=bool),
-    })
+    }, owned=True)
 
 
 def _by_correlation(link: np.ndarray, ops: pd.DataFrame) -> np.ndarray:
@@ -226,7 +226,7 @@ def _pyfuncs(ev: Events) -> pd.DataFrame:
         "name": names, "pid": pid, "tid": tid, "start_ns": start, "end_ns": end,
         "is_module": is_module_name(names),
         "parent": parent, "depth": depth,
-    })
+    }, owned=True)
 
 
 def _fwdbwd(ev: Events) -> pd.DataFrame:
@@ -250,22 +250,34 @@ def _memory(ev: Events, notes: list[Note]) -> tuple[pd.DataFrame, pd.DataFrame]:
         "ts_ns": ts, "device": device,
         "total_reserved_bytes": f["Total Reserved"],
         "total_allocated_bytes": f["Total Allocated"],
-    })
-    return memory, _op_memory(ts, f["Bytes"], f["Addr"].tolist(), notes)
+    }, owned=True)
+    return memory, _op_memory(ts, f["Bytes"], _address_keys(f["Addr"]), notes)
 
 
-def _op_memory(ts: np.ndarray, size: np.ndarray, addr: list[Any], notes: list[Note]) -> pd.DataFrame:
+def _address_keys(addr: np.ndarray) -> np.ndarray:
+    """One int64 per ``Addr`` value, equal exactly for equal addresses: the addresses themselves
+    where all are ints that fit int64 (as Kineto writes them), else codes of the values
+    (:func:`.gpu_events.factorize`: numbering 58k int objects costs 8 ms, twice a dict pass)."""
+    if set(map(type, addr)) <= {int}:
+        try:
+            return addr.astype("int64")
+        except OverflowError:  # beyond int64: numbered below
+            pass
+    return factorize(addr.tolist())[0]
+
+
+def _op_memory(ts: np.ndarray, size: np.ndarray, addr: np.ndarray, notes: list[Note]) -> pd.DataFrame:
     """Pair allocations with frees per address (spec comparisons §5.1).
 
     Inputs are in time order. Per address, each allocation is closed by the event right after it: a free
     sets its release time; another allocation (or nothing) leaves it unreleased. A free that
     follows no allocation is ignored. Unlike the reference, a free whose size differs from the
-    allocation still releases it instead of silently dropping the allocation.
+    allocation still releases it instead of silently dropping the allocation. ``addr``: one
+    int64 key per address (:func:`_address_keys`).
     """
-    codes, _ = factorize(addr)
     live = np.flatnonzero(size != 0)
-    live = live[np.argsort(codes[live], kind="stable")]  # per address, still in time order
-    key, t, z = codes[live], ts[live], size[live]
+    live = live[np.argsort(addr[live], kind="stable")]  # per address, still in time order
+    key, t, z = addr[live], ts[live], size[live]
     same_next = np.append(key[1:] == key[:-1], False)
     next_size = np.append(z[1:], 0)
     alloc = z > 0

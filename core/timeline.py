@@ -106,7 +106,8 @@ def _previous_not_before(ends: np.ndarray, first: np.ndarray, thread_start: np.n
     while len(todo):
         if k == len(window_max):
             prev, half = window_max[-1], 1 << (k - 1)
-            level_max = prev.copy()
+            level_max = np.empty_like(prev)  # not a copy: all but the first rows are written
+            level_max[:half] = prev[:half]
             np.maximum(prev[half:], prev[:-half], out=level_max[half:])
             window_max.append(level_max)
         start = np.maximum(todo - (1 << k), 0)  # a window reaching before row 0 is cut there

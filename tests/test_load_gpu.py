@@ -541,3 +541,42 @@ def test_real_test_trace_correlation_link_rate() -> None:
     # fallback cannot link them either.
     assert len(p.kernels) == 15632
     assert (p.kernels["op_row"] >= 0).sum() == 15018
+
+
+FLOW_IDS = st.one_of(st.integers(-3, 6), st.integers(2**63, 2**64), st.sampled_from(["1", "2", "x"]),
+                     st.none(), st.just(float("nan")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(FLOW_IDS, st.sampled_from(["s", "f"]), st.integers(0, 3)), max_size=14),
+       st.booleans())
+def test_flow_pairs_match_the_last_ends_of_each_id(ends: list[tuple[Any, str, int]], ints_only: bool) -> None:
+    """The columnar pairing against its definition, walked in Python: per id the last ``s``
+    and the last ``f`` (ids compared as text — 7 and "7" are one id — unless every id is an
+    int, missing ids never pair), pairs ordered by their ``s`` end's position."""
+    import numpy as np
+
+    from perfcmp_core.load.gpu import _flow_pairs
+    from perfcmp_core.load.gpu_events import FWDBWD, Events
+
+    if ints_only:
+        ends = [(i if type(i) is int else n, ph, n) for i, ph, n in ends]
+    ids = np.empty(len(ends), dtype=object)
+    ids[:] = [e[0] for e in ends]
+    ph = np.array([e[1] for e in ends], dtype=object)
+    ts = np.array([e[2] * 10 + k for k, e in enumerate(ends)], dtype="int64")
+    n = len(ends)
+    ev = Events(np.full(n, FWDBWD), ph, ph, np.arange(n) + 100, np.arange(n) + 200, ts, ts,
+                {FWDBWD: {"id": ids}})
+    as_int = all(type(i) is int for i in ids) and all(-2**63 <= i < 2**63 for i in ids)
+    key = [i if as_int else (None if i is None or i != i else str(i)) for i in ids]
+    last: dict[tuple[str, Any], int] = {}
+    for k, (id_, p) in enumerate(zip(key, ph)):
+        if id_ is not None:
+            last[(p, id_)] = k
+    want = sorted((s, last[("f", id_)]) for (p, id_), s in last.items() if p == "s" and ("f", id_) in last)
+    got = _flow_pairs(ev, FWDBWD)
+    assert got["s_pid"].tolist() == [100 + s for s, _ in want]
+    assert got["f_tid"].tolist() == [200 + f for _, f in want]
+    assert got["f_ts"].tolist() == [int(ts[f]) for _, f in want]
+    assert [str(i) for i in got["id"]] == [str(key[s]) for s, _ in want]

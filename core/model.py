@@ -297,8 +297,18 @@ def _text(s: pd.Series) -> pd.Series:
 
 
 def empty(schema: Schema) -> pd.DataFrame:
-    """A zero-row table with the schema's columns and dtypes."""
-    return frame(schema, n=0)
+    """A zero-row table with the schema's columns and dtypes: a copy of one made once per schema
+    (a profile starts with a dozen empty tables; building one column by column costs 0.6 ms,
+    a copy a sixth of it)."""
+    key = tuple(schema.items())
+    made = _EMPTY.get(key)
+    if made is None:
+        made = _EMPTY[key] = frame(schema, n=0)
+    return made.copy()
+
+
+#: The empty table of each schema seen, by its columns and dtypes (:func:`empty`).
+_EMPTY: dict[tuple[tuple[str, str], ...], pd.DataFrame] = {}
 
 
 def check(df: pd.DataFrame, schema: Schema, table: str) -> None:

@@ -11,6 +11,7 @@ trace read in two processes (:mod:`.halves`) has two builders, the second merged
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from itertools import chain
 from typing import Any, Protocol
 
@@ -84,8 +85,13 @@ class Events:
         self.ts = ts
         self.dur = dur
         self.fields = fields
-        self.order = np.arange(len(role), dtype="int64")
         self._rows: dict[int, np.ndarray] = {}
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """File order of each event (its position; made when asked: the loader's sorts are
+        stable and need no such key)."""
+        return np.arange(len(self.role), dtype="int64")
 
     def rows(self, role: int) -> np.ndarray:
         if role not in self._rows:

@@ -580,3 +580,13 @@ def test_flow_pairs_match_the_last_ends_of_each_id(ends: list[tuple[Any, str, in
     assert got["f_tid"].tolist() == [200 + f for _, f in want]
     assert got["f_ts"].tolist() == [int(ts[f]) for _, f in want]
     assert [str(i) for i in got["id"]] == [str(key[s]) for s, _ in want]
+
+
+def test_every_column_of_the_tables_is_writeable(host_trace: Path) -> None:
+    """The tables are built on the loader's own fresh arrays (``frame(owned=True)``): none may be
+    a read-only view (pandas' ``to_numpy`` gives those), or an in-place edit of the table would
+    fail, here or in the process the profile is sent to."""
+    p = _load(host_trace)
+    for name, table in p.tables().items():
+        for block in table._mgr.blocks:
+            assert block.values.flags.writeable, (name, list(table.columns[block.mgr_locs.indexer]))

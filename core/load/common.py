@@ -56,7 +56,7 @@ def per_name(names: pd.Series | np.ndarray, test: Callable[[pd.Series], pd.Serie
     if not len(names):
         return np.zeros(0, dtype=bool)
     hit = per_distinct(pd.Series(names, dtype=object), lambda distinct: test(as_text(distinct)))
-    return hit.to_numpy(dtype=bool)
+    return hit.to_numpy(dtype=bool, copy=True)  # writeable, the caller's own (a table may take it)
 
 
 def is_step_name(names: pd.Series | np.ndarray) -> np.ndarray:

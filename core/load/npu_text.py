@@ -23,7 +23,7 @@ from ..heap import return_free_memory
 from ..model import FWDBWD, OPS, PYFUNCS, QUEUE, SYNC_CALL, SYNCS, Profile, ProfileMeta, frame
 from ..notes import Note
 from ..options import LoadOptions
-from ..timeline import nest, thread_groups
+from ..timeline import interval_order, nest, thread_ids
 from . import npu_decode, npu_device, npu_files
 from .common import assign_step, is_module_name, is_step_name, steps_of_ops
 from .detect import Source
@@ -38,18 +38,13 @@ FLOW_CAT = "async_npu"
 # ------------------------------------------------------------------------------------------------
 
 
-def _order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Row order by start, longer first at equal starts (enclosing ops before their children)."""
-    return np.lexsort((-end, start))
-
-
 def _ops(ev: Events) -> pd.DataFrame:
     """``cpu_op`` events → OPS (nested per thread), with ``ProfilerStep#N`` markers flagged."""
     rows = ev.complete(ev.is_cat("cpu_op"))
     start = ev.ts_ns[rows]
-    rows = rows[_order(start, start + ev.dur_ns[rows])]
+    rows = rows[interval_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
-    parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
+    parent, depth = nest(thread_ids(ev.pid[rows], ev.tid[rows]), start, end)
     return_free_memory()  # nesting's window tables (≈ 80 MB on the 32×92 side's 0.5M ops)
     names = pd.Series(ev.name[rows], dtype=object)
     return frame(OPS, {
@@ -91,9 +86,9 @@ def _syncs(ev: Events, layout: Layout, ops: pd.DataFrame) -> pd.DataFrame:
 def _pyfuncs(ev: Events) -> pd.DataFrame:
     rows = ev.complete(ev.is_cat("python_function"))
     start = ev.ts_ns[rows]
-    rows = rows[_order(start, start + ev.dur_ns[rows])]
+    rows = rows[interval_order(start, start + ev.dur_ns[rows])]
     start, end = ev.ts_ns[rows], ev.ts_ns[rows] + ev.dur_ns[rows]
-    parent, depth = nest(thread_groups(ev.pid[rows], ev.tid[rows]), start, end)
+    parent, depth = nest(thread_ids(ev.pid[rows], ev.tid[rows]), start, end)
     names = ev.name[rows]
     return frame(PYFUNCS, {
         "name": names,

@@ -206,6 +206,14 @@ def peer_command() -> Path:
     return exe
 
 
+def compile_checkout() -> None:
+    """Compile this checkout's bytecode, as pip compiles an installed package's (the
+    reference's too): an editable install is compiled on first import only, and not at all under
+    ``PYTHONDONTWRITEBYTECODE``, so every run would recompile what was edited since."""
+    for package in ("core", "tui"):
+        compileall.compile_dir(ROOT / package, quiet=1)
+
+
 def ours_command() -> list[str]:
     script = Path(sys.executable).parent / "perfcmp-tui"
     return [str(script)] if script.exists() else [sys.executable, "-m", "perfcmp_tui.cli"]
@@ -552,11 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown --inputs: {', '.join(sorted(unknown))}")
 
     peer = None if args.no_peer else peer_command()
-    # pip compiles an installed package's bytecode (the reference's too); an editable install of
-    # this checkout is compiled on first import only, and not at all under
-    # PYTHONDONTWRITEBYTECODE, so every run would recompile what was edited since.
-    for package in ("core", "tui"):
-        compileall.compile_dir(ROOT / package, quiet=1)
+    compile_checkout()
     env = dict(os.environ, XDG_CACHE_HOME=str(DATA / "xdg-cache"), PYTHONWARNINGS="ignore")
 
     pairs: list[Pair] = []

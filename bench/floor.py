@@ -18,7 +18,8 @@ which no schedule of that work can beat.
 Each round runs the reference (``msprof-analyze compare``), ours (``perfcmp-tui export
 --no-cache``) and the floor, in an order that rotates by round (the host's load hits all three
 alike), and prints each one's median wall and CPU time and the ratios reference / ours and
-reference / floor. The reference reads only uncompressed traces.
+reference / floor. This checkout's bytecode is compiled first, as pip compiles an installed
+package's (the reference's too). The reference reads only uncompressed traces.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare import Run, measure, ours_command, peer_command, real_pair
+from compare import Run, compile_checkout, measure, ours_command, peer_command, real_pair
 
 
 def read_pair(base: Path, comp: Path) -> None:
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         read_pair(base, comp)
         return 0
 
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    compile_checkout()
+    env = dict(os.environ)
     out = Path(tempfile.mkdtemp(prefix="perfcmp-floor-"))
     try:
         tools = {

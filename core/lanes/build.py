@@ -161,14 +161,14 @@ def _host(profile: Profile, lo: int, hi: int, top: np.ndarray) -> pd.DataFrame:
                    "cls": "op", "stream": np.full(len(r), -1), "op": names})
 
 
-def module_level(pyfuncs: pd.DataFrame) -> np.ndarray:
-    """For every frame, how many nn.Module frames enclose it (its own not counted); walked up the
-    parent links level by level, all frames at once."""
-    n = len(pyfuncs)
+def module_level(pyfuncs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each frame of ``rows``, how many nn.Module frames enclose it (its own not counted);
+    walked up the parent links level by level, those frames at once (a step's window holds a
+    few of a trace's frames: walking every frame's chain cost more than the rest of the lanes)."""
     parent = pyfuncs["parent"].to_numpy()
     is_module = pyfuncs["is_module"].to_numpy(dtype=bool)
-    level = np.zeros(n, dtype="int64")
-    at = parent.copy()
+    level = np.zeros(len(rows), dtype="int64")
+    at = parent[rows]
     live = np.flatnonzero(at >= 0)
     while len(live):
         level[live] += is_module[at[live]]
@@ -194,7 +194,7 @@ def _modules(profile: Profile, lo: int, hi: int) -> pd.DataFrame:
     rows, s, e, short = _module_frames(profile, lo, hi)
     if not len(rows):
         return _frame({})
-    lv = module_level(profile.pyfuncs)[rows]
+    lv = module_level(profile.pyfuncs, rows)
     counts = pd.Series(lv).value_counts()
     levels = sorted(int(x) for x in counts.index[counts.to_numpy() > 1])[:MODULE_LANES]
     pick = np.isin(lv, levels)

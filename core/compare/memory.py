@@ -118,7 +118,7 @@ def text_cells(column: pd.Series) -> pd.Series:
     pandas 3 infers a ``str`` column from the pair list's names, which ``as_text`` numbers by
     value (one hash per row) to write each distinct text once; its cells are already ``str``
     objects (a missing one ``""``), taken here as they are."""
-    if isinstance(column.dtype, pd.StringDtype):
+    if isinstance(column.dtype, pd.StringDtype):  # dtype-neutral: a test of the input's dtype
         return pd.Series(column.to_numpy(dtype=object, na_value=""), index=column.index, dtype=object,
                          name=column.name)
     return as_text(column)

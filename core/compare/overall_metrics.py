@@ -207,12 +207,13 @@ def overall_metrics(profile: Profile, masks: Masks, texts: TextIndexes | None = 
     return side
 
 
-def step_times(profile: Profile, masks: Masks) -> SideMetrics:
+def step_times(profile: Profile, masks: Masks, texts: TextIndexes | None = None) -> SideMetrics:
     """The E2E, computing, uncovered communication and LCCL times of :func:`overall_metrics`
     (hence its free time), computed by the same code, without the kernel classes, MC2 times,
     communication groups and memory that a per-step row does not show: on a run of a hundred
-    steps those were most of the StepCompare's cost. Reads only :data:`STEP_TIME_TABLES`."""
-    return _side(profile, masks, TextIndexes(profile), times_only=True)
+    steps those were most of the StepCompare's cost. Reads only :data:`STEP_TIME_TABLES`; of
+    ``texts`` (the profile's text indexes), only masks of rows, never distinct values."""
+    return _side(profile, masks, TextIndexes(profile) if texts is None else texts, times_only=True)
 
 
 def _side(profile: Profile, masks: Masks, texts: TextIndexes, *, times_only: bool,

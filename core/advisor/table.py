@@ -24,9 +24,41 @@ TABLE_NAME = "Advisor"
 _VISIBLE_NS = 500.0
 
 
-def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[tuple[str, str], Rule],
+class _OperatorTimes:
+    """One side's operator times per (stage, category): each operator's summed time, operators
+    in order of first appearance, as ``operators[stage & category].groupby(key)`` gives them.
+    Made with one groupby per key for all the table's rows (a filter and a groupby per row,
+    on a table of a few dozen operators, were most of the table's time)."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.analysis = a
+        self._made: dict[str, dict[tuple[str, str], pd.Series]] = {}
+
+    def __call__(self, key: str, stage: str, category: str) -> pd.Series:
+        """Time per ``key`` (``label`` or ``operator``) of ``stage``'s ``category``."""
+        if key not in self._made:
+            g = self.analysis.operators.groupby(["stage", "category", key], sort=False)["time_ns"].sum()
+            parts: dict[tuple[str, str], tuple[list[Any], list[float]]] = {}
+            for (st, cat, name), ns in zip(g.index.tolist(), g.tolist()):
+                labels, times = parts.setdefault((st, cat), ([], []))
+                labels.append(name)
+                times.append(ns)
+            self._made[key] = {sc: pd.Series(times, index=pd.Index(labels, dtype=object, name=key), dtype="float64",
+                                             name="time_ns")
+                               for sc, (labels, times) in parts.items()}
+        found = self._made[key].get((stage, "Comm" if category == COMM_EXPOSED else category))
+        return pd.Series(dtype="float64", name="time_ns") if found is None else found
+
+    def top(self, stage: str, category: str, n: int) -> list[tuple[str, float]]:
+        """:meth:`Analysis.top <perfcmp_core.advisor.analysis.Analysis.top>` from these sums."""
+        sel = self("label", stage, category).sort_values(ascending=False, kind="stable").head(n)
+        return list(zip(sel.index.tolist(), sel.astype(float).tolist()))
+
+
+def _evidence(times: _OperatorTimes, row: pd.Series, finding: Finding | None, rules: dict[tuple[str, str], Rule],
               n_top: int) -> str:
     """Share vs threshold (when a rule watches this row) and the top operators with their times."""
+    a = times.analysis
     stage, cat = row["stage"], row["category"]
     if row["is_total"]:
         wall = f"wall-clock {ms(row['wall_ns'])} (streams overlap)" if ms(row["wall_ns"]) != ms(row["busy_ns"]) else ""
@@ -44,7 +76,7 @@ def _evidence(a: Analysis, row: pd.Series, finding: Finding | None, rules: dict[
             parts.append(f"share {pct(row['share'])} of {stage} busy {ms(row['busy_ns'])} "
                          f"(threshold {rule.threshold:g}%)")
     if row["time_ns"] > 0:
-        parts.append("top: " + top_text(a.top(stage, cat, n_top)))
+        parts.append("top: " + top_text(times.top(stage, cat, n_top)))
     return "; ".join(parts)
 
 
@@ -58,7 +90,8 @@ def _check_rows(scope: str, a: Analysis) -> list[dict[str, Any]]:
     } for c in a.checks]
 
 
-def _side_rows(scope: str, a: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+def _side_rows(scope: str, times: _OperatorTimes, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+    a = times.analysis
     found = {(f.rule.stage, f.rule.category): f for f in a.findings}
     rules = {(r.stage, r.category): r for r in cfg.rules}
     n_steps = len(a.steps)
@@ -73,13 +106,13 @@ def _side_rows(scope: str, a: Analysis, cfg: AdvisorConfig) -> list[dict[str, An
             "finding": (a.stage_note if total and row["stage"] == ALL else
                         finding.headline if finding is not None else ""),
             "direction": finding.rule.direction if finding is not None else "",
-            "evidence": _evidence(a, row, finding, rules, cfg.top_operators),
+            "evidence": _evidence(times, row, finding, rules, cfg.top_operators),
             IS_TOTAL: total,
         })
     return out
 
 
-def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bool, n: int) -> str:
+def _drivers(base: _OperatorTimes, comp: _OperatorTimes, stage: str, category: str, grew: bool, n: int) -> str:
     """The operators, present on both sides, whose time moved most in the direction of the row's
     change; what moved in operators found on one side only is summed, not named.
 
@@ -88,15 +121,8 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     (``flash attention``, ``tensor-parallel linear``: docs/matching.md), else the framework
     operator (``aten::mm``) — a GPU kernel name and an Ascend op type never name the same thing.
     """
-    cat = "Comm" if category == COMM_EXPOSED else category
-    key = "label" if base.platform == comp.platform else "operator"
-
-    def side(a: Analysis) -> pd.Series:
-        ops = a.operators
-        sel = ops[(ops["stage"] == stage) & (ops["category"] == cat)]
-        return sel.groupby(key, sort=False)["time_ns"].sum()
-
-    b, c = side(base), side(comp)
+    key = "label" if base.analysis.platform == comp.analysis.platform else "operator"
+    b, c = base(key, stage, category), comp(key, stage, category)
     common = b.index.intersection(c.index)
     delta = c[common] - b[common]
     moved = delta[delta >= _VISIBLE_NS] if grew else delta[delta <= -_VISIBLE_NS]
@@ -118,7 +144,8 @@ def _drivers(base: Analysis, comp: Analysis, stage: str, category: str, grew: bo
     return text
 
 
-def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+def _diff_rows(base_times: _OperatorTimes, comp_times: _OperatorTimes, cfg: AdvisorConfig) -> list[dict[str, Any]]:
+    base, comp = base_times.analysis, comp_times.analysis
     keys = ["stage", "category"]
     cols = [*keys, "time_ns", "share", "is_total"]
     merged = base.summary[cols].merge(comp.summary[cols], on=keys, how="outer", suffixes=("_b", "_c"), sort=False)
@@ -141,7 +168,7 @@ def _diff_rows(base: Analysis, comp: Analysis, cfg: AdvisorConfig) -> list[dict[
         else:
             finding = (f"{'grew' if d > 0 else 'shrank'} {ms(abs(d))} {per} "
                        f"({'+' if d_share >= 0 else '−'}{abs(d_share) * 100:.2f} pt share)")
-        evidence = "" if total or d == 0 else _drivers(base, comp, row["stage"], row["category"], d > 0,
+        evidence = "" if total or d == 0 else _drivers(base_times, comp_times, row["stage"], row["category"], d > 0,
                                                         cfg.top_operators)
         out.append({
             "scope": "diff", "stage": row["stage"], "category": row["category"],
@@ -191,8 +218,9 @@ def advisor_tables(ctx: Context, cfg: AdvisorConfig, config_file: str | None = N
         analyses = (analyse(ctx.base, cfg, ctx.equivalence, b_cls, b_ex),
                     analyse(ctx.comp, cfg, ctx.equivalence, c_cls, c_ex))
     base, comp = analyses
-    rows = (_side_rows("base", base, cfg) + _check_rows("base", base) + _side_rows("comparison", comp, cfg)
-            + _check_rows("comparison", comp) + _diff_rows(base, comp, cfg))
+    b_times, c_times = _OperatorTimes(base), _OperatorTimes(comp)
+    rows = (_side_rows("base", b_times, cfg) + _check_rows("base", base) + _side_rows("comparison", c_times, cfg)
+            + _check_rows("comparison", comp) + _diff_rows(b_times, c_times, cfg))
     notes = [f"base: {base.stage_note}", f"comparison: {comp.stage_note}"]
     if base.method != comp.method:
         notes.append("the sides' stages were found differently; compare the All rows first")

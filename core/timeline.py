@@ -228,7 +228,10 @@ def innermost(
     out = np.full(len(pt_ts), -1, dtype="int64")
     if len(pt_ts) == 0 or len(iv_start) == 0:
         return out
-    order = np.lexsort((-iv_end, iv_start, iv_key))
+    # (thread, start, longer first, position): the interval order (cheap on the nearly sorted
+    # starts of a trace), then a stable sort by thread; a three-key lexsort cost 8x more.
+    order = interval_order(iv_start, iv_end)
+    order = order[np.argsort(iv_key[order], kind="stable")]
     sk, ss = iv_key[order], iv_start[order]
     side = "left" if strict else "right"
     for key in np.unique(pt_key):

@@ -73,12 +73,15 @@ def nest(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
 
 def _thread_order(tid_key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Positions sorted by (thread, start, longest first, position). Loaders pass rows already
-    in (start, longest first) order; then a stable sort by thread alone gives the same order."""
+    in (start, longest first) order; then a stable sort by thread alone gives the same order.
+    Other rows are put in that order first (:func:`interval_order`, cheap on the nearly sorted
+    starts of a trace): a three-key ``lexsort`` cost 8x more on 0.2M ops."""
     if len(start) > 1:
         step = np.diff(start)
         if (step >= 0).all() and (np.diff(end)[step == 0] <= 0).all():
             return np.argsort(tid_key, kind="stable")
-    return np.lexsort((-end, start, tid_key))
+    order = interval_order(start, end)
+    return order[np.argsort(tid_key[order], kind="stable")]
 
 
 def _previous_not_before(ends: np.ndarray, first: np.ndarray, thread_start: np.ndarray) -> np.ndarray:
@@ -228,10 +231,7 @@ def innermost(
     out = np.full(len(pt_ts), -1, dtype="int64")
     if len(pt_ts) == 0 or len(iv_start) == 0:
         return out
-    # (thread, start, longer first, position): the interval order (cheap on the nearly sorted
-    # starts of a trace), then a stable sort by thread; a three-key lexsort cost 8x more.
-    order = interval_order(iv_start, iv_end)
-    order = order[np.argsort(iv_key[order], kind="stable")]
+    order = _thread_order(iv_key, iv_start, iv_end)
     sk, ss = iv_key[order], iv_start[order]
     side = "left" if strict else "right"
     for key in np.unique(pt_key):

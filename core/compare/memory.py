@@ -87,7 +87,7 @@ def attach(ops: pd.DataFrame, place_ns: np.ndarray) -> np.ndarray:
     end = ops["end_ns"].to_numpy()
     parent = ops["parent"].to_numpy()
     key = thread_key(ops["pid"].to_numpy(), ops["tid"].to_numpy())
-    threads = np.unique(key)
+    threads = np.sort(pd.unique(key))  # a hash of a few threads, not a sort of every op's key
     per_call = max(1, _ATTACH_CHUNK // len(place_ns))
     for lo in range(0, len(threads), per_call):
         chunk = threads[lo : lo + per_call]

@@ -174,7 +174,8 @@ def take_rows(values: np.ndarray, rows: np.ndarray, fill: object) -> np.ndarray:
     if len(values) == 0:
         return np.full(len(rows), fill, dtype=object if isinstance(fill, str) else values.dtype)
     out = values[np.maximum(rows, 0)]
-    return np.where(rows >= 0, out, fill)
+    # A text fill as one object: given a Python str, np.where makes a new str for every cell.
+    return np.where(rows >= 0, out, one_text(fill) if isinstance(fill, str) and out.dtype == object else fill)
 
 
 # ---------------------------------------------------------------------------------------------

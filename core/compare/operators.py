@@ -174,8 +174,12 @@ def take_rows(values: np.ndarray, rows: np.ndarray, fill: object) -> np.ndarray:
     if len(values) == 0:
         return np.full(len(rows), fill, dtype=object if isinstance(fill, str) else values.dtype)
     out = values[np.maximum(rows, 0)]
-    # A text fill as one object: given a Python str, np.where makes a new str for every cell.
-    return np.where(rows >= 0, out, one_text(fill) if isinstance(fill, str) and out.dtype == object else fill)
+    if out.dtype == object:
+        # Filled in place, with one object (``out`` is a fresh copy): np.where makes a new
+        # array, and given a Python str a new str for every filled cell.
+        out[rows < 0] = one_text(fill) if isinstance(fill, str) else fill
+        return out
+    return np.where(rows >= 0, out, fill)
 
 
 # ---------------------------------------------------------------------------------------------

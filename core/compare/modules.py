@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import one_text
+from ..compat import object_frame, object_text, one_text
 from ..load.common import per_distinct
 from ..model import Profile
 from ..text_codes import first_seen_codes
@@ -367,7 +367,7 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
         else:
             cols[col] = np.insert(values.astype(object), firsts, np.asarray(fill, dtype=object)
                                   if isinstance(fill, np.ndarray) else fill)
-    return pd.DataFrame(cols, columns=df.columns).astype(df.dtypes.to_dict())
+    return object_frame(cols).astype(df.dtypes.to_dict())
 
 
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: _OpSteps,
@@ -404,7 +404,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
         children[f"{prefix}_kernels"] = side.op_kernels.take(np.where(total, -1, op))
         cols[f"{prefix}_self"] = np.where(total, take_rows(side.self_ns.astype("float64"), mod, 0.0), op_self) / _US
         cols[f"{prefix}_total"] = np.where(total, take_rows(side.total_ns.astype("float64"), mod, 0.0) / _US, np.nan)
-    df = pd.DataFrame(cols)
+    df = object_frame(cols)
     df[IS_TOTAL] = total
     df["diff_total"] = np.where(total, diff(df["base_total"], df["comp_total"]), np.nan)
     df["diff_self"] = diff(df["base_self"], df["comp_self"])
@@ -415,13 +415,13 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
     for prefix, side, mod, op in (("base", b, pb, rb), ("comp", c, pc, rc)):
         module_stack = take_rows(np.asarray(side.stack, dtype=object), mod, "")
         op_stack = take_rows(np.asarray(side.op_stack, dtype=object), op, "")
-        df[f"{prefix}_stack"] = np.where(total, module_stack, np.where(worse, op_stack, ""))
+        df[f"{prefix}_stack"] = object_text(np.where(total, module_stack, np.where(worse, op_stack, "")))
     op_matched = matched_as(take_rows(np.asarray(b.op_label, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_label, dtype=object), rc, ""),
                             take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_cls, dtype=object), rc, ""), pos)
-    df["matched_as"] = np.where(total, np.where(pos, one_text(BY_POSITION), ""), op_matched)
-    df["step"] = step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1))
+    df["matched_as"] = object_text(np.where(total, np.where(pos, one_text(BY_POSITION), ""), op_matched))
+    df["step"] = object_text(step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1)))
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes), children=children)
 
@@ -604,7 +604,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     bi, ci = np.maximum(bm, 0), np.maximum(cm, 0)
     own = np.where(hb, b.name[bi], c.name[ci])
     bstack, cstack = np.asarray(b.stack, dtype=object), np.asarray(c.stack, dtype=object)
-    df = pd.DataFrame({
+    df = object_frame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
         "module": per_distinct(pd.Series(own, dtype=object),
                               lambda s: s.str.replace("nn.Module:", "", regex=False).str.strip()).to_numpy(dtype=object),
@@ -617,7 +617,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
         "_base_stack": np.where(hb, bstack[bi] if len(bstack) else "", ""),
         "_comp_stack": np.where(hc, cstack[ci] if len(cstack) else "", ""),
     })
-    df["matched_as"] = np.where(pairs.positional[idx], one_text(BY_POSITION), "")
+    df["matched_as"] = object_text(np.where(pairs.positional[idx], one_text(BY_POSITION), ""))
     df = _nest_backward(df, len(pairs.base))
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])

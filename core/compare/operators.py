@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text, one_text
+from ..compat import as_text, object_frame, one_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
@@ -150,7 +150,7 @@ def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
     b, c, positional = b.astype("int64"), c.astype("int64"), positional.astype(bool)
     base_group, comp_group = take_rows(bk.key, b, ""), take_rows(ck.key, c, "")
     base_label, comp_label = take_rows(bk.name, b, ""), take_rows(ck.name, c, "")
-    frame = pd.DataFrame({
+    frame = object_frame({
         "base_row": b,
         "comp_row": c,
         "base_name": take_rows(base.ops["name"].to_numpy(dtype=object), b, ""),
@@ -272,7 +272,7 @@ def statistic_table(match: OperatorMatch) -> Table:
     g = grouped(match.pairs, {"ns": ("base_device_ns", "comp_device_ns")})
     base_ms = g["base_ns"].to_numpy(dtype="float64") / 1e6
     comp_ms = g["comp_ns"].to_numpy(dtype="float64") / 1e6
-    data = pd.DataFrame({
+    data = object_frame({
         "name": as_text(g["name"]),
         "base_ms": base_ms,
         "base_num": g["base_num"].astype("int64"),
@@ -336,7 +336,7 @@ def detail_table(match: OperatorMatch) -> Table:
     bops, cops = match.base.profile.ops, match.comp.profile.ops
     base_us = p["base_device_ns"].to_numpy(dtype="float64") / 1000.0
     comp_us = p["comp_device_ns"].to_numpy(dtype="float64") / 1000.0
-    data = pd.DataFrame({
+    data = object_frame({
         "order": np.arange(1, len(p) + 1, dtype="int64"),
         "base_name": as_text(p["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),

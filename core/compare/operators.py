@@ -33,6 +33,7 @@ from ..compat import as_text, object_frame, one_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
+from ..text_codes import first_seen_codes
 from ..timeline import thread_key
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
@@ -230,12 +231,20 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     group's label (the base side's first pairing name, else the comparison's) and ``matched_as``
     says how differently named ops joined it (:func:`group_matches`).
     """
+    # The group keys as codes, numbered on both sides at once (by object, each distinct text
+    # once): grouping by text hashes every pair's key (a tenth of the step on the H200 pair).
+    keys_of = {"base": pairs["group"].to_numpy(dtype=object)[pairs["base_row"].to_numpy() >= 0],
+               "comp": pairs["comp_group"].to_numpy(dtype=object)[pairs["comp_row"].to_numpy() >= 0]}
+    code, distinct = first_seen_codes(np.concatenate([keys_of["base"], keys_of["comp"]]))
+    coded = all(type(k) is str for k in distinct)  # else by text (a missing key is no group)
+    codes_of = {"base": code[:len(keys_of["base"])], "comp": code[len(keys_of["base"]):]}
     sides = []
     for side, row_col, group_col, label_col in (("base", "base_row", "group", "label"),
                                                 ("comp", "comp_row", "comp_group", "comp_label")):
         present = pairs[pairs[row_col].to_numpy() >= 0]
         cols = {out: present[src[0] if side == "base" else src[1]] for out, src in values.items()}
-        g = pd.DataFrame({"group": present[group_col].to_numpy(), "label": present[label_col].to_numpy(),
+        g = pd.DataFrame({"group": codes_of[side] if coded else keys_of[side],
+                          "label": present[label_col].to_numpy(),
                           **{k: v.to_numpy() for k, v in cols.items()}})
         first = next(iter(cols))
         agg = g.groupby("group", sort=False).agg(**{k: (k, "sum") for k in cols}, num=(first, "size"),
@@ -246,7 +255,10 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     label = b["base_label"].combine_first(c["comp_label"])
     out = pd.concat([b.drop(columns="base_label"), c.drop(columns="comp_label")], axis=1).fillna(0)
     out.insert(0, "name", label.to_numpy(dtype=object))
-    out.insert(1, "matched_as", group_matches(pairs, label).reindex(keys).fillna("").to_numpy(dtype=object))
+    text_keys = pd.Index(np.asarray(distinct, dtype=object)[keys.to_numpy(dtype="int64")], dtype=object) \
+        if coded else keys
+    label = pd.Series(label.to_numpy(dtype=object), index=text_keys)
+    out.insert(1, "matched_as", group_matches(pairs, label).reindex(text_keys).fillna("").to_numpy(dtype=object))
     out.index.name = "group"
     return out.reset_index(drop=True)
 

@@ -547,7 +547,10 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     # Groups (path, op key) numbered in first-seen order, aggregated with array operations (a
     # step change runs this for every module path: pandas' named aggregations cost more in
     # fixed overhead than the sums themselves).
-    key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
+    # numbered by object, each distinct key text once (pd.factorize hashes every op's key)
+    key_code, distinct_keys = first_seen_codes(all_keys[rows])
+    if not all(type(k) is str for k in distinct_keys):
+        key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
     group, _ = pd.factorize(path_ids * (int(key_code.max()) + 1) + key_code)
     n_groups = int(group.max()) + 1
     order = np.argsort(group, kind="stable")

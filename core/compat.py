@@ -154,6 +154,29 @@ def _factorized(values: Any, use_na_sentinel: bool) -> tuple[np.ndarray, np.ndar
     return codes, uniques
 
 
+def object_text(values: Any) -> Any:
+    """A 1-d ``object`` array holding only ``str`` as a Series that a frame keeps as ``object``
+    (its cells, as they are); anything else as given.
+
+    Why: given a text column as an object array, a pandas 3 frame first infers and builds its
+    own ``str`` array of it (a scan for missing values, a copy), which :class:`~perfcmp_core.
+    compare.result.Table` then turns back into ``object`` (:func:`string_objects`, another scan):
+    a tenth of the operators / modules step on the H200 pair. A column holding only ``str`` comes
+    back from that round trip as the very objects it held, so it may skip it; one with missing or
+    other values takes the round trip (missing values become ``None`` there)."""
+    if (isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
+            and infer_dtype(values, skipna=False) == "string"):
+        return pd.Series(values, dtype=object, copy=False)
+    return values
+
+
+def object_frame(columns: dict[str, Any]) -> pd.DataFrame:
+    """``pd.DataFrame(columns)`` with its text-only object arrays kept as ``object``
+    (:func:`object_text`): what a :class:`~perfcmp_core.compare.result.Table` holds, without the
+    round trip through an inferred ``str`` column."""
+    return pd.DataFrame({key: object_text(values) for key, values in columns.items()})
+
+
 def string_objects(column: pd.Series) -> pd.Series:
     """A pandas string column (what pandas 3 infers from text in object arrays) as ``object``, a
     missing value ``None`` as before (a writer still tells it from ""), index and name kept.

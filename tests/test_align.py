@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,3 +253,22 @@ def test_myers_rounds_on_sequences_that_share_keys_but_few_snakes() -> None:
     base = [r.randrange(300) for _ in range(700)]
     comp = [r.randrange(300) for _ in range(1900)]
     assert _myers(base, comp, 400) == textbook_myers(base, comp, 400)
+
+
+def test_key_codes_number_keys_by_first_appearance_across_both_sides() -> None:
+    """``key_codes`` numbers equal keys alike by first appearance over base then comparison,
+    whether the cells share objects (a large column: numbered by object first) or not."""
+    from perfcmp_core.compare.align import key_codes
+
+    names = [f"aten::op_{i % 37}" for i in range(5000)]
+    shared = np.array([sys.intern(n) for n in names], dtype=object)
+    fresh = np.array(["".join(n) for n in names], dtype=object)  # equal texts, other objects
+    for b_keys, c_keys in ((shared[:3000], fresh[3000:]), (fresh[:10], shared[::-1][:20]),
+                           (shared[:0], fresh[:5])):
+        bk, ck = key_codes(b_keys, c_keys)
+        first: dict[str, int] = {}
+        expected = [first.setdefault(k, len(first)) for k in [*b_keys.tolist(), *c_keys.tolist()]]
+        assert [*bk.tolist(), *ck.tolist()] == expected
+    # missing keys stay uncoded, as pd.factorize leaves them
+    bk, ck = key_codes(np.array(["a", None], dtype=object), np.array([None, "a"], dtype=object))
+    assert bk.tolist() == [0, -1] and ck.tolist() == [-1, 0]

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfcmp_core.compat import NUL_TEXTS_COLLIDE, as_text, factorize_text, one_text, unique_text
+from perfcmp_core.compat import (NUL_TEXTS_COLLIDE, as_text, factorize_text, object_frame, object_text, one_text,
+                                  string_objects, unique_text)
 from perfcmp_core.load import load_profile
 from perfcmp_core.model import KERNELS, OPS, SCHEMAS, frame
 from perfcmp_core.options import LoadOptions
@@ -332,3 +333,32 @@ def test_result_tables_hold_text_as_object_whatever_pandas_infers() -> None:
     assert column.tolist() == ["aten::mm", "aten::add", "aten::mm", None, "aten::add"]
     assert len({id(v) for v in column if v is not None}) == 2
     assert table.data["us"].dtype == "float64"
+
+
+def test_object_frame_gives_what_the_inferred_round_trip_gives() -> None:
+    """``object_frame`` keeps text-only object arrays as ``object`` holding their own cells: the
+    frame a Table ends with after turning pandas' inferred ``str`` columns back
+    (``string_objects``); columns with missing or other values take that round trip themselves."""
+    names = np.array(["aten::mm", "aten::add", "aten::mm", ""], dtype=object)
+    columns = {
+        "name": names,
+        "missing": np.array(["a", None, "b", np.nan], dtype=object),
+        "mixed": np.array(["a", 1, 2.5, "b"], dtype=object),
+        "number": np.arange(4, dtype="int64"),
+        "empty_text": np.array(["", "", "", ""], dtype=object),
+    }
+    got = object_frame(columns)
+    inferred = pd.DataFrame(columns)
+    expected = inferred.assign(**{key: string_objects(inferred[key]) for key, dtype in inferred.dtypes.items()
+                                  if isinstance(dtype, pd.StringDtype)})
+    kept = {key for key, dtype in got.dtypes.items() if not isinstance(dtype, pd.StringDtype)}
+    assert kept == {"name", "mixed", "number", "empty_text"}
+    got = got.assign(**{key: string_objects(got[key]) for key in set(got.columns) - kept})
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got["name"].dtype == object
+    assert all(a is b for a, b in zip(got["name"].tolist(), names.tolist()))
+    # a single column, assigned
+    frame = pd.DataFrame({"n": np.arange(4)})
+    frame["name"] = object_text(names)
+    assert frame["name"].dtype == object and frame["name"].tolist() == names.tolist()
+    assert object_text(np.arange(3)) is not None and isinstance(object_text(np.arange(3)), np.ndarray)

@@ -161,3 +161,24 @@ def test_op_kernels_of_a_module_statistic_row_add_up_to_it() -> None:
     assert k["diff_us"].iloc[0] == pytest.approx(90.0, abs=1.5)  # 3 steps × 30 µs
     for side in ("base", "comp"):
         assert k[f"{side}_us"].sum() / 1000 == pytest.approx(row[f"{side}_self"], abs=5e-3)
+
+
+@pytest.mark.parametrize("path", ["gpu/base.pt.trace.json", "npu_db/base_ascend_pt"])
+def test_coded_column_is_the_taken_cells_factorized(path: str) -> None:
+    """``Coded.column`` (from the profile's column codes) codes the taken cells as coding their
+    texts does: codes by first appearance among the taken rows, the dictionary cut to them."""
+    from perfcmp_core.compare.kernel_rows import Coded
+
+    profile = load_profile(str(FIXTURES / path), LoadOptions(use_cache=False))
+    k = profile.kernels
+    rng = np.random.default_rng(7)
+    for rows in (np.arange(len(k))[::-1], rng.integers(0, len(k), 3 * len(k)), np.zeros(0, dtype="int64")):
+        for column in ("name", "task_type", "input_shapes"):
+            cells = k[column].to_numpy(dtype=object)[rows]
+            got = Coded.column(profile, "kernels", column, rows)
+            first: dict[object, int] = {}
+            for cell in cells.tolist():
+                first.setdefault(cell, len(first))
+            assert got.values.tolist() == list(first)
+            assert got.codes.dtype == np.int32
+            assert got.codes.tolist() == [first[c] for c in cells.tolist()]

@@ -464,3 +464,46 @@ def test_no_ops_on_either_side_gives_reason() -> None:
     _, tables = compare_operators(empty, empty, CompareOptions())
     assert all(t.empty for t in tables)
     assert tables[0].absent_reason.startswith("no host ops in base or comparison")
+
+
+@pytest.mark.parametrize("missing_key", [False, True])
+def test_grouped_sums_each_key_over_both_sides_in_first_seen_order(missing_key: bool) -> None:
+    """``grouped``: per key (base keys first-seen, then comparison-only ones) each side's sum and
+    count, the base label first; derived here with plain dicts. A missing key (``None``, never
+    made by the matcher) forms no group, as pandas' grouping by text leaves it out."""
+    from perfcmp_core.compare.operators import grouped
+
+    rng = np.random.default_rng(3)
+    n = 400
+    keys = [f"k{i}" for i in rng.integers(0, 30, n)]
+    comp_keys = [f"k{i}" for i in rng.integers(10, 45, n)]
+    if missing_key:
+        keys[5] = None
+    base_row = np.where(rng.random(n) < 0.8, np.arange(n), -1)
+    comp_row = np.where(rng.random(n) < 0.8, np.arange(n), -1)
+    pairs = pd.DataFrame({
+        "base_row": base_row, "comp_row": comp_row,
+        "group": pd.Series(keys, dtype=object), "comp_group": pd.Series(comp_keys, dtype=object),
+        "label": pd.Series([f"L{k}" for k in keys], dtype=object),
+        "comp_label": pd.Series([f"C{k}" for k in comp_keys], dtype=object),
+        "matched_as": pd.Series([""] * n, dtype=object),
+        "b_ns": rng.integers(0, 10**12, n), "c_ns": rng.integers(0, 10**12, n),
+    })
+    got = grouped(pairs, {"ns": ("b_ns", "c_ns")})
+    order: list[str] = []
+    acc: dict[str, dict[str, float]] = {}
+    for side, rows, key_col, label_col, col in (("base", base_row, keys, "label", "b_ns"),
+                                                ("comp", comp_row, comp_keys, "comp_label", "c_ns")):
+        for i in np.flatnonzero(rows >= 0).tolist():
+            k = key_col[i]
+            if k is None:
+                continue
+            if k not in acc:
+                order.append(k)
+                acc[k] = {"name": pairs[label_col][i], "base_ns": 0, "base_num": 0, "comp_ns": 0, "comp_num": 0}
+            acc[k][f"{side}_ns"] += int(pairs[col][i])
+            acc[k][f"{side}_num"] += 1
+    assert got["name"].tolist() == [acc[k]["name"] for k in order]
+    for col in ("base_ns", "base_num", "comp_ns", "comp_num"):
+        assert got[col].tolist() == [acc[k][col] for k in order]
+    assert got["matched_as"].tolist() == [""] * len(order)

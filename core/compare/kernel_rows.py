@@ -44,6 +44,21 @@ class Coded:
         codes, uniques = pd.factorize(np.asarray(values, dtype=object))
         return cls(codes.astype("int32"), np.asarray(uniques, dtype=object))
 
+    @classmethod
+    def column(cls, profile: Profile, table: str, column: str, rows: np.ndarray) -> Coded:
+        """``Coded.of(profile.<table>[column][rows])`` from the column's codes
+        (:meth:`~perfcmp_core.model.Profile.codes`, made once per profile): the rows' codes are
+        renumbered by first appearance as integers, so no cell's text is hashed again (the
+        kernel names of every launch taken, 10 ms a table on the H200 pair). A column holding
+        anything but text (whose missing values ``pd.factorize`` leaves uncoded) is coded by
+        :meth:`of`."""
+        codes, distinct = profile.codes(table, column)
+        number, used = pd.factorize(codes[rows])
+        values = distinct[used]
+        if not all(type(v) is str for v in values.tolist()):
+            return cls.of(getattr(profile, table)[column].to_numpy(dtype=object)[rows])
+        return cls(number.astype("int32"), values)
+
     def pick(self, rows: np.ndarray) -> Coded:
         """The entries ``rows``, with the dictionary cut to the values they use."""
         used, inverse = np.unique(self.codes[rows], return_inverse=True)
@@ -179,8 +194,8 @@ def launches(profile: Profile, counts: np.ndarray, kernel_rows: np.ndarray) -> K
     task = None
     if profile.meta.is_npu:
         task = (k["task_id"].to_numpy(dtype="int64")[kernel_rows],
-                *(Coded.of(k[c].to_numpy(dtype=object)[kernel_rows]) for c in ("task_type", "input_shapes")))
-    return KernelRows(LAUNCH, offsets(counts), Coded.of(k["name"].to_numpy(dtype=object)[kernel_rows]),
+                *(Coded.column(profile, "kernels", c, kernel_rows) for c in ("task_type", "input_shapes")))
+    return KernelRows(LAUNCH, offsets(counts), Coded.column(profile, "kernels", "name", kernel_rows),
                       np.ones(len(kernel_rows), dtype="int32"),
                       k["dur_ns"].to_numpy(dtype="int64")[kernel_rows], task)  # type: ignore[arg-type]
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import one_text
+from ..compat import object_frame, object_text, one_text
 from ..load.common import per_distinct
 from ..model import Profile
+from ..text_codes import first_seen_codes
 from ..options import CompareOptions
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
@@ -293,56 +294,80 @@ def _nest_backward(df: pd.DataFrame, first_id: int) -> pd.DataFrame:
         return df
     rows = np.flatnonzero(back)
     module = df["module"].to_numpy(dtype=object).copy()
+    # A few hundred distinct paths over ~16k rows (H200 pair): each stripped once.
+    path_code, texts = first_seen_codes(module[rows])
+    paths = np.array([str(t)[len(BACKWARD_PREFIX):].strip() for t in texts] + [""], dtype=object)[path_code].tolist()
+    step_code, _ = first_seen_codes(df["step"].to_numpy(dtype=object)[rows])
+    # A run: consecutive rows of one step; each gets a [ BACKWARD ] root.
+    new_run = np.ones(len(rows), dtype=bool)
+    new_run[1:] = (np.diff(rows) != 1) | (np.diff(step_code) != 0)
+    run_of = np.cumsum(new_run) - 1
+    # Only the nesting is walked in Python (a stack of open ancestors by path prefix: each row's
+    # parent position among ``rows``, depth and label); the totals are then summed with numpy.
+    up = np.full(len(rows), -1, dtype="int64")
+    depth = np.zeros(len(rows), dtype="int64")
+    labels: list[str] = []
+    stack: list[tuple[str, int]] = []  # (path + "/", position) of open ancestors
+    for i, (path, starts) in enumerate(zip(paths, new_run.tolist())):
+        if starts:
+            stack = []
+        while stack and not path.startswith(stack[-1][0]):
+            stack.pop()
+        if stack:
+            up[i] = stack[-1][1]
+            depth[i] = len(stack)
+            labels.append(path[len(stack[-1][0]) - 1:].lstrip("/ ").strip() or path)
+        else:
+            labels.append(path.lstrip("/ ").strip() or path)
+        stack.append((path + "/", i))
     node = df[NODE].to_numpy()
     parent = df[PARENT].to_numpy().copy()
+    parent[rows] = np.where(up >= 0, node[rows[np.maximum(up, 0)]], first_id + run_of)
     level = level.copy()
-    # Python floats while walking: the same double additions in the same order as on the array,
-    # without boxing an array element for each (rows x depth) step.
-    totals = {side: df[side].to_numpy(dtype="float64").tolist() for side in ("base_total", "comp_total")}
-    # Only the backward rows are walked (in Python: a stack of open ancestors by path prefix);
-    # every column is then rebuilt with one gather, the step roots inserted before their runs.
-    firsts: list[int] = []  # df row before which each run's root goes
-    root_steps: list[object] = []
-    root_totals: dict[str, list[float]] = {"base_total": [], "comp_total": []}
-    stack: list[tuple[str, int, int]] = []  # (path, node, df row) of open ancestors
-    prev, run_step = -2, None
-    for r, text, step in zip(rows.tolist(), module[rows].tolist(), df["step"].to_numpy(dtype=object)[rows].tolist()):
-        if r != prev + 1 or step != run_step:
-            run_step = step
-            firsts.append(r)
-            root_steps.append(step)
-            for side in root_totals:
-                root_totals[side].append(0.0)
-            stack = []
-        prev = r
-        path = str(text)[len(BACKWARD_PREFIX):].strip()
-        while stack and not path.startswith(stack[-1][0] + "/"):
-            stack.pop()
-        parent_path, parent_node = (stack[-1][0], stack[-1][1]) if stack else ("", first_id + len(firsts) - 1)
-        parent[r] = parent_node
-        level[r] = len(stack) + 1
-        module[r] = path[len(parent_path):].lstrip("/ ").strip() or path
-        for side, values in totals.items():
-            own = values[r]
-            root_totals[side][-1] = root_totals[side][-1] + own
-            for _, _, a in stack:
-                values[a] = values[a] + own
-        stack.append((path, int(node[r]), r))
-    n_roots = len(firsts)
+    level[rows] = depth + 1
+    module[rows] = labels
+    # Each row's own total is added to each of its ancestors' and to its run's root, in row order
+    # (``np.add.at`` adds repeated indices one after another): the same double additions in the
+    # same order as a walk adding them row by row.
+    desc, anc = [], []
+    at, a = np.arange(len(rows)), up
+    while len(at):
+        has = a >= 0
+        at, a = at[has], a[has]
+        desc.append(at)
+        anc.append(a)
+        a = up[a]
+    desc_all, anc_all = np.concatenate(desc), np.concatenate(anc)
+    order = np.argsort(desc_all, kind="stable")
+    desc_all, anc_all = desc_all[order], rows[anc_all[order]]
+    n_roots = int(run_of[-1]) + 1
+    totals: dict[str, np.ndarray] = {}
+    root_totals: dict[str, np.ndarray] = {}
+    for side in ("base_total", "comp_total"):
+        values = df[side].to_numpy(dtype="float64").copy()
+        own = values[rows]
+        np.add.at(values, anc_all, own[desc_all])
+        totals[side] = values
+        root_totals[side] = np.zeros(n_roots, dtype="float64")
+        np.add.at(root_totals[side], run_of, own)
+    firsts = rows[new_run]
     root_values: dict[str, object] = {
-        "module": BACKWARD_PREFIX, "module_class": "", "step": root_steps, "base_self": 0.0,
-        "comp_self": 0.0, "base_total": root_totals["base_total"], "comp_total": root_totals["comp_total"],
-        NODE: np.arange(first_id, first_id + n_roots), PARENT: -1, LEVEL: 0, "_path": "",
+        "module": BACKWARD_PREFIX, "module_class": "", "step": df["step"].to_numpy(dtype=object)[firsts],
+        "base_self": 0.0, "comp_self": 0.0, "base_total": root_totals["base_total"],
+        "comp_total": root_totals["comp_total"], NODE: np.arange(first_id, first_id + n_roots),
+        PARENT: -1, LEVEL: 0, "_path": "",
     }
-    changed = {"module": module, PARENT: parent, LEVEL: level,
-               **{side: np.array(values, dtype="float64") for side, values in totals.items()}}
+    changed = {"module": module, PARENT: parent, LEVEL: level, **totals}
     cols = {}
-    for col in df.columns:
+    for col, dtype in df.dtypes.items():
         values = changed[col] if col in changed else df[col].to_numpy()
         fill = root_values.get(col, "")
-        cols[col] = np.insert(values.astype(object), firsts, np.asarray(fill, dtype=object)
-                              if isinstance(fill, list) else fill)
-    return pd.DataFrame(cols, columns=df.columns).astype(df.dtypes.to_dict())
+        if col in root_values and isinstance(dtype, np.dtype) and dtype.kind in "iufb":
+            cols[col] = np.insert(values, firsts, fill)
+        else:
+            cols[col] = np.insert(values.astype(object), firsts, np.asarray(fill, dtype=object)
+                                  if isinstance(fill, np.ndarray) else fill)
+    return object_frame(cols).astype(df.dtypes.to_dict())
 
 
 def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide, op_steps: _OpSteps,
@@ -379,7 +404,7 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
         children[f"{prefix}_kernels"] = side.op_kernels.take(np.where(total, -1, op))
         cols[f"{prefix}_self"] = np.where(total, take_rows(side.self_ns.astype("float64"), mod, 0.0), op_self) / _US
         cols[f"{prefix}_total"] = np.where(total, take_rows(side.total_ns.astype("float64"), mod, 0.0) / _US, np.nan)
-    df = pd.DataFrame(cols)
+    df = object_frame(cols)
     df[IS_TOTAL] = total
     df["diff_total"] = np.where(total, diff(df["base_total"], df["comp_total"]), np.nan)
     df["diff_self"] = diff(df["base_self"], df["comp_self"])
@@ -390,13 +415,13 @@ def _detail_table(pairs: _Pairs, order: list[int], b: ModuleSide, c: ModuleSide,
     for prefix, side, mod, op in (("base", b, pb, rb), ("comp", c, pc, rc)):
         module_stack = take_rows(np.asarray(side.stack, dtype=object), mod, "")
         op_stack = take_rows(np.asarray(side.op_stack, dtype=object), op, "")
-        df[f"{prefix}_stack"] = np.where(total, module_stack, np.where(worse, op_stack, ""))
+        df[f"{prefix}_stack"] = object_text(np.where(total, module_stack, np.where(worse, op_stack, "")))
     op_matched = matched_as(take_rows(np.asarray(b.op_label, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_label, dtype=object), rc, ""),
                             take_rows(np.asarray(b.op_cls, dtype=object), rb, ""),
                             take_rows(np.asarray(c.op_cls, dtype=object), rc, ""), pos)
-    df["matched_as"] = np.where(total, np.where(pos, one_text(BY_POSITION), ""), op_matched)
-    df["step"] = step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1))
+    df["matched_as"] = object_text(np.where(total, np.where(pos, one_text(BY_POSITION), ""), op_matched))
+    df["step"] = object_text(step_labels(take_rows(module_steps[0], pb, -1), take_rows(module_steps[1], pc, -1)))
     return Table("ModuleCompare", MODULE_COMPARE_COLUMNS, ordered(df, MODULE_COMPARE_COLUMNS), (4, 7), (8, 11),
                  title="Modules (detail, µs)", default_sort="diff_total", notes=list(notes), children=children)
 
@@ -522,7 +547,10 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     # Groups (path, op key) numbered in first-seen order, aggregated with array operations (a
     # step change runs this for every module path: pandas' named aggregations cost more in
     # fixed overhead than the sums themselves).
-    key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
+    # numbered by object, each distinct key text once (pd.factorize hashes every op's key)
+    key_code, distinct_keys = first_seen_codes(all_keys[rows])
+    if not all(type(k) is str for k in distinct_keys):
+        key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
     group, _ = pd.factorize(path_ids * (int(key_code.max()) + 1) + key_code)
     n_groups = int(group.max()) + 1
     order = np.argsort(group, kind="stable")
@@ -579,7 +607,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
     bi, ci = np.maximum(bm, 0), np.maximum(cm, 0)
     own = np.where(hb, b.name[bi], c.name[ci])
     bstack, cstack = np.asarray(b.stack, dtype=object), np.asarray(c.stack, dtype=object)
-    df = pd.DataFrame({
+    df = object_frame({
         "module_class": np.where(hb, b.cls[bi], c.cls[ci]),
         "module": per_distinct(pd.Series(own, dtype=object),
                               lambda s: s.str.replace("nn.Module:", "", regex=False).str.strip()).to_numpy(dtype=object),
@@ -592,7 +620,7 @@ def _tree_table(pairs: _Pairs, b: ModuleSide, c: ModuleSide, notes: list[str],
         "_base_stack": np.where(hb, bstack[bi] if len(bstack) else "", ""),
         "_comp_stack": np.where(hc, cstack[ci] if len(cstack) else "", ""),
     })
-    df["matched_as"] = np.where(pairs.positional[idx], one_text(BY_POSITION), "")
+    df["matched_as"] = object_text(np.where(pairs.positional[idx], one_text(BY_POSITION), ""))
     df = _nest_backward(df, len(pairs.base))
     df["diff_total"] = diff(df["base_total"], df["comp_total"])
     df["ratio"] = ratio(df["base_total"], df["comp_total"])

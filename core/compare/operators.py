@@ -29,10 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text, one_text
+from ..compat import as_text, object_frame, one_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
+from ..text_codes import first_seen_codes
 from ..timeline import thread_key
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
@@ -150,7 +151,7 @@ def match_operators(base: Profile, comp: Profile, opts: CompareOptions,
     b, c, positional = b.astype("int64"), c.astype("int64"), positional.astype(bool)
     base_group, comp_group = take_rows(bk.key, b, ""), take_rows(ck.key, c, "")
     base_label, comp_label = take_rows(bk.name, b, ""), take_rows(ck.name, c, "")
-    frame = pd.DataFrame({
+    frame = object_frame({
         "base_row": b,
         "comp_row": c,
         "base_name": take_rows(base.ops["name"].to_numpy(dtype=object), b, ""),
@@ -174,6 +175,11 @@ def take_rows(values: np.ndarray, rows: np.ndarray, fill: object) -> np.ndarray:
     if len(values) == 0:
         return np.full(len(rows), fill, dtype=object if isinstance(fill, str) else values.dtype)
     out = values[np.maximum(rows, 0)]
+    if out.dtype == object:
+        # Filled in place, with one object (``out`` is a fresh copy): np.where makes a new
+        # array, and given a Python str a new str for every filled cell.
+        out[rows < 0] = one_text(fill) if isinstance(fill, str) else fill
+        return out
     return np.where(rows >= 0, out, fill)
 
 
@@ -225,12 +231,20 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     group's label (the base side's first pairing name, else the comparison's) and ``matched_as``
     says how differently named ops joined it (:func:`group_matches`).
     """
+    # The group keys as codes, numbered on both sides at once (by object, each distinct text
+    # once): grouping by text hashes every pair's key (a tenth of the step on the H200 pair).
+    keys_of = {"base": pairs["group"].to_numpy(dtype=object)[pairs["base_row"].to_numpy() >= 0],
+               "comp": pairs["comp_group"].to_numpy(dtype=object)[pairs["comp_row"].to_numpy() >= 0]}
+    code, distinct = first_seen_codes(np.concatenate([keys_of["base"], keys_of["comp"]]))
+    coded = all(type(k) is str for k in distinct)  # else by text (a missing key is no group)
+    codes_of = {"base": code[:len(keys_of["base"])], "comp": code[len(keys_of["base"]):]}
     sides = []
     for side, row_col, group_col, label_col in (("base", "base_row", "group", "label"),
                                                 ("comp", "comp_row", "comp_group", "comp_label")):
         present = pairs[pairs[row_col].to_numpy() >= 0]
         cols = {out: present[src[0] if side == "base" else src[1]] for out, src in values.items()}
-        g = pd.DataFrame({"group": present[group_col].to_numpy(), "label": present[label_col].to_numpy(),
+        g = pd.DataFrame({"group": codes_of[side] if coded else keys_of[side],
+                          "label": present[label_col].to_numpy(),
                           **{k: v.to_numpy() for k, v in cols.items()}})
         first = next(iter(cols))
         agg = g.groupby("group", sort=False).agg(**{k: (k, "sum") for k in cols}, num=(first, "size"),
@@ -241,7 +255,10 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     label = b["base_label"].combine_first(c["comp_label"])
     out = pd.concat([b.drop(columns="base_label"), c.drop(columns="comp_label")], axis=1).fillna(0)
     out.insert(0, "name", label.to_numpy(dtype=object))
-    out.insert(1, "matched_as", group_matches(pairs, label).reindex(keys).fillna("").to_numpy(dtype=object))
+    text_keys = pd.Index(np.asarray(distinct, dtype=object)[keys.to_numpy(dtype="int64")], dtype=object) \
+        if coded else keys
+    label = pd.Series(label.to_numpy(dtype=object), index=text_keys)
+    out.insert(1, "matched_as", group_matches(pairs, label).reindex(text_keys).fillna("").to_numpy(dtype=object))
     out.index.name = "group"
     return out.reset_index(drop=True)
 
@@ -267,7 +284,7 @@ def statistic_table(match: OperatorMatch) -> Table:
     g = grouped(match.pairs, {"ns": ("base_device_ns", "comp_device_ns")})
     base_ms = g["base_ns"].to_numpy(dtype="float64") / 1e6
     comp_ms = g["comp_ns"].to_numpy(dtype="float64") / 1e6
-    data = pd.DataFrame({
+    data = object_frame({
         "name": as_text(g["name"]),
         "base_ms": base_ms,
         "base_num": g["base_num"].astype("int64"),
@@ -331,7 +348,7 @@ def detail_table(match: OperatorMatch) -> Table:
     bops, cops = match.base.profile.ops, match.comp.profile.ops
     base_us = p["base_device_ns"].to_numpy(dtype="float64") / 1000.0
     comp_us = p["comp_device_ns"].to_numpy(dtype="float64") / 1000.0
-    data = pd.DataFrame({
+    data = object_frame({
         "order": np.arange(1, len(p) + 1, dtype="int64"),
         "base_name": as_text(p["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),

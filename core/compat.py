@@ -72,6 +72,10 @@ def as_text(values: Any) -> pd.Series:
     if s.dtype == object and infer_dtype(s, skipna=False) in ("string", "empty"):
         return s
     text_dtype = isinstance(s.dtype, pd.StringDtype)  # dtype-neutral: a test of the input's dtype
+    if text_dtype and s.dtype.storage == "python":
+        # What pandas infers in our processes (:data:`STRING_STORAGE`): the cells are the ``str``
+        # objects the column was made from, taken as they are (no text hashed per row).
+        return pd.Series(s.to_numpy(dtype=object, na_value=""), index=s.index, dtype=object, name=s.name)
     if s.dtype.kind in "iub" or (text_dtype and not NUL_TEXTS_COLLIDE):
         # Integers (a Db's plane ids, step numbers) and the texts of a pandas string column (a
         # CSV read with pyarrow installed) repeat: each distinct value is written once and shared

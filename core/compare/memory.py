@@ -113,17 +113,6 @@ def _us_text(ns: np.ndarray) -> np.ndarray:
     return out + _FRACTIONS[frac]
 
 
-def text_cells(column: pd.Series) -> pd.Series:
-    """:func:`~perfcmp_core.compat.as_text` of a table's text column, without hashing its text:
-    pandas 3 infers a ``str`` column from the pair list's names, which ``as_text`` numbers by
-    value (one hash per row) to write each distinct text once; its cells are already ``str``
-    objects (a missing one ``""``), taken here as they are."""
-    if isinstance(column.dtype, pd.StringDtype):  # dtype-neutral: a test of the input's dtype
-        return pd.Series(column.to_numpy(dtype=object, na_value=""), index=column.index, dtype=object,
-                         name=column.name)
-    return as_text(column)
-
-
 def record_table(profile: Profile) -> pd.DataFrame:
     """Per record: attached op row, display name (its own, else its op's), size and lifetime
     (release − allocation when both are known, else 0, as the reference computes it)."""
@@ -242,7 +231,7 @@ def statistic_table(g: pd.DataFrame, notes: list[str]) -> Table:
     base_mb = g["base_bytes"].to_numpy(dtype="float64") / 1024.0**2
     comp_mb = g["comp_bytes"].to_numpy(dtype="float64") / 1024.0**2
     data = pd.DataFrame({
-        "name": text_cells(g["name"]),
+        "name": as_text(g["name"]),
         "base_ms": g["base_life"].to_numpy(dtype="float64") / 1e6,
         "base_mb": base_mb,
         "base_num": g["base_num"].astype("int64"),
@@ -251,7 +240,7 @@ def statistic_table(g: pd.DataFrame, notes: list[str]) -> Table:
         "comp_num": g["comp_num"].astype("int64"),
         "diff": diff(base_mb, comp_mb),
         "ratio": ratio(base_mb, comp_mb),
-        "matched_as": text_cells(g["matched_as"]),
+        "matched_as": as_text(g["matched_as"]),
     })
     return Table(name=STAT_SHEET, columns=STAT_COLUMNS, data=rank_rows(data), base_span=(2, 4), comp_span=(5, 7),
                  title="Memory: allocations per op name", default_sort="diff", notes=notes)
@@ -264,19 +253,19 @@ def _detail(match: OperatorMatch, per_pair: pd.DataFrame, bm: _SideMemory, cm: _
     bops, cops = match.base.profile.ops, match.comp.profile.ops
     data = pd.DataFrame({
         "order": np.arange(1, len(per_pair) + 1, dtype="int64"),
-        "base_name": text_cells(per_pair["base_name"]),
+        "base_name": as_text(per_pair["base_name"]),
         "base_shape": side_text(bops, b, "input_dims"),
         "base_type": side_text(bops, b, "input_types"),
         "base_details": bm.details(b),
         "base_kb": base_kb,
-        "comp_name": text_cells(per_pair["comp_name"]),
+        "comp_name": as_text(per_pair["comp_name"]),
         "comp_shape": side_text(cops, c, "input_dims"),
         "comp_type": side_text(cops, c, "input_types"),
         "comp_details": cm.details(c),
         "comp_kb": comp_kb,
         "diff": diff(base_kb, comp_kb),
         "ratio": ratio(base_kb, comp_kb),
-        "matched_as": text_cells(per_pair["matched_as"]),
+        "matched_as": as_text(per_pair["matched_as"]),
         "step": step_labels(take_rows(bops["step"].to_numpy(dtype="int64"), b, -1),
                             take_rows(cops["step"].to_numpy(dtype="int64"), c, -1)),
         "_base_row": b,

@@ -233,15 +233,11 @@ def _matches(profile: Profile, table: str, column: str, pattern: re.Pattern[str]
 def combined_codes(*columns: pd.Series | np.ndarray) -> np.ndarray:
     """One dense code per distinct combination of the text columns, numbered by first appearance
     (pairwise factorisation; each column numbered by object, :func:`~perfcmp_core.compat.factorize_text`)."""
-    code = factorize_text(_objects(columns[0]))[0].astype("int64")
+    code = factorize_text(columns[0])[0].astype("int64")
     for col in columns[1:]:
-        c, uniq = factorize_text(_objects(col))
+        c, uniq = factorize_text(col)
         code = pd.factorize(code * max(len(uniq), 1) + c)[0].astype("int64")
     return code
-
-
-def _objects(column: pd.Series | np.ndarray) -> np.ndarray:
-    return column.to_numpy(dtype=object) if isinstance(column, pd.Series) else np.asarray(column, dtype=object)
 
 
 def first_rows(code: np.ndarray) -> np.ndarray:

@@ -34,9 +34,8 @@ from itertools import chain
 from typing import Hashable, Sequence
 
 import numpy as np
-import pandas as pd
 
-from ..text_codes import first_seen_codes
+from ..compat import factorize_text
 
 #: Largest edit distance searched exactly by one Myers run (work ≈ MAX_D² / 2 steps).
 MAX_D = 2000
@@ -68,14 +67,10 @@ def key_codes(b_keys: np.ndarray, c_keys: np.ndarray) -> tuple[np.ndarray, np.nd
     """Two sides' keys as int codes for :func:`align_runs` (equal codes = equal keys), numbered
     by first appearance as ``pd.factorize`` numbers them.
 
-    Why :func:`~perfcmp_core.text_codes.first_seen_codes`: the keys are a few hundred texts shared
-    by tens of thousands of ops, numbered by object before any text is hashed (``pd.factorize``
-    hashes every cell's text: 6 ms a step on the H200 pair). Keys holding anything but text (whose
-    missing values ``pd.factorize`` leaves uncoded, -1) are numbered by ``pd.factorize``."""
-    keys = np.concatenate([np.asarray(b_keys, dtype=object), np.asarray(c_keys, dtype=object)])
-    codes, distinct = first_seen_codes(keys)
-    if not all(type(k) is str for k in distinct):
-        codes, _ = pd.factorize(keys)
+    Why :func:`~perfcmp_core.compat.factorize_text`: the keys are a few hundred texts shared by
+    tens of thousands of ops, numbered by object before any text is hashed (``pd.factorize``
+    hashes every cell's text: 6 ms a step on the H200 pair)."""
+    codes, _ = factorize_text(np.concatenate([np.asarray(b_keys, dtype=object), np.asarray(c_keys, dtype=object)]))
     return codes[: len(b_keys)], codes[len(b_keys):]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import object_frame, object_text, one_text
+from ..compat import factorize_text, object_frame, object_text, one_text
 from ..load.common import per_distinct
 from ..model import Profile
 from ..text_codes import first_seen_codes
@@ -548,9 +548,7 @@ def _op_groups(side: ModuleSide, groups: dict[str, list[int]],
     # step change runs this for every module path: pandas' named aggregations cost more in
     # fixed overhead than the sums themselves).
     # numbered by object, each distinct key text once (pd.factorize hashes every op's key)
-    key_code, distinct_keys = first_seen_codes(all_keys[rows])
-    if not all(type(k) is str for k in distinct_keys):
-        key_code, _ = pd.factorize(all_keys[rows], use_na_sentinel=False)
+    key_code, _ = factorize_text(all_keys[rows], use_na_sentinel=False)
     group, _ = pd.factorize(path_ids * (int(key_code.max()) + 1) + key_code)
     n_groups = int(group.max()) + 1
     order = np.argsort(group, kind="stable")

@@ -29,11 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..compat import as_text, object_frame, one_text
+from ..compat import as_text, factorize_text, object_frame, one_text
 from ..device_time import device_time, unlinked_note
 from ..model import Profile
 from ..options import CompareOptions
-from ..text_codes import first_seen_codes
 from ..timeline import thread_key
 from .align import align_runs, key_codes
 from .equivalence import Equivalence
@@ -235,8 +234,8 @@ def grouped(pairs: pd.DataFrame, values: dict[str, tuple[str, str]]) -> pd.DataF
     # once): grouping by text hashes every pair's key (a tenth of the step on the H200 pair).
     keys_of = {"base": pairs["group"].to_numpy(dtype=object)[pairs["base_row"].to_numpy() >= 0],
                "comp": pairs["comp_group"].to_numpy(dtype=object)[pairs["comp_row"].to_numpy() >= 0]}
-    code, distinct = first_seen_codes(np.concatenate([keys_of["base"], keys_of["comp"]]))
-    coded = all(type(k) is str for k in distinct)  # else by text (a missing key is no group)
+    code, distinct = factorize_text(np.concatenate([keys_of["base"], keys_of["comp"]]))
+    coded = not (code < 0).any()  # else by text: a missing key is no group
     codes_of = {"base": code[:len(keys_of["base"])], "comp": code[len(keys_of["base"]):]}
     sides = []
     for side, row_col, group_col, label_col in (("base", "base_row", "group", "label"),

@@ -116,14 +116,14 @@ def test_step_times_on_the_step_window_are_the_full_overall_figures(pair: str) -
 
 @pytest.mark.parametrize("pair", ["npu", "gpu", "ms", "db"])
 def test_a_window_of_a_table_sorted_by_start_is_the_slice_the_mask_keeps(pair: str) -> None:
-    """``window_rows`` of a table whose start column never decreases is one binary-searched
+    """The window of a table whose start column never decreases is one binary-searched
     slice (what compare_steps uses): the same rows, columns and index as the rows the step's
     mask keeps, for every table StepCompare cuts and every step — and a table out of order is
     known as such."""
     import pandas as pd
 
     from perfcmp_core.compare.overall_metrics import STEP_TIME_TABLES
-    from perfcmp_core.load.steps import ordered_by_start, step_ids, step_window, window_rows
+    from perfcmp_core.load.steps import ordered_by_start, rows_at, step_ids, step_window, window_positions
 
     paths = {**{k: v[:2] for k, v in PAIRS.items()},
              "db": ("fixtures/npu_db/base_ascend_pt", "fixtures/npu_db/comp_ascend_pt")}[pair]
@@ -134,8 +134,9 @@ def test_a_window_of_a_table_sorted_by_start_is_the_slice_the_mask_keeps(pair: s
         for table in ordered:
             for step in step_ids(profile):
                 _, lo, hi = step_window(profile, step)
-                pd.testing.assert_frame_equal(window_rows(profile, table, lo, hi, ordered=True),
-                                              window_rows(profile, table, lo, hi), check_exact=True)
+                df = getattr(profile, table)
+                pd.testing.assert_frame_equal(rows_at(df, window_positions(profile, table, lo, hi, ordered=True)),
+                                              rows_at(df, window_positions(profile, table, lo, hi)), check_exact=True)
         k = profile.kernels
         if len(k) > 1:
             swapped = k.iloc[[1, 0, *range(2, len(k))]].reset_index(drop=True)

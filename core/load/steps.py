@@ -68,27 +68,20 @@ def _in_window(profile: Profile, table: str, lo: int, hi: int) -> np.ndarray:
     return (t >= lo) & (t <= hi)
 
 
-def window_rows(profile: Profile, table: str, lo: int, hi: int, ordered: bool = False) -> pd.DataFrame:
-    """The rows of ``profile.<table>`` that :func:`select_step` keeps for the window ``[lo, hi]``,
-    with their link columns as they are (not renumbered: for readers of durations only); they
-    are the table's rows :func:`window_positions`, in order.
-
-    ``ordered``: the caller knows the table's start column never decreases
-    (:func:`ordered_by_start`), so the rows are one slice found by binary search, instead of a
-    test of every row and a copy through a mask (a hundred steps cut a 500k-row table a
-    hundred times). The slice is a view (pandas copies on write, and no reader writes to it):
-    copying every column of a 500k-row table's slice per step was half the per-step cost."""
-    return rows_at(getattr(profile, table), window_positions(profile, table, lo, hi, ordered))
-
-
 def rows_at(df: pd.DataFrame, rows: slice | np.ndarray) -> pd.DataFrame:
-    """The rows :func:`window_positions` gave of ``df``, numbered from 0."""
+    """The rows :func:`window_positions` gave of ``df``, numbered from 0, with their link columns
+    as they are (not renumbered: for readers of durations only). A slice is a view (pandas copies
+    on write, and no reader writes to it): copying every column of a 500k-row table's slice per
+    step was half the per-step cost."""
     return (df.iloc[rows] if isinstance(rows, slice) else df[rows]).reset_index(drop=True)
 
 
 def window_positions(profile: Profile, table: str, lo: int, hi: int, ordered: bool = False) -> slice | np.ndarray:
-    """Which rows of ``profile.<table>`` :func:`window_rows` keeps: a slice where ``ordered``,
-    else a bool mask (either indexes a per-row array of the table, such as its text codes)."""
+    """The rows of ``profile.<table>`` that :func:`select_step` keeps for the window ``[lo, hi]``:
+    a bool mask, or where ``ordered`` (the caller knows the table's start column never decreases,
+    :func:`ordered_by_start`) one slice found by binary search instead of a test of every row (a
+    hundred steps cut a 500k-row table a hundred times). Either indexes a per-row array of the
+    table, such as its text codes."""
     if not ordered:
         return _in_window(profile, table, lo, hi)
     t = getattr(profile, table)[_START[table]].to_numpy()
@@ -96,7 +89,7 @@ def window_positions(profile: Profile, table: str, lo: int, hi: int, ordered: bo
 
 
 def ordered_by_start(profile: Profile, table: str) -> bool:
-    """Whether the start column :func:`window_rows` cuts ``profile.<table>`` by never decreases."""
+    """Whether the start column :func:`window_positions` cuts ``profile.<table>`` by never decreases."""
     t = getattr(profile, table)[_START[table]].to_numpy()
     return bool((t[1:] >= t[:-1]).all())
 

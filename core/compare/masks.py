@@ -114,7 +114,7 @@ class TextIndex:
 
     def subset(self, rows: np.ndarray) -> TextIndex:
         """The index of ``text[rows]`` (bool mask or positions) without re-factorising."""
-        return self._of(self.codes[rows], self.distinct, self._lower)
+        return TextIndex._of(self.codes[rows], self.distinct, self._lower)  # tested on its own
 
     def leaf(self) -> TextIndex:
         """The same rows keyed by their *own* name: the last ``/`` segment without a MindSpore
@@ -125,7 +125,7 @@ class TextIndex:
         leaves = strip_instance(self._lower.str.rsplit("/", n=1).str[-1])
         codes, uniques = pd.factorize(leaves)
         keys = pd.Series(uniques, dtype=object)
-        return self._of(codes[self.codes], keys, keys)
+        return TextIndex._of(codes[self.codes], keys, keys)
 
     def _back(self, hit: pd.Series | np.ndarray) -> np.ndarray:
         return np.asarray(hit, dtype=bool)[self.codes]
@@ -161,6 +161,8 @@ class TextIndexes:
     def __init__(self, profile: Profile) -> None:
         self._profile = profile
         self._built: dict[tuple[str, str], TextIndex] = {}
+        #: Row masks of the tests the cuts asked for, over the whole profile (:meth:`cut`).
+        self._tested: dict[tuple[str, str, str, object], np.ndarray] = {}
 
     def __call__(self, table: str, column: str) -> TextIndex:
         """The index of ``profile.<table>[column]``."""
@@ -170,3 +172,50 @@ class TextIndexes:
             names = pd.Series(distinct, dtype=object)
             index = self._built[(table, column)] = TextIndex._of(codes, names, names.str.lower())
         return index
+
+    def cut(self, rows: dict[str, slice | np.ndarray]) -> TextIndexes:
+        """The indexes of a cut of this profile (``rows``: the rows kept of each table, a slice
+        or a bool mask), taken from this profile's: no text of the cut is numbered again, and
+        each text test runs once on the whole profile, each cut taking its rows of the result
+        (StepCompare cuts a profile once per step: a hundred steps test the distinct names once,
+        not a hundred times)."""
+        return _CutIndexes(self, rows)
+
+    def _tested_rows(self, table: str, column: str, test: str, arg: object) -> np.ndarray:
+        key = (table, column, test, arg)
+        if key not in self._tested:
+            self._tested[key] = getattr(self(table, column), test)(arg)
+        return self._tested[key]
+
+
+class _CutIndexes(TextIndexes):
+    """:meth:`TextIndexes.cut`: the index of each column is the whole profile's at the cut's
+    rows, its tests the whole profile's tests at those rows."""
+
+    def __init__(self, whole: TextIndexes, rows: dict[str, slice | np.ndarray]) -> None:
+        self._whole, self._rows = whole, rows
+
+    def __call__(self, table: str, column: str) -> TextIndex:
+        rows = self._rows[table]
+        sub = self._whole(table, column).subset(rows)
+        index = _CutIndex._of(sub.codes, sub.distinct, sub._lower)
+        index._whole, index._key, index._rows = self._whole, (table, column), rows
+        return index
+
+
+class _CutIndex(TextIndex):
+    """A cut's :class:`TextIndex` (:class:`_CutIndexes`): its tests are the whole profile's
+    (made once, :meth:`TextIndexes._tested_rows`) at the cut's rows."""
+
+    _whole: TextIndexes
+    _key: tuple[str, str]
+    _rows: slice | np.ndarray
+
+    def contains_any(self, words: tuple[str, ...]) -> np.ndarray:
+        return self._whole._tested_rows(*self._key, "contains_any", words)[self._rows]
+
+    def equals_any(self, words: tuple[str, ...]) -> np.ndarray:
+        return self._whole._tested_rows(*self._key, "equals_any", words)[self._rows]
+
+    def startswith(self, prefix: str) -> np.ndarray:
+        return self._whole._tested_rows(*self._key, "startswith", prefix)[self._rows]

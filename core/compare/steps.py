@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..load.steps import ordered_by_start, step_ids, rows_at, step_window, window_positions
 from ..model import Profile
-from .masks import Masks, TextIndex, TextIndexes
+from .masks import Masks, TextIndexes
 from .overall_metrics import STEP_TIME_TABLES, step_times
 from .result import Column, Table, diff, ratio
 
@@ -108,65 +108,20 @@ def _side_step(label: str, side: str) -> str:
     return (comp if side == "comp" else base) if sep else base
 
 
-class _WholeMasks:
-    """Row masks of text tests (``contains_any`` …) over a whole profile, each made once: a
-    step's cut takes its rows of them, so a hundred steps test the distinct names once, not a
-    hundred times."""
-
-    def __init__(self, texts: TextIndexes) -> None:
-        self.texts = texts
-        self._made: dict[tuple[str, str, str, object], np.ndarray] = {}
-
-    def mask(self, table: str, column: str, test: str, arg: object) -> np.ndarray:
-        key = (table, column, test, arg)
-        if key not in self._made:
-            self._made[key] = getattr(self.texts(table, column), test)(arg)
-        return self._made[key]
-
-
-class _CutIndex(TextIndex):
-    """A step's rows of a whole profile's :class:`TextIndex`, whose tests are the whole
-    profile's (:class:`_WholeMasks`) at those rows."""
-
-    def __init__(self, whole: _WholeMasks, table: str, column: str, rows: slice | np.ndarray) -> None:
-        sub = whole.texts(table, column).subset(rows)
-        self.codes, self.distinct, self._lower = sub.codes, sub.distinct, sub._lower
-        self._whole, self._key, self._rows = whole, (table, column), rows
-
-    def contains_any(self, words: tuple[str, ...]) -> np.ndarray:
-        return self._whole.mask(*self._key, "contains_any", words)[self._rows]
-
-    def equals_any(self, words: tuple[str, ...]) -> np.ndarray:
-        return self._whole.mask(*self._key, "equals_any", words)[self._rows]
-
-    def startswith(self, prefix: str) -> np.ndarray:
-        return self._whole.mask(*self._key, "startswith", prefix)[self._rows]
-
-
-class _CutTexts(TextIndexes):
-    """The text indexes of a step's cut of a profile, taken from the whole profile's: no text
-    of the cut is numbered again, and each text test runs once per profile, not once per step."""
-
-    def __init__(self, whole: _WholeMasks, rows: dict[str, slice | np.ndarray]) -> None:
-        self._whole, self._rows = whole, rows
-
-    def __call__(self, table: str, column: str) -> TextIndex:
-        return _CutIndex(self._whole, table, column, self._rows[table])
-
-
 def step_parts(profile: Profile, step: int, masks: Masks, ordered: frozenset[str] = frozenset(),
-               texts: _WholeMasks | None = None) -> dict[str, float]:
+               texts: TextIndexes | None = None) -> dict[str, float]:
     """One step's E2E / computing / uncovered communication / free time in ms, measured as the
     Overall screen measures a run cut to that step: :func:`step_times` is that measure's code,
     and the tables it reads are cut to the step's window as ``select_step`` cuts them (their
     links, which it does not read, are left as they are; the other tables are not cut at all).
     ``ordered``: the tables known to be sorted by their start (cut by binary search); ``texts``:
-    the whole profile's text tests, shared by its steps (made here when not given)."""
+    the whole profile's text indexes, whose tests its steps' cuts share (:meth:`TextIndexes.cut`;
+    made here when not given)."""
     hit, lo, hi = step_window(profile, step)
     rows = {name: window_positions(profile, name, lo, hi, name in ordered) for name in STEP_TIME_TABLES}
     cut = replace(profile, meta=replace(profile.meta, selected_step=step), steps=hit.reset_index(drop=True),
                   **{name: rows_at(getattr(profile, name), r) for name, r in rows.items()})
-    m = step_times(cut, masks, _CutTexts(_WholeMasks(TextIndexes(profile)) if texts is None else texts, rows))
+    m = step_times(cut, masks, (TextIndexes(profile) if texts is None else texts).cut(rows))
     return {"e2e": m.e2e_ns / _NS_PER_MS, "computing": m.compute_ns / _NS_PER_MS,
             "uncovered": m.uncovered_ns / _NS_PER_MS, "free": m.free_time_ns / _NS_PER_MS}
 
@@ -183,7 +138,7 @@ def compare_steps(base: Profile, comp: Profile, masks: Masks) -> tuple[Table | N
     rows: dict[str, list[float]] = {f"{s}_{k}": [] for k, _ in PARTS for s in ("base", "comp")}
     ordered = {side: frozenset(t for t in STEP_TIME_TABLES if ordered_by_start(p, t))
                for side, p in (("base", base), ("comp", comp))}
-    texts = {"base": _WholeMasks(TextIndexes(base)), "comp": _WholeMasks(TextIndexes(comp))}
+    texts = {"base": TextIndexes(base), "comp": TextIndexes(comp)}
     labels = []
     for i in range(n):
         b = b_ids[i] if i < len(b_ids) else None

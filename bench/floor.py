@@ -51,9 +51,15 @@ def read_pair(base: Path, comp: Path) -> None:
     opts = LoadOptions(use_cache=False)
     base_opts, comp_opts = split_larger(detect(str(base)), detect(str(comp)), opts, opts)
     pid = os.fork()
-    if pid == 0:
-        read_trace(comp, comp_opts, [])
-        os._exit(0)
+    if pid == 0:  # the child never returns into the caller's code, whatever happens
+        code = 1
+        try:
+            read_trace(comp, comp_opts, [])
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - reported, then this process ends
+            print(exc, file=sys.stderr)  # an InputError names the file
+        finally:
+            os._exit(code)
     read_trace(base, base_opts, [])
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
